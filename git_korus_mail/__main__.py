@@ -1,0 +1,3 @@
+from git_korus_mail.cli import main
+
+raise SystemExit(main())

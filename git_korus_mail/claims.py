@@ -1,0 +1,165 @@
+"""Exclusive claims on one message, and who holds them.
+
+A claim is a small file `claiming/<id>.claim` that already names its owner when it
+appears: it is written in tmp/ and hard-linked into place, and link() fails with
+EEXIST for everyone but the first. (The seed measured move-and-catch and
+check-then-write schemes giving several winners across processes; only an
+exclusive create excludes.)
+
+The claim serialises consume and expire of one message. It is not what makes
+consumption exactly-once: the receipt is, created with O_EXCL (see store). So a
+claim race that ends badly can at worst refuse falsely, which leaves the message
+queued for the next drain, never deliver it twice.
+
+A claim is held state and never expires by age. It is broken only when its owner
+is provably dead: another boot, or the same boot and pid namespace with the pid
+gone or running a different process (start time differs).
+"""
+
+import json
+import os
+
+
+from git_korus_mail import crash
+
+CLAIM_SUFFIX = ".claim"
+
+
+def _read_text(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+
+
+def _proc_start_time(pid):
+    """Start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None when unknown."""
+    text = _read_text(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
+    rest = text[text.rfind(")") + 2:].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _pid_ns():
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def me(purpose, session=None):
+    """This process as a claim owner."""
+    pid = os.getpid()
+    return {
+        "pid": pid,
+        "start": _proc_start_time(pid),
+        "boot": _read_text("/proc/sys/kernel/random/boot_id"),
+        "pidns": _pid_ns(),
+        "host": os.uname().nodename,  # not socket.gethostname(): importing socket costs the hot path
+        "purpose": purpose,
+        "session": session,
+    }
+
+
+def owner_is_dead(owner):
+    """True only when the owner provably no longer runs; unsure means alive."""
+    if not isinstance(owner, dict):
+        return False
+    mine = me("check")
+    if owner.get("host") != mine["host"]:
+        return False  # another machine sharing the store: we cannot see its processes
+    if owner.get("boot") and mine["boot"] and owner["boot"] != mine["boot"]:
+        return True   # the machine rebooted since the claim: every process of then is gone
+    if owner.get("pidns") != mine["pidns"]:
+        return False  # another pid namespace (a container): its pids mean nothing here
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # exists, another user's process: compare start times below
+    start = owner.get("start")
+    if start is not None:
+        now_start = _proc_start_time(pid)
+        if now_start is not None and now_start != start:
+            return True  # the pid was reused by a newer process
+    return False
+
+
+def parse_owner(data):
+    try:
+        owner = json.loads(data.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return owner if isinstance(owner, dict) else None
+
+
+def acquire(tmp_dir, claiming_dir, msg_id, owner):
+    """Try to claim `msg_id`. Returns "won", or ("held", owner) when another has it.
+
+    The claim file is complete before it is visible: write in tmp/, link into place."""
+    data = json.dumps(owner, sort_keys=True).encode()
+    tmp_name = f"claim.{msg_id}.{os.getpid()}.{os.urandom(6).hex()}"
+    tmp_dir.create_exclusive(tmp_name, data, sync=False)
+    try:
+        try:
+            tmp_dir.link_to(tmp_name, claiming_dir, msg_id + CLAIM_SUFFIX)
+            return "won", None
+        except FileExistsError:
+            pass
+    finally:
+        tmp_dir.unlink_quiet(tmp_name)
+    return "held", read_owner(claiming_dir, msg_id)
+
+
+def read_owner(claiming_dir, msg_id):
+    try:
+        data, _st = claiming_dir.read_regular(msg_id + CLAIM_SUFFIX, 64 * 1024)
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a mangled claim reads as "owner unknown", i.e. alive
+        return {}
+    return parse_owner(data) or {}
+
+
+def release(claiming_dir, msg_id):
+    """Drop our claim; True when it was there."""
+    return claiming_dir.unlink_quiet(msg_id + CLAIM_SUFFIX)
+
+
+def break_dead(claiming_dir, msg_id, seen_owner):
+    """Remove a claim whose owner is dead — exactly that claim, not a newer live one.
+
+    Rename it aside (only one renamer can succeed), then compare what we took with
+    what we judged dead; if a live claim replaced it in between, put it back.
+    Returns True when the dead claim is gone."""
+    name = msg_id + CLAIM_SUFFIX
+    aside = f"{name}.broken-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        claiming_dir.rename_to(name, claiming_dir, aside)
+    except FileNotFoundError:
+        return True  # someone else broke (or released) it first
+    crash.point("break:renamed")
+    try:
+        data, _st = claiming_dir.read_regular(aside, 64 * 1024)
+        taken = parse_owner(data)
+    except Exception:  # noqa: BLE001 - unreadable means we cannot prove it is the dead one
+        taken = None
+    if taken != seen_owner:
+        try:
+            claiming_dir.link_to(aside, claiming_dir, name)
+        except FileExistsError:
+            pass  # a third claimant already holds it; the receipt still admits only one consumer
+        claiming_dir.unlink_quiet(aside)
+        return False
+    claiming_dir.unlink_quiet(aside)
+    return True

@@ -1,0 +1,247 @@
+"""Command line: parse with docopt (one usage block per command) and dispatch. Nothing else.
+
+`drain` is the hook hot path and is dispatched before docopt is imported: it runs
+on every agent turn and must not pay for a parser it does not need.
+"""
+
+import os
+import signal
+import sys
+
+USAGE = """\
+usage: git korus-mail <command> [<args>...]
+
+Durable mail between AI coding-agent sessions in the worktrees of one git clone.
+
+commands:
+  send        queue a message for other worktrees' sessions
+  list        every box: worktree, counts, sessions
+  status      this worktree's box, the fate of the mail it sent, recent events
+  off / on    suppress / resume delivery everywhere (queued mail is kept)
+  drain       the hook entry point (Claude Code runs it; reads hook JSON on stdin)
+  install     wire this clone's worktrees to the drain
+  uninstall   remove what install added (queued mail is kept)
+  doctor      check wiring, permissions, claims, quarantine and clock
+  completion  print a shell completion script (bash, zsh, fish)
+
+`git korus-mail <command> -h` shows a command's usage; `git help korus-mail` the manual.
+"""
+
+COMMANDS = {
+    "send": """\
+usage:
+  git-korus-mail send [--repo=<path>] (--to=<dest>)... [--kind=<kind>] [--ttl=<minutes>] [--session=<id>] [--create] [--json] [--] [<body>]
+  git-korus-mail send [--repo=<path>] --all-worktrees [--kind=<kind>] [--ttl=<minutes>] [--json] [--] [<body>]
+
+Queue <body> (or stdin when it is `-` or left out) for each destination.
+
+options:
+  --to=<dest>        a worktree path, `.`, `all` (worktrees with a live session),
+                     a worktree name, or a box key prefix (4+ chars); up to 8
+  --all-worktrees    every other worktree of the clone
+  --kind=<kind>      display-only label: note, handoff, alert, ... [default: note]
+  --ttl=<minutes>    expire unread after this many minutes [default: 4320]
+  --session=<id>     show only to this session id (a filter; the address stays the path)
+  --create           allow a path that is no worktree of this clone
+  --repo=<path>      the clone whose queue to use (for a folder outside any clone)
+  --json             machine-readable result
+""",
+    "list": """\
+usage:
+  git-korus-mail list [--repo=<path>] [--json]
+
+Every box: each worktree of the clone, then any other box.
+
+options:
+  --repo=<path>   the clone whose queue to read
+  --json          machine-readable
+""",
+    "status": """\
+usage:
+  git-korus-mail status [--repo=<path>] [--json]
+
+This worktree's box, the fate of the mail it sent, and recent journal events.
+
+options:
+  --repo=<path>   the clone whose queue to read
+  --json          machine-readable
+""",
+    "off": """\
+usage:
+  git-korus-mail off [--repo=<path>]
+
+Suppress delivery in every worktree; queued mail is kept.
+
+options:
+  --repo=<path>   the clone whose queue to switch
+""",
+    "on": """\
+usage:
+  git-korus-mail on [--repo=<path>]
+
+Resume delivery.
+
+options:
+  --repo=<path>   the clone whose queue to switch
+""",
+    "install": """\
+usage:
+  git-korus-mail install [--repo=<path>] [--scope=<scope>] [--urgent] [--force]
+
+Wire Claude Code's hooks to the drain for every worktree of the clone.
+
+options:
+  --scope=<scope>   local (each worktree's .claude/settings.local.json) or user
+                    ($CLAUDE_CONFIG_DIR/settings.json with a repo anchor) [default: local]
+  --urgent          the wake-up tier (not built yet)
+  --force           rewrite our entries even when they look current
+  --repo=<path>     the clone to wire
+""",
+    "uninstall": """\
+usage:
+  git-korus-mail uninstall [--repo=<path>] [--scope=<scope>] [--purge] [--yes]
+
+Remove exactly what install added; queued mail is kept unless --purge.
+
+options:
+  --scope=<scope>   local or user [default: local]
+  --purge           also delete the mail root (asks first; --yes when not on a tty)
+  --yes             confirm --purge without asking
+  --repo=<path>     the clone to unwire
+""",
+    "doctor": """\
+usage:
+  git-korus-mail doctor [--repo=<path>] [--json]
+
+Check the wiring, the mail root, claims, quarantine and the clock; exit 0 only when healthy.
+
+options:
+  --repo=<path>   the clone to check
+  --json          machine-readable
+""",
+    "completion": """\
+usage:
+  git-korus-mail completion (bash|zsh|fish)
+
+Print a completion script for the shell.
+""",
+}
+
+EXIT_USAGE = 129   # as git does
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["drain"]:
+        from git_korus_mail import hook  # the hot path: no docopt, no pygit2
+        return hook.main(argv[1:])
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `| head` closed the pipe: be quiet, and keep Python from complaining at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv):
+    from git_korus_mail import __version__
+    from git_korus_mail.errors import MailError
+
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0 if argv else EXIT_USAGE
+    if argv[0] in ("--version", "-V", "version"):
+        sys.stdout.write(f"git-korus-mail {__version__}\n")
+        return 0
+    command = argv[0]
+    if command not in COMMANDS:
+        return _usage_error(f"unknown command '{command}'", USAGE)
+    doc = COMMANDS[command]
+    if any(a in ("-h", "--help") for a in argv[1:argv.index("--") if "--" in argv else None]):
+        sys.stdout.write(doc)
+        return 0
+    args = _parse(doc, argv)
+    if isinstance(args, int):
+        return args
+    try:
+        return _dispatch(command, args)
+    except MailError as exc:
+        sys.stderr.write(f"git korus-mail: {exc}\n")
+        return EXIT_ERROR
+    except OSError as exc:
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        sys.stderr.write(f"git korus-mail: {exc.strerror or exc}{':' + where if where else ''}\n")
+        return EXIT_ERROR
+
+
+def _parse(doc, argv):
+    from docopt import DocoptExit, docopt
+
+    try:
+        return docopt(doc, argv=argv, default_help=False)
+    except DocoptExit:
+        return _usage_error(_explain(doc, argv), doc)
+
+
+def _explain(doc, argv):
+    """One line saying what was wrong, instead of docopt's dump of unmatched tokens."""
+    known = set()
+    for word in doc.replace("[", " ").replace("]", " ").replace("(", " ").replace(")", " ").split():
+        if word.startswith("--"):
+            known.add(word.split("=", 1)[0].rstrip(".,"))
+    for a in argv[1:]:
+        if a == "--":
+            break
+        if a.startswith("-") and a != "-" and a.split("=", 1)[0] not in known:
+            return f"unknown option '{a.split('=', 1)[0]}' for '{argv[0]}'"
+    if "(--to=" in doc and not any(a.startswith("--to") or a == "--all-worktrees" for a in argv):
+        return f"'{argv[0]}' needs --to <dest> (or --all-worktrees)"
+    return f"'{argv[0]}': missing or unexpected arguments"
+
+
+def _usage_error(line, doc):
+    sys.stderr.write(f"git korus-mail: {line}\n\n{doc}")
+    return EXIT_USAGE
+
+
+def _dispatch(command, args):
+    out = sys.stdout
+    if command == "completion":
+        from git_korus_mail import completion
+        shell = next(s for s in ("bash", "zsh", "fish") if args[s])
+        return completion.run(shell, out)
+    from git_korus_mail.clone import Clone
+
+    clone = Clone(repo_opt=args.get("--repo"))
+    if command == "send":
+        from git_korus_mail import send
+        return send.run(clone, args, out)
+    if command in ("list", "status"):
+        from git_korus_mail import report
+        if command == "list":
+            return report.run_list(clone, args["--json"], out)
+        return report.run_status(clone, args["--json"], out)
+    if command in ("off", "on"):
+        from git_korus_mail import report
+        return report.run_switch(clone, command == "off", out)
+    if command == "install":
+        from git_korus_mail import install
+        return install.run_install(clone, args, out)
+    if command == "uninstall":
+        from git_korus_mail import install
+        return install.run_uninstall(clone, args, out)
+    if command == "doctor":
+        from git_korus_mail import doctor
+        return doctor.run(clone, args, out)
+    raise AssertionError(command)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main())

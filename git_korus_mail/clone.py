@@ -1,0 +1,53 @@
+"""The clone a command works on: its common dir, mail root, worktrees, and our own box key.
+
+`--repo <path>` (an anchor for sessions outside any clone) selects the queue only;
+our own key always comes from the cwd, or the anchor would read its mail (seed step 1).
+"""
+
+import os
+
+from git_korus_mail import gitrepo, keys
+from git_korus_mail.errors import MailError
+from git_korus_mail.store import MailRoot
+
+
+class Clone:
+    def __init__(self, repo_opt=None, cwd=None):
+        self.cwd = os.path.realpath(cwd or os.getcwd())
+        from_env = repo_opt is None and "GIT_DIR" in os.environ
+        start = os.path.abspath(repo_opt) if repo_opt else self.cwd
+        if repo_opt and not os.path.isdir(start):
+            raise MailError(f"--repo {repo_opt}: no such directory")
+        loc = keys.locate(start, from_env=from_env)
+        if loc is None:
+            where = f"--repo {repo_opt}" if repo_opt else self.cwd
+            raise MailError(f"{where}: not in a git repository (pass --repo <path> to name the clone)")
+        self.location = loc
+        self.common_dir = loc.common_dir
+        if from_env:
+            self.own_key = keys.key_of_root(loc.worktree or self.cwd, loc)
+        else:
+            self.own_key = keys.key_for(self.cwd, location=None if repo_opt else loc)
+        self._worktrees = None
+        self._root = None
+
+    @property
+    def worktrees(self):
+        if self._worktrees is None:
+            self._worktrees = gitrepo.list_worktrees(self.common_dir)
+        return self._worktrees
+
+    def worktree_keys(self):
+        """[(Worktree, Key)] for every worktree, main first."""
+        return [(wt, keys.key_of_root(wt.path)) for wt in self.worktrees]
+
+    def own_worktree(self):
+        for wt, k in self.worktree_keys():
+            if k == self.own_key:
+                return wt
+        return None
+
+    def mail_root(self, create=False):
+        if self._root is None:
+            self._root = MailRoot.open(self.common_dir, create=create)
+        return self._root

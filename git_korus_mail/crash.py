@@ -1,0 +1,26 @@
+"""Named crash points for tests: KORUS_MAIL_CRASH_AT=<step> kills the process there.
+
+Each name marks a gap between two state writes. Tests kill at every one and then
+check the store's invariants, which is how "never lost, never doubled" is shown
+rather than argued.
+"""
+
+import os
+import signal
+
+_AT = os.environ.get("KORUS_MAIL_CRASH_AT")
+
+# Every named step, so tests can iterate over them and a typo fails loudly.
+STEPS = (
+    "send:tmp-written", "send:linked",
+    "show:emitted", "show:marked",
+    "consume:claimed", "consume:receipt", "consume:linked-seen", "consume:unlinked-inbox",
+    "consume:released",
+    "expire:claimed", "expire:linked", "expire:unlinked-inbox",
+    "break:renamed",
+)
+
+
+def point(step):
+    if _AT is not None and _AT == step:
+        os.kill(os.getpid(), signal.SIGKILL)

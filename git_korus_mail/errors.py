@@ -1,0 +1,5 @@
+"""The one error type a command reports as `git korus-mail: <message>`, exit 1."""
+
+
+class MailError(Exception):
+    """A runtime failure with a message meant for the user, on one line."""

@@ -1,0 +1,256 @@
+"""Filesystem operations that never follow a symlink inside the mail root.
+
+Every directory of the store is opened once as a file descriptor
+(O_DIRECTORY | O_NOFOLLOW) and all work inside it goes through `dir_fd`, so a
+symlink planted in place of a box, an inbox or a message is refused rather than
+followed out of `.git`. Permissions are set explicitly with fchmod, because the
+umask of whoever runs a hook is not ours to trust.
+"""
+
+import errno
+import os
+import stat
+
+from git_korus_mail.errors import MailError
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def check_dir_stat(st, where):
+    """Refuse a directory that is not ours alone: a symlink, another owner, or writable by others."""
+    if stat.S_ISLNK(st.st_mode):
+        raise MailError(f"{where} is a symlink; refusing to follow it")
+    if not stat.S_ISDIR(st.st_mode):
+        raise MailError(f"{where} is not a directory")
+    if st.st_uid != os.geteuid():
+        raise MailError(f"{where} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()})")
+    if st.st_mode & 0o022:
+        raise MailError(f"{where} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o}); "
+                        f"run: chmod go-w '{where}'")
+
+
+class Dir:
+    """An open directory of the store; names passed to its methods are single components."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, fd, path):
+        self.fd = fd
+        self.path = path
+
+    # -- opening -----------------------------------------------------------
+    @classmethod
+    def open_path(cls, path, create=False):
+        """Open an absolute directory path; create it (0700) when asked."""
+        if create:
+            try:
+                os.mkdir(path, DIR_MODE)
+                os.chmod(path, DIR_MODE)
+            except FileExistsError:
+                pass
+        try:
+            fd = os.open(path, _DIR_FLAGS)
+        except OSError as exc:
+            raise _dir_error(exc, path) from None
+        d = cls(fd, path)
+        check_dir_stat(os.fstat(fd), path)
+        return d
+
+    def sub(self, name, create=False):
+        """Open (and maybe create) a child directory, never through a symlink."""
+        if create:
+            try:
+                os.mkdir(name, DIR_MODE, dir_fd=self.fd)
+                fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+                os.fchmod(fd, DIR_MODE)
+                return Dir(fd, os.path.join(self.path, name))
+            except FileExistsError:
+                pass
+        return self.sub_existing(name)
+
+    def sub_existing(self, name):
+        path = os.path.join(self.path, name)
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            raise _dir_error(exc, path) from None
+        d = Dir(fd, path)
+        try:
+            check_dir_stat(os.fstat(fd), path)
+        except MailError:
+            d.close()
+            raise
+        return d
+
+    def sub_or_none(self, name):
+        """The child directory, or None when it does not exist (a normal state for new boxes)."""
+        try:
+            return self.sub_existing(name)
+        except FileNotFoundError:
+            return None
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown; nothing to report to
+            pass
+
+    # -- reading -----------------------------------------------------------
+    def names(self):
+        """Entry names, unsorted. O(entries) and no stat per entry."""
+        with os.scandir(self.fd) as it:
+            return [e.name for e in it]
+
+    def lstat(self, name):
+        return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+
+    def exists(self, name):
+        try:
+            os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def read_regular(self, name, limit):
+        """Read a regular file without following symlinks or blocking on a FIFO.
+
+        Returns (bytes, stat). Raises NotRegular for anything that is not a plain file
+        and TooLarge when it holds more than `limit` bytes.
+        """
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                         dir_fd=self.fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise NotRegular("symlink") from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotRegular(_kind(st.st_mode))
+            if st.st_size > limit:
+                raise TooLarge(st.st_size)
+            chunks = []
+            left = limit + 1
+            while left > 0:
+                b = os.read(fd, min(left, 1 << 20))
+                if not b:
+                    break
+                chunks.append(b)
+                left -= len(b)
+            data = b"".join(chunks)
+            if len(data) > limit:
+                raise TooLarge(len(data))
+            return data, st
+        finally:
+            os.close(fd)
+
+    # -- writing -----------------------------------------------------------
+    def create_exclusive(self, name, data, sync=True):
+        """Create `name` holding `data`; FileExistsError when it exists. Not atomic in content:
+        use it for files whose readers tolerate a short read only where noted (claims use tmp+link)."""
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     FILE_MODE, dir_fd=self.fd)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            _write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            self.unlink_quiet(name)
+            raise
+        os.close(fd)
+
+    def write_replace(self, name, data, tmp_suffix):
+        """Atomically replace `name` (write a sibling temp file, then rename over it).
+
+        For state that is rewritten whole, such as presence; never for messages."""
+        tmp = f".{name}.{tmp_suffix}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     FILE_MODE, dir_fd=self.fd)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def link_to(self, name, other, other_name):
+        """Hard-link self/name to other/other_name; FileExistsError when the target exists.
+        A link never replaces, which is what makes publication and claims exclusive."""
+        os.link(name, other_name, src_dir_fd=self.fd, dst_dir_fd=other.fd, follow_symlinks=False)
+
+    def rename_to(self, name, other, other_name):
+        os.rename(name, other_name, src_dir_fd=self.fd, dst_dir_fd=other.fd)
+
+    def unlink(self, name):
+        os.unlink(name, dir_fd=self.fd)
+
+    def unlink_quiet(self, name):
+        """Unlink when present; True when this call removed it."""
+        try:
+            os.unlink(name, dir_fd=self.fd)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def rmdir_quiet(self, name):
+        try:
+            os.rmdir(name, dir_fd=self.fd)
+            return True
+        except OSError:
+            return False
+
+    def fsync(self):
+        os.fsync(self.fd)
+
+
+class NotRegular(Exception):
+    """The name is a symlink, FIFO, directory, socket or device, not a message file."""
+
+
+class TooLarge(Exception):
+    """The file is larger than the reader accepts."""
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _kind(mode):
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "special file"
+
+
+def _dir_error(exc, path):
+    if exc.errno == errno.ELOOP:
+        return MailError(f"{path} is a symlink; refusing to follow it")
+    if exc.errno == errno.ENOTDIR:
+        return MailError(f"{path} is not a directory")
+    if isinstance(exc, FileNotFoundError):
+        return exc
+    return MailError(f"cannot open {path}: {exc.strerror}")

@@ -1,0 +1,114 @@
+"""The clone as pygit2 sees it: common dir, worktree root, the list of worktrees.
+
+The slow but authoritative path, for commands (send, list, install, ...). The hook
+hot path uses `discover.fast_locate` and comes here only when that walk is unsure.
+"""
+
+import os
+
+import pygit2
+
+from git_korus_mail.discover import Location, common_dir_of
+from git_korus_mail.errors import MailError
+
+
+def _open(start, from_env):
+    if from_env:
+        # git exports GIT_DIR (and maybe GIT_WORK_TREE) for `git --git-dir=... korus-mail`;
+        # FROM_ENV makes libgit2 read them exactly as git does.
+        return pygit2.Repository(start, pygit2.enums.RepositoryOpenFlag.FROM_ENV)
+    found = pygit2.discover_repository(start)
+    if found is None:
+        return None
+    return pygit2.Repository(found)
+
+
+def open_repository(start, from_env=False):
+    """The pygit2 Repository for `start`, None outside any repository.
+
+    Errors that git would report (another user's repository) become MailError."""
+    try:
+        return _open(start, from_env)
+    except pygit2.GitError as exc:
+        text = str(exc)
+        if "owner" in text or "owned" in text:
+            raise MailError(f"{start}: repository is owned by another user; git refuses it too "
+                            f"(see `git config --global --add safe.directory`)") from None
+        raise MailError(f"{start}: {text}") from None
+    except KeyError:
+        return None
+
+
+def locate(start, from_env=False):
+    """Location of `start` per pygit2 (None outside any repository)."""
+    repo = open_repository(start, from_env)
+    if repo is None:
+        return None
+    git_dir = os.path.realpath(repo.path)
+    common = common_dir_of(git_dir)
+    worktree = None
+    if not repo.is_bare and repo.workdir:
+        worktree = os.path.realpath(repo.workdir)
+        if not from_env and not _is_within(os.path.realpath(start), worktree):
+            # started inside the .git dir: git says "not a work tree" there
+            worktree = None
+    return Location(worktree, git_dir, common)
+
+
+def _is_within(path, root):
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+class Worktree:
+    """One worktree of the clone as `git worktree list` knows it."""
+
+    __slots__ = ("path", "name", "branch", "head", "is_main", "prunable", "admin_dir")
+
+    def __init__(self, path, name, branch, head, is_main, prunable, admin_dir):
+        self.path = path
+        self.name = name
+        self.branch = branch
+        self.head = head
+        self.is_main = is_main
+        self.prunable = prunable
+        self.admin_dir = admin_dir
+
+    def __repr__(self):
+        return f"Worktree({self.path!r}, name={self.name!r}, branch={self.branch!r}, prunable={self.prunable})"
+
+
+def read_head(git_dir):
+    """(branch or None, head text) from a git dir's HEAD file; cheap, no repository open."""
+    try:
+        with open(os.path.join(git_dir, "HEAD"), "rb") as f:
+            text = f.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None, ""
+    if text.startswith("ref: "):
+        ref = text[5:].strip()
+        return (ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref), text
+    return None, text
+
+
+def list_worktrees(common_dir):
+    """Main worktree first (absent for a bare clone), then linked ones in name order."""
+    try:
+        repo = pygit2.Repository(common_dir)
+    except pygit2.GitError as exc:
+        raise MailError(f"{common_dir}: {exc}") from None
+    out = []
+    if not repo.is_bare and repo.workdir:
+        branch, head = read_head(common_dir)
+        out.append(Worktree(os.path.realpath(repo.workdir), os.path.basename(repo.workdir.rstrip("/")),
+                            branch, head, True, False, common_dir))
+    for name in sorted(repo.list_worktrees()):
+        try:
+            wt = repo.lookup_worktree(name)
+        except (pygit2.GitError, KeyError):
+            continue
+        admin = os.path.join(common_dir, "worktrees", name)
+        branch, head = read_head(admin)
+        path = wt.path.rstrip("/")
+        real = os.path.realpath(path) if os.path.exists(path) else os.path.normpath(path)
+        out.append(Worktree(real, name, branch, head, False, bool(wt.is_prunable), admin))
+    return out

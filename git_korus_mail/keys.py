@@ -1,0 +1,129 @@
+"""The one key function: which box a path's mail goes to.
+
+Sender (`send --to ../web`) and drain (the session's own cwd) both come here, so
+they cannot disagree. A box is keyed by the recipient's worktree path — never by
+session id (re-minted by /clear) nor by branch or worktree name (nothing keeps
+those current). Keys match exactly, never by prefix: a prefix match once queued
+mail for a main checkout into a worktree box nobody drained.
+"""
+
+import os
+import re
+
+from git_korus_mail import discover
+
+HASH_HEX = 24  # 96 bits: a collision between two worktree paths is not a practical event
+SLUG_MAX = 32
+
+
+class Key:
+    """A box address: the normalized path it stands for and the box directory name."""
+
+    __slots__ = ("path", "name", "location")
+
+    def __init__(self, path, name, location):
+        self.path = path          # normalized absolute path (worktree root, or the path itself)
+        self.name = name          # <slug>-<hash>: the box directory name, also the printable key
+        self.location = location  # discover.Location or None (no repository there)
+
+    @property
+    def slug(self):
+        return self.name.rsplit("-", 1)[0]
+
+    @property
+    def digest(self):
+        return self.name.rsplit("-", 1)[1]
+
+    def __eq__(self, other):
+        return isinstance(other, Key) and self.name == other.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"Key({self.name!r}, {self.path!r})"
+
+
+def locate(path, from_env=False):
+    """discover.Location of a path: the fast pure-Python walk, pygit2 where it is unsure."""
+    if not from_env:
+        try:
+            return discover.fast_locate(path)
+        except discover.NotModelled:
+            pass
+    from git_korus_mail import gitrepo  # slow path only: pygit2 costs more than a whole drain
+    return gitrepo.locate(path, from_env=from_env)
+
+
+def key_for(path, location=None, from_env=False):
+    """The key of the box for `path`: its worktree root, or the path itself in no worktree.
+
+    `location` may be passed when the caller already located `path`."""
+    absolute = os.path.realpath(os.path.abspath(path))
+    loc = location if location is not None else locate(absolute, from_env=from_env)
+    root = loc.worktree if (loc is not None and loc.worktree) else absolute
+    return key_of_root(root, loc)
+
+
+def key_of_root(root, location=None):
+    """Key of a path already resolved to its worktree root (realpath)."""
+    norm = normalize(root)
+    return Key(norm, f"{slug(norm)}-{digest(norm)}", location)
+
+
+def normalize(path):
+    """Forward slashes, no trailing separator, case folded only on a case-insensitive filesystem."""
+    norm = path.replace("\\", "/")
+    if len(norm) > 1:
+        norm = norm.rstrip("/") or "/"
+    if is_case_insensitive(path):
+        norm = norm.casefold()
+    return norm
+
+
+def is_case_insensitive(path):
+    """Probe the filesystem holding `path`: does the same name in other case reach the same file?
+
+    Deciding from the OS name would be wrong both ways (case-sensitive APFS volumes,
+    case-insensitive mounts on Linux)."""
+    probe = path
+    while True:
+        head, tail = os.path.split(probe)
+        if tail and tail.swapcase() != tail:
+            try:
+                st = os.lstat(probe)
+                other = os.lstat(os.path.join(head, tail.swapcase()))
+            except OSError:
+                return False
+            return (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino)
+        if not tail or head == probe:
+            return False
+        probe = head
+
+
+_SLUG_JUNK = re.compile(r"[^a-z0-9]+")
+
+
+def slug(norm):
+    """A readable label for listings only; the digest alone decides identity."""
+    base = norm.rstrip("/").rsplit("/", 1)[-1].lower()
+    s = _SLUG_JUNK.sub("-", base.encode("ascii", "ignore").decode()).strip("-")
+    return (s[:SLUG_MAX].rstrip("-")) or "root"
+
+
+def digest(norm):
+    return _sha256(norm.encode("utf-8", "surrogateescape")).hexdigest()[:HASH_HEX]
+
+
+def _load_sha256():
+    # hashlib loads OpenSSL (milliseconds on a cold start); the builtin module does not
+    for mod in ("_sha2", "_sha256"):
+        try:
+            return __import__(mod).sha256
+        except (ImportError, AttributeError):
+            continue
+    import hashlib
+    return hashlib.sha256
+
+
+_sha256 = _load_sha256()

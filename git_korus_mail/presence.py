@@ -1,0 +1,110 @@
+"""Presence: which sessions the drain has seen in each box, and in what state.
+
+Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
+write). `send --to all` and `list` read them. A session is live while its state
+is not closed and its Claude Code process (CLAUDE_PID) still runs; with no pid
+recorded it counts as live for a day after its last event.
+"""
+
+import json
+import os
+import time
+
+from git_korus_mail import claims
+from git_korus_mail.message import parse_stamp, utc_stamp
+
+NO_PID_LIVE_SECONDS = 24 * 3600
+STATE_AFTER = {"SessionStart": "idle", "UserPromptSubmit": "working", "PostToolUse": "working",
+               "Stop": "idle", "SessionEnd": "closed"}
+
+
+def record(box, session, event, cwd, prior=None, extra=None):
+    """Rewrite this session's presence after an event; returns the record."""
+    now = time.time()
+    rec = dict(prior or {})
+    events = dict(rec.get("events") or {})
+    events[event] = utc_stamp(now)
+    rec.update({
+        "session": session,
+        "box": box.name,
+        "cwd": cwd,
+        "claude_pid": _int(os.environ.get("CLAUDE_PID")) or rec.get("claude_pid"),
+        "config_dir": os.environ.get("CLAUDE_CONFIG_DIR") or rec.get("config_dir"),
+        "boot": rec.get("boot") or claims.me("presence")["boot"],
+        "last_event": event,
+        "at": utc_stamp(now),
+        "state": STATE_AFTER.get(event, rec.get("state", "idle")),
+        "events": events,
+    })
+    if extra:
+        rec.update(extra)
+    box.sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), os.getpid())
+    return rec
+
+
+def load(box, session):
+    d = box.sub("sessions", create=False)
+    if d is None:
+        return None
+    try:
+        data, _ = d.read_regular(session + ".json", 256 * 1024)
+        rec = json.loads(data)
+    except (OSError, ValueError, Exception):  # noqa: BLE001 - a bad record reads as no record
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def sessions(box):
+    d = box.sub("sessions", create=False)
+    if d is None:
+        return []
+    out = []
+    for name in d.names():
+        if name.endswith(".json") and not name.startswith("."):
+            rec = load(box, name[:-5])
+            if rec is not None:
+                rec["liveness"] = liveness(rec)
+                out.append(rec)
+    out.sort(key=lambda r: r.get("at", ""), reverse=True)
+    return out
+
+
+def liveness(rec, now=None):
+    """working / idle / closed / gone (its Claude Code process no longer runs)."""
+    state = rec.get("state", "idle")
+    if state == "closed":
+        return "closed"
+    pid = rec.get("claude_pid")
+    mine = claims.me("check")
+    if isinstance(pid, int) and pid > 0 and rec.get("boot") == mine["boot"]:
+        if claims.owner_is_dead({"pid": pid, "host": mine["host"], "boot": rec.get("boot"),
+                                 "pidns": mine["pidns"]}):
+            return "gone"
+        return state
+    if rec.get("boot") and mine["boot"] and rec.get("boot") != mine["boot"]:
+        return "gone"
+    try:
+        age = (time.time() if now is None else now) - parse_stamp(rec.get("at"))
+    except (ValueError, TypeError):
+        return "gone"
+    return state if age < NO_PID_LIVE_SECONDS else "gone"
+
+
+def live_boxes(root):
+    """{box name: [live session records]} for every box with a working or idle session."""
+    out = {}
+    for name in root.box_names():
+        box = root.box(name)
+        if box is None:
+            continue
+        live = [r for r in sessions(box) if r["liveness"] in ("working", "idle")]
+        if live:
+            out[name] = live
+    return out
+
+
+def _int(v):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,242 @@
+"""`list`, `status`, `off`, `on`: what the queue holds, as observed, with as-of times.
+
+Delivery is reported from receipts and display markers, never inferred from a
+successful send (seed step 8). Reading a box first repairs what crashed processes
+left and moves expired mail aside, so every report shows settled state.
+"""
+
+import json
+import os
+import time
+
+from git_korus_mail import journal, presence, ui
+from git_korus_mail.message import human_age, utc_stamp
+
+COUNTED = ("inbox", "claiming", "seen", "expired")
+
+
+def settle(box):
+    """Repair interrupted moves and expire due mail before reporting on a box."""
+    box.repair()
+    box.expire_due()
+
+
+def _box_row(box, now):
+    counts = {sub: box.count(sub) for sub in COUNTED}
+    counts["claiming"] = sum(1 for n in box.names("claiming") if n.endswith(".claim"))
+    oldest = box.oldest_unread_age(now)
+    sess = presence.sessions(box)
+    last = {}
+    for rec in sess:
+        for ev, at in (rec.get("events") or {}).items():
+            if ev not in last or at > last[ev]["at"]:
+                last[ev] = {"at": at, "session": rec.get("session")}
+    return {
+        "counts": counts,
+        "oldest_unread_age_s": None if oldest is None else int(oldest),
+        "quarantined": sum(1 for n in box.names("quarantine") if not n.endswith(".why.json")),
+        "sessions": [{"session": r.get("session"), "state": r["liveness"], "last_event": r.get("last_event"),
+                      "at": r.get("at"), "config_dir": r.get("config_dir")} for r in sess],
+        "last_drain": last,
+    }
+
+
+def collect_list(clone):
+    now = time.time()
+    root = clone.mail_root()
+    rows = []
+    done = set()
+    for wt, k in clone.worktree_keys():
+        box = root.box(k.name) if root is not None else None
+        row = {"key": k.name, "slug": k.slug, "path": wt.path, "branch": wt.branch,
+               "worktree": True, "prunable": wt.prunable, "main": wt.is_main, "this": k == clone.own_key}
+        if box is not None:
+            settle(box)
+            row.update(_box_row(box, now))
+        else:
+            row.update({"counts": {s: 0 for s in COUNTED}, "oldest_unread_age_s": None, "quarantined": 0,
+                        "sessions": [], "last_drain": {}})
+        rows.append(row)
+        done.add(k.name)
+    if root is not None:
+        for name in root.box_names():
+            if name in done:
+                continue
+            box = root.box(name)
+            if box is None:
+                continue
+            settle(box)
+            row = {"key": name, "slug": name.rsplit("-", 1)[0], "path": box.recorded_path(), "branch": None,
+                   "worktree": False, "prunable": False, "main": False, "this": name == clone.own_key.name}
+            row.update(_box_row(box, now))
+            rows.append(row)
+    live = {}
+    for row in rows:
+        n = sum(1 for s in row["sessions"] if s["state"] in ("working", "idle"))
+        live[row["key"]] = n
+        row["live_sessions"] = n
+    return {"as_of": utc_stamp(now), "mail_root": root.path if root else None,
+            "delivery": "off" if (root and root.is_off()) else "on", "boxes": rows}
+
+
+def run_list(clone, as_json, out):
+    data = collect_list(clone)
+    if as_json:
+        out.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    out.write(f"boxes as of {data['as_of']}  (delivery {data['delivery']})\n")
+    for row in data["boxes"]:
+        c = row["counts"]
+        flags = []
+        if row["this"]:
+            flags.append("this worktree")
+        if row["prunable"]:
+            flags.append("PRUNABLE")
+        if not row["worktree"]:
+            flags.append("no worktree")
+        if row["live_sessions"] > 1:
+            flags.append(f"{row['live_sessions']} live sessions: both see the same mail")
+        if row["quarantined"]:
+            flags.append(f"{row['quarantined']} quarantined")
+        oldest = row["oldest_unread_age_s"]
+        head = ui.bold(row["slug"])
+        out.write(f"{head}  {row['path'] or '?'}"
+                  f"{'  [' + row['branch'] + ']' if row['branch'] else ''}"
+                  f"{'  (' + ', '.join(flags) + ')' if flags else ''}\n")
+        out.write(f"    inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
+                  f"{'  oldest unread ' + human_age(oldest) if oldest is not None else ''}\n")
+        for s in row["sessions"][:5]:
+            out.write(f"    session {s['session']}  {s['state']}  last {s['last_event']} at {s['at']}\n")
+    return 0
+
+
+def _message_state(root, rec):
+    """Fate of one sent message, observed now: queued / shown / consumed / expired / unknown."""
+    box = root.box(rec["box"])
+    mid = rec["id"]
+    if box is None:
+        return {"state": "unknown"}
+    name = mid + ".json"
+    receipts = box.sub("receipts", create=False)
+    if receipts is not None and receipts.exists(name):
+        try:
+            data, _ = receipts.read_regular(name, 64 * 1024)
+            r = json.loads(data)
+            return {"state": "consumed", "session": r.get("session"), "at": r.get("consumed_at"),
+                    "shown_at": (r.get("observed") or {}).get("at")}
+        except (OSError, ValueError, Exception):  # noqa: BLE001 - report what we can
+            return {"state": "consumed"}
+    expired = box.sub("expired", create=False)
+    if expired is not None and expired.exists(name):
+        return {"state": "expired", "unread": True}
+    inbox = box.sub("inbox", create=False)
+    if inbox is not None and inbox.exists(name):
+        shown = _shown_by(box, mid)
+        if shown:
+            return {"state": "shown", "shown": shown}
+        return {"state": "queued"}
+    return {"state": "unknown"}
+
+
+def _shown_by(box, mid):
+    d = box.sub("shown", create=False)
+    if d is None:
+        return []
+    out = []
+    for sid in d.names():
+        sd = d.sub_or_none(sid)
+        if sd is None:
+            continue
+        try:
+            data, _ = sd.read_regular(mid, 64 * 1024)
+            obs = json.loads(data)
+            out.append({"session": sid, "at": obs.get("at"), "event": obs.get("event")})
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, Exception):  # noqa: BLE001
+            out.append({"session": sid})
+        finally:
+            sd.close()
+    return out
+
+
+def collect_status(clone, sent_limit=50, events=10):
+    now = time.time()
+    root = clone.mail_root()
+    data = {"as_of": utc_stamp(now), "mail_root": root.path if root else os.path.join(clone.common_dir, "mail"),
+            "delivery": "off" if (root and root.is_off()) else "on",
+            "this": {"key": clone.own_key.name, "path": clone.own_key.path},
+            "box": None, "sent": [], "journal": []}
+    if root is None:
+        return data
+    box = root.box(clone.own_key.name)
+    if box is not None:
+        settle(box)
+        data["box"] = _box_row(box, now)
+    for name in root.box_names():
+        b = root.box(name)
+        if b is not None and name != clone.own_key.name:
+            b.repair()
+    if box is not None:
+        sent = sorted(box.names("sent"), reverse=True)[:sent_limit]
+        for name in sent:
+            try:
+                data_b, _ = box.sub("sent").read_regular(name, 64 * 1024)
+                rec = json.loads(data_b)
+            except (OSError, ValueError, Exception):  # noqa: BLE001
+                continue
+            target = root.box(rec.get("box", ""))
+            if target is not None:
+                target.expire_due(now, ids=[rec["id"]]) if target.sub("inbox").exists(rec["id"] + ".json") else None
+            rec["fate"] = _message_state(root, rec)
+            rec["fate"]["as_of"] = utc_stamp(time.time())
+            data["sent"].append(rec)
+    data["journal"] = journal.read(root.dir, limit=events)
+    return data
+
+
+def run_status(clone, as_json, out):
+    d = collect_status(clone)
+    if as_json:
+        out.write(json.dumps(d, indent=2) + "\n")
+        return 0
+    out.write(f"mail root {d['mail_root']}  (as of {d['as_of']})\n")
+    out.write(f"delivery  {d['delivery']}\n")
+    out.write(f"this worktree  {d['this']['path']}  key {d['this']['key']}\n")
+    if d["box"]:
+        c = d["box"]["counts"]
+        out.write(f"  inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
+                  f"  (as of {d['as_of']})\n")
+        for ev, last in sorted(d["box"]["last_drain"].items()):
+            out.write(f"  last {ev} drain at {last['at']} (session {last['session']})\n")
+    else:
+        out.write("  no mail has been sent here yet\n")
+    if d["sent"]:
+        out.write("sent from this worktree (newest first):\n")
+        for rec in d["sent"]:
+            f = rec["fate"]
+            detail = ""
+            if f["state"] == "consumed":
+                detail = f" by session {f.get('session')} at {f.get('at')}"
+            elif f["state"] == "shown":
+                detail = " to " + ", ".join(f"{s.get('session')} at {s.get('at')}" for s in f["shown"])
+            elif f["state"] == "expired":
+                detail = " unread"
+            out.write(f"  {rec['id']} -> {rec.get('path')}  {ui.bold(f['state'])}{detail}  (as of {f['as_of']})\n")
+    if d["journal"]:
+        out.write("latest events:\n")
+        for ev in d["journal"]:
+            rest = " ".join(f"{k}={v}" for k, v in sorted(ev.items()) if k not in ("at", "event"))
+            out.write(f"  {ev.get('at')}  {ev.get('event')}  {rest}\n")
+    return 0
+
+
+def run_switch(clone, off, out):
+    root = clone.mail_root(create=True)
+    changed = root.set_off(off)
+    queued = sum(root.box(n).count("inbox") for n in root.box_names() if root.box(n) is not None)
+    root.journal("off" if off else "on", changed=changed)
+    state = "off" if off else "on"
+    out.write(f"delivery {state}{'' if changed else ' (it already was)'}; "
+              f"{queued} queued message{'s' if queued != 1 else ''} kept\n")
+    return 0

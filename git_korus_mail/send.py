@@ -1,0 +1,201 @@
+"""`send`: resolve destinations to boxes and publish one message into each.
+
+A successful send proves queueing only; delivery is proven by the recipient's
+receipt (see `status`). Destinations that do not name a worktree of this clone
+are refused, because mail queued into a box nobody drains is silently lost.
+"""
+
+import json
+import os
+import sys
+
+from git_korus_mail import keys, message, presence
+from git_korus_mail.errors import MailError
+
+MAX_DESTINATIONS = 8
+
+
+class Target:
+    __slots__ = ("dest", "key", "path", "error")
+
+    def __init__(self, dest, key=None, path=None, error=None):
+        self.dest, self.key, self.path, self.error = dest, key, path, error
+
+
+def read_body(arg):
+    if arg is not None and arg != "-":
+        return arg
+    if arg is None and sys.stdin is not None and sys.stdin.isatty():
+        raise MailError("no body: give it as an argument, or pipe it in with `-`")
+    raw = sys.stdin.buffer.read(message.MAX_BODY_BYTES + 1) if sys.stdin is not None else b""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MailError(f"body is not valid UTF-8 (byte {exc.start})") from None
+
+
+def check_body(body):
+    if not body.strip():
+        raise MailError("empty body: nothing to send")
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > message.MAX_BODY_BYTES:
+        raise MailError(f"body is {size} bytes, over the {message.MAX_BODY_BYTES}-byte limit: "
+                        f"send a summary and a file path instead")
+
+
+def resolve(clone, dests, create=False, all_worktrees=False):
+    """Map each destination to a Target (with .error when it cannot be mailed)."""
+    wt_keys = clone.worktree_keys()
+    root = clone.mail_root()
+    box_names = root.box_names() if root is not None else []
+    out = []
+    if all_worktrees:
+        for wt, k in wt_keys:
+            if k != clone.own_key and not wt.prunable:
+                out.append(Target(wt.path, k, wt.path))
+        if not out:
+            raise MailError("no other worktree in this clone")
+        return out
+    for dest in dests:
+        if dest == "all":
+            live = presence.live_boxes(root) if root is not None else {}
+            found = [Target(wt.path, k, wt.path) for wt, k in wt_keys
+                     if k != clone.own_key and not wt.prunable and k.name in live]
+            if not found:
+                out.append(Target(dest, error="no other worktree has a live session "
+                                              "(use --all-worktrees to mail every worktree)"))
+            out.extend(found)
+            continue
+        out.append(_resolve_one(clone, dest, wt_keys, box_names, create))
+    seen, unique = set(), []
+    for t in out:
+        if t.key is not None and t.key.name in seen:
+            continue
+        if t.key is not None:
+            seen.add(t.key.name)
+        unique.append(t)
+    return unique
+
+
+def _looks_like_path(dest):
+    return dest in (".", "..") or "/" in dest or dest.startswith("~") or os.path.isdir(dest)
+
+
+def _resolve_one(clone, dest, wt_keys, box_names, create):
+    known = ", ".join(wt.path for wt, _ in wt_keys) or "(none)"
+    if _looks_like_path(dest):
+        path = os.path.expanduser(dest)
+        if not os.path.exists(path) and not create:
+            return Target(dest, error=f"{dest}: no such directory; worktrees of this clone: {known}")
+        k = keys.key_for(path)
+        if k == clone.own_key and dest != ".":
+            return Target(dest, error=f"{dest}: that is this worktree; mail yourself with `--to .`")
+        for wt, wk in wt_keys:
+            if wk == k:
+                if wt.prunable:
+                    return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone)")
+                return Target(dest, k, wt.path)
+        if k.name in box_names or create:
+            return Target(dest, k, k.path)
+        return Target(dest, error=f"{dest}: not a worktree of this clone (its worktrees: {known}); "
+                                  f"use --create to queue for it anyway")
+    named = [(wt, k) for wt, k in wt_keys
+             if dest in (wt.name, os.path.basename(wt.path))]
+    if len(named) == 1:
+        wt, k = named[0]
+        if k == clone.own_key:
+            return Target(dest, error=f"{dest}: that is this worktree; mail yourself with `--to .`")
+        if wt.prunable:
+            return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone)")
+        return Target(dest, k, wt.path)
+    if len(named) > 1:
+        return Target(dest, error=f"{dest}: ambiguous worktree name: " + ", ".join(wt.path for wt, _ in named))
+    if len(dest) >= 4:
+        candidates = {k.name: k.path for _, k in wt_keys}
+        for name in box_names:
+            candidates.setdefault(name, None)
+        hits = [n for n in candidates if n.startswith(dest) or n.rsplit("-", 1)[-1].startswith(dest)]
+        if len(hits) == 1:
+            name = hits[0]
+            path = candidates[name] or _box_path(clone, name)
+            return Target(dest, keys.Key(path or name, name, None), path)
+        if len(hits) > 1:
+            return Target(dest, error=f"{dest}: ambiguous key prefix: " + ", ".join(sorted(hits)))
+    return Target(dest, error=f"{dest}: no worktree, name or box key matches; worktrees: {known}")
+
+
+def _box_path(clone, name):
+    root = clone.mail_root()
+    box = root.box(name) if root is not None else None
+    return box.recorded_path() if box is not None else None
+
+
+def run(clone, args, out):
+    """Returns the exit status: 0 only when every destination was queued."""
+    dests = args["--to"] or []
+    if len(dests) > MAX_DESTINATIONS:
+        raise MailError(f"{len(dests)} destinations; at most {MAX_DESTINATIONS}")
+    kind = args["--kind"] or "note"
+    if not message.KIND_RE.match(kind):
+        raise MailError(f"--kind {kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
+    ttl = _ttl(args["--ttl"])
+    session = args.get("--session")
+    if session is not None and not message.SESSION_RE.match(session):
+        raise MailError(f"--session {session!r}: not a session id")
+    body = read_body(args["<body>"])
+    check_body(body)
+    targets = resolve(clone, dests, create=args.get("--create", False),
+                      all_worktrees=args.get("--all-worktrees", False))
+    root = clone.mail_root(create=True)
+    own = clone.own_worktree()
+    sender = {"path": clone.own_key.path, "branch": own.branch if own else None,
+              "session": os.environ.get("CLAUDE_CODE_SESSION_ID")}
+    results, failed = [], 0
+    for t in targets:
+        if t.error:
+            failed += 1
+            results.append({"to": t.dest, "ok": False, "error": t.error})
+            continue
+        try:
+            msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl, session=session)
+            box = root.box(t.key.name, create=True, path=t.key.path)
+            box.publish(msg, message.encode(msg))
+            _record_sent(root, clone, msg, t)
+            root.journal("sent", id=msg["id"], box=t.key.name, sender=sender["path"], kind=kind)
+            results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
+                            "expires_at": msg["expires_at"]})
+        except (MailError, OSError) as exc:
+            failed += 1
+            results.append({"to": t.dest, "ok": False, "error": str(exc)})
+    off = root.is_off()
+    if args["--json"]:
+        out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
+    else:
+        for r in results:
+            if r["ok"]:
+                out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]})\n")
+            else:
+                sys.stderr.write(f"git korus-mail: not queued: {r['error']}\n")
+        if off and any(r["ok"] for r in results):
+            out.write("note: delivery is off (mail/OFF); it stays queued until `git korus-mail on`\n")
+    return 1 if failed else 0
+
+
+def _record_sent(root, clone, msg, target):
+    """Index the message in the sender's own box, so `status` can follow it to its fate."""
+    own = root.box(clone.own_key.name, create=True, path=clone.own_key.path)
+    rec = {"id": msg["id"], "box": target.key.name, "path": target.path, "sent_at": msg["sent_at"],
+           "expires_at": msg["expires_at"], "kind": msg["kind"]}
+    own.sub("sent").create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(), sync=False)
+
+
+def _ttl(value):
+    if value is None:
+        return message.DEFAULT_TTL_MINUTES
+    try:
+        ttl = int(value)
+    except ValueError:
+        raise MailError(f"--ttl {value!r}: minutes as a whole number") from None
+    if ttl <= 0:
+        raise MailError("--ttl must be greater than 0 minutes")
+    return ttl

@@ -1,0 +1,422 @@
+"""The on-disk queue inside the clone's git common dir: publish, claim, move, expire.
+
+Everything lives under `<git-common-dir>/mail/`: nothing under .git can enter a
+commit, and it is no ref namespace, so `push --mirror` cannot carry it either.
+
+State transitions of one message (each arrow is one link or unlink; a crash
+between two of them is repaired by the next reader, see `Box.repair`):
+
+    tmp/x --link--> inbox/<id>.json --unlink tmp/x                     (publish)
+    inbox --claim--> receipt (O_EXCL) --link--> seen --unlink inbox    (consume)
+    inbox --claim--> link expired --> notice --> unlink inbox          (expire)
+
+Exactly-once consumption rests on the receipt: `receipts/<id>.json` is created
+with O_EXCL, so at most one session ever consumes a message, whatever the claims
+did. A receipt exists iff the message reached seen/.
+"""
+
+import json
+import os
+import stat
+import time
+
+from git_korus_mail import claims, crash, journal
+from git_korus_mail.errors import MailError
+from git_korus_mail.fsafe import Dir, NotRegular, TooLarge
+from git_korus_mail.message import (MAX_FILE_BYTES, Invalid, expires_at, id_time, parse, utc_stamp)
+
+MAIL_DIR = "mail"
+OFF_FILE = "OFF"
+TMP_MAX_AGE = 36 * 3600
+MSG_SUFFIX = ".json"
+PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
+
+BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", "receipts", "shown", "sessions", "notices",
+               "quarantine", "sent")
+
+
+def mail_root_path(common_dir):
+    return os.path.join(common_dir, MAIL_DIR)
+
+
+class MailRoot:
+    """`<common>/mail/`, opened safely. `create=False` returns None from `open` when absent."""
+
+    def __init__(self, common_dir, root_dir):
+        self.common_dir = common_dir
+        self.dir = root_dir
+        self.path = root_dir.path
+        self._tmp = None
+
+    @classmethod
+    def open(cls, common_dir, create=False):
+        path = mail_root_path(common_dir)
+        try:
+            d = Dir.open_path(path, create=create)
+        except FileNotFoundError:
+            if create:
+                raise MailError(f"cannot create {path}") from None
+            return None
+        return cls(common_dir, d)
+
+    # -- global switches and staging ---------------------------------------
+    def is_off(self):
+        return self.dir.exists(OFF_FILE)
+
+    def set_off(self, off):
+        if off:
+            try:
+                self.dir.create_exclusive(OFF_FILE, f"delivery turned off at {utc_stamp(time.time())}\n".encode())
+                return True
+            except FileExistsError:
+                return False
+        return self.dir.unlink_quiet(OFF_FILE)
+
+    @property
+    def tmp(self):
+        if self._tmp is None:
+            self._tmp = self.dir.sub("tmp", create=True)
+        return self._tmp
+
+    def journal(self, event, **fields):
+        journal.append(self.dir, event, **fields)
+
+    # -- boxes ---------------------------------------------------------------
+    def boxes_dir(self, create=False):
+        if create:
+            return self.dir.sub("box", create=True)
+        return self.dir.sub_or_none("box")
+
+    def box(self, key_name, create=False, path=None):
+        """The box named `key_name`; None when it does not exist and create is False."""
+        boxes = self.boxes_dir(create=create)
+        if boxes is None:
+            return None
+        d = boxes.sub(key_name, create=True) if create else boxes.sub_or_none(key_name)
+        if d is None:
+            return None
+        box = Box(self, key_name, d)
+        if create and path is not None and box.recorded_path() != path:
+            d.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), os.getpid())
+        return box
+
+    def box_names(self):
+        boxes = self.boxes_dir()
+        if boxes is None:
+            return []
+        return sorted(n for n in boxes.names() if not n.startswith("."))
+
+    def sweep_tmp(self, now=None):
+        """Remove staging files older than 36 h: the only thing a crashed sender leaves."""
+        now = time.time() if now is None else now
+        removed = 0
+        for name in self.tmp.names():
+            try:
+                st = self.tmp.lstat(name)
+            except FileNotFoundError:
+                continue
+            if now - st.st_mtime > TMP_MAX_AGE and not stat.S_ISDIR(st.st_mode):
+                removed += self.tmp.unlink_quiet(name)
+        return removed
+
+
+class Box:
+    """One recipient's box. Subdirectories are opened lazily and created on first need."""
+
+    def __init__(self, root, name, d):
+        self.root = root
+        self.name = name
+        self.dir = d
+        self._subs = {}
+
+    def sub(self, name, create=True):
+        d = self._subs.get(name)
+        if d is None:
+            d = self.dir.sub(name, create=True) if create else self.dir.sub_or_none(name)
+            if d is not None:
+                self._subs[name] = d
+        return d
+
+    def recorded_path(self):
+        try:
+            data, _ = self.dir.read_regular("path", 64 * 1024)
+        except (FileNotFoundError, NotRegular, TooLarge):
+            return None
+        return data.decode("utf-8", "surrogateescape").rstrip("\n")
+
+    def names(self, sub):
+        d = self.sub(sub, create=False)
+        return d.names() if d is not None else []
+
+    def inbox_ids(self):
+        """Queued ids, oldest first. Names not shaped like a message are returned separately."""
+        ids, odd = [], []
+        for n in self.names("inbox"):
+            if n.endswith(MSG_SUFFIX):
+                ids.append(n[:-len(MSG_SUFFIX)])
+            elif not n.startswith("."):
+                odd.append(n)
+        ids.sort()
+        return ids, odd
+
+    def count(self, sub):
+        return sum(1 for n in self.names(sub) if not n.startswith("."))
+
+    # -- publish ---------------------------------------------------------
+    def publish(self, msg, data):
+        """Maildir publication: complete file in tmp/, fsync, link (never rename-over) into the
+        inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind."""
+        tmp = self.root.tmp
+        inbox = self.sub("inbox")
+        tmp_name = f"msg.{msg['id']}.{os.urandom(4).hex()}"
+        tmp.create_exclusive(tmp_name, data, sync=True)
+        crash.point("send:tmp-written")
+        try:
+            tmp.link_to(tmp_name, inbox, msg["id"] + MSG_SUFFIX)
+        except FileExistsError:
+            tmp.unlink_quiet(tmp_name)
+            raise MailError(f"message id {msg['id']} already queued (clock or random source broken?)") from None
+        crash.point("send:linked")
+        tmp.unlink_quiet(tmp_name)
+        inbox.fsync()
+
+    # -- reading one message -------------------------------------------------
+    def load(self, msg_id, sub="inbox"):
+        """Read and validate a message. Raises Invalid / NotRegular / TooLarge / FileNotFoundError."""
+        d = self.sub(sub, create=False)
+        if d is None:
+            raise FileNotFoundError(msg_id)
+        data, st = d.read_regular(msg_id + MSG_SUFFIX, MAX_FILE_BYTES)
+        return parse(data, expected_id=msg_id), st
+
+    def linked_elsewhere(self, msg_id, st):
+        """Explain a message file with more than one link: our own half-finished move, or not.
+
+        Returns "in-progress" (leave it), "publish-finished" (we completed a dead
+        sender's publication) or None (a foreign hard link: quarantine)."""
+        claiming = self.sub("claiming", create=False)
+        if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
+            return "in-progress"
+        for sub in ("seen", "expired"):
+            d = self.sub(sub, create=False)
+            if d is None:
+                continue
+            try:
+                other = d.lstat(msg_id + MSG_SUFFIX)
+            except FileNotFoundError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return "in-progress"
+        tmp = self.root.tmp
+        for name in tmp.names():
+            if not name.startswith(f"msg.{msg_id}."):
+                continue
+            try:
+                other = tmp.lstat(name)
+            except FileNotFoundError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                if time.time() - other.st_ctime < PUBLISH_GRACE:
+                    return "in-progress"
+                tmp.unlink_quiet(name)  # the sender died after linking: finish its publish
+                return "publish-finished"
+        return None
+
+    def quarantine(self, name, reason, sub="inbox"):
+        """Move a non-message aside (without following or opening it) and record why."""
+        src = self.sub(sub, create=False)
+        q = self.sub("quarantine")
+        target = f"{name}.{int(time.time())}.{os.urandom(3).hex()}"
+        try:
+            src.rename_to(name, q, target)
+        except FileNotFoundError:
+            return None
+        why = {"name": name, "from": sub, "reason": reason, "at": utc_stamp(time.time())}
+        q.create_exclusive(target + ".why.json", json.dumps(why, sort_keys=True).encode(), sync=False)
+        self.root.journal("quarantined", box=self.name, name=name, reason=reason)
+        return target
+
+    # -- consume -----------------------------------------------------------
+    def consume(self, msg_id, session, observation):
+        """Consume a message this session was shown. Returns one of:
+        "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
+        process holds its claim: try again at a later Stop)."""
+        inbox = self.sub("inbox")
+        if not inbox.exists(msg_id + MSG_SUFFIX):
+            return "gone"
+        owner = claims.me("consume", session)
+        got = self._claim(msg_id, owner)
+        if got != "won":
+            return got
+        crash.point("consume:claimed")
+        try:
+            if not inbox.exists(msg_id + MSG_SUFFIX):
+                return "gone"
+            receipt = {
+                "id": msg_id,
+                "session": session,
+                "consumed_at": utc_stamp(time.time()),
+                "observed": observation,
+                "pid": owner["pid"],
+            }
+            try:
+                self.sub("receipts").create_exclusive(
+                    msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(), sync=True)
+            except FileExistsError:
+                self._finish_move(msg_id, "seen")  # an interrupted consume: complete it
+                return "gone"
+            crash.point("consume:receipt")
+            self._finish_move(msg_id, "seen")
+            self.root.journal("consumed", id=msg_id, box=self.name, session=session,
+                              shown_at=observation.get("at") if isinstance(observation, dict) else None)
+        finally:
+            self._release(msg_id, owner)
+        crash.point("consume:released")
+        return "consumed"
+
+    def _finish_move(self, msg_id, to):
+        """inbox -> seen|expired by link then unlink; idempotent, so a repair may call it again."""
+        inbox = self.sub("inbox")
+        target = self.sub(to)
+        name = msg_id + MSG_SUFFIX
+        try:
+            inbox.link_to(name, target, name)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            return
+        crash.point(f"{'consume' if to == 'seen' else 'expire'}:linked{'-seen' if to == 'seen' else ''}")
+        if to == "expired":
+            self._write_notice(msg_id)
+        inbox.unlink_quiet(name)
+        crash.point(f"{'consume' if to == 'seen' else 'expire'}:unlinked-inbox")
+        target.fsync()
+        inbox.fsync()
+
+    def _claim(self, msg_id, owner):
+        claiming = self.sub("claiming")
+        for _attempt in range(3):
+            result, holder = claims.acquire(self.root.tmp, claiming, msg_id, owner)
+            if result == "won":
+                return "won"
+            if holder is None:
+                continue  # released between our link and our read: try again
+            if claims.owner_is_dead(holder):
+                if claims.break_dead(claiming, msg_id, holder):
+                    self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
+                                      owner_session=holder.get("session"))
+                    self._repair_one(msg_id)
+                continue
+            return "held"
+        return "held"
+
+    def _release(self, msg_id, owner):
+        """Drop our claim — only if it is still ours (a broken-and-reclaimed one is not)."""
+        claiming = self.sub("claiming")
+        holder = claims.read_owner(claiming, msg_id)
+        if holder is None:
+            return
+        if holder.get("pid") == owner["pid"] and holder.get("start") == owner["start"]:
+            claims.release(claiming, msg_id)
+
+    # -- expire --------------------------------------------------------------
+    def expire(self, msg_id, msg=None):
+        """Move a message past its expiry to expired/ (claimed like a consume). True when moved."""
+        owner = claims.me("expire")
+        if self._claim(msg_id, owner) != "won":
+            return False
+        crash.point("expire:claimed")
+        try:
+            if not self.sub("inbox").exists(msg_id + MSG_SUFFIX):
+                return False
+            if self.sub("receipts").exists(msg_id + MSG_SUFFIX):
+                self._finish_move(msg_id, "seen")  # consumed, its move interrupted: not expired
+                return False
+            self._finish_move(msg_id, "expired")
+            sender = (msg or {}).get("from") or {}
+            self.root.journal("expired", id=msg_id, box=self.name, sender=sender.get("path"))
+            return True
+        finally:
+            self._release(msg_id, owner)
+
+    def _write_notice(self, msg_id):
+        """Remember an unread expiry so the recipient's next SessionStart is told (the seed: nobody was)."""
+        sender = None
+        try:
+            msg, _ = self.load(msg_id, "expired")
+            sender = (msg.get("from") or {}).get("path")
+        except Exception:  # noqa: BLE001 - the notice is best-effort detail; the expiry itself stands
+            pass
+        note = {"id": msg_id, "from": sender, "expired_at": utc_stamp(time.time())}
+        try:
+            self.sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
+        except FileExistsError:
+            pass
+
+    def expire_due(self, now=None, ids=None):
+        """Expire every due message (or those among `ids`). Returns the ids moved."""
+        now = time.time() if now is None else now
+        moved = []
+        for msg_id in (ids if ids is not None else self.inbox_ids()[0]):
+            try:
+                msg, _st = self.load(msg_id)
+            except Exception:  # noqa: BLE001 - invalid files are the drain's to quarantine
+                continue
+            if expires_at(msg) <= now and self.expire(msg_id, msg):
+                moved.append(msg_id)
+        return moved
+
+    # -- repair --------------------------------------------------------------
+    def repair(self):
+        """Finish what crashed processes left half-done. Proportional to claims, not to the inbox."""
+        claiming = self.sub("claiming", create=False)
+        if claiming is None:
+            return 0
+        fixed = 0
+        for name in claiming.names():
+            if name.endswith(claims.CLAIM_SUFFIX):
+                msg_id = name[:-len(claims.CLAIM_SUFFIX)]
+                holder = claims.read_owner(claiming, msg_id)
+                if holder is None or not claims.owner_is_dead(holder):
+                    continue
+                if claims.break_dead(claiming, msg_id, holder):
+                    self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
+                                      owner_session=holder.get("session"))
+                    self._repair_one(msg_id)
+                    fixed += 1
+            elif ".claim.broken-" in name:
+                # a breaker died after renaming: the file holds the dead owner it judged
+                try:
+                    data, _ = claiming.read_regular(name, 64 * 1024)
+                except Exception:  # noqa: BLE001
+                    continue
+                if claims.owner_is_dead(claims.parse_owner(data)):
+                    claiming.unlink_quiet(name)
+                    fixed += 1
+        return fixed
+
+    def _repair_one(self, msg_id):
+        """After a dead owner's claim is gone: complete its move if it had decided one."""
+        name = msg_id + MSG_SUFFIX
+        inbox = self.sub("inbox")
+        if not inbox.exists(name):
+            return
+        if self.sub("receipts").exists(name):
+            self._finish_move(msg_id, "seen")
+        elif self.sub("expired").exists(name):
+            self._finish_move(msg_id, "expired")
+
+    # -- reporting -------------------------------------------------------------
+    def oldest_unread_age(self, now=None):
+        ids, _ = self.inbox_ids()
+        if not ids:
+            return None
+        try:
+            return (time.time() if now is None else now) - id_time(ids[0])
+        except ValueError:
+            return None
+
+
+def open_for(common_dir, create=False):
+    """MailRoot for a clone; None when it has no mail root and create is False."""
+    return MailRoot.open(common_dir, create=create)
