@@ -1,0 +1,317 @@
+"""The drain: show mail at every hook event, consume it exactly once at Stop.
+
+Client-free: it takes an event name, a session id and a cwd, and returns what to
+show and what to do once the showing has been written out. The seed's four
+measured ways a first version breaks, and where each is answered here:
+1. exclusion that does not exclude — consumption goes through store.Box.consume
+   (exclusive claim, O_EXCL receipt);
+2. showing is not consuming — `show` never consumes; only `stop` does, and only
+   what this very session was shown (a session discarded after SessionStart
+   never reaches Stop, so its mail stays queued);
+3. a marker minted before the emit — markers are written by `Shown.commit`, which
+   the caller runs only after the output is written and flushed; a marker is
+   keyed by (session, message), so one session's marker cannot consume for another;
+4. the one-shot wake-up — not built (no urgent tier yet).
+"""
+
+import errno
+import json
+import os
+import time
+
+from git_korus_mail import claims, crash, keys, presence, render
+from git_korus_mail.errors import MailError
+from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.message import SESSION_RE, Invalid, expires_at, utc_stamp
+from git_korus_mail.store import MSG_SUFFIX, MailRoot
+
+SKIP_SUFFIX = ".skip"
+MAX_PENDING_FAULTS = 10
+
+
+class Outcome:
+    """What an event produced: context for the model, a notice for the user, and the
+    follow-up to run after the output has been written and flushed."""
+
+    def __init__(self, context=None, notice=None, commit=None):
+        self.context = context
+        self.notice = notice
+        self._commit = commit
+
+    def commit(self):
+        if self._commit is not None:
+            self._commit()
+
+
+def session_dir_name(session):
+    """A session id as a safe directory name (ids are UUIDs; anything else is hashed)."""
+    if SESSION_RE.match(session) and session not in (".", ".."):
+        return session
+    return "x-" + keys.digest(session)[:32]
+
+
+class Drain:
+    def __init__(self, event, session, cwd, repo_opt=None, source=None):
+        self.event = event
+        self.session = session_dir_name(session)
+        self.cwd = cwd
+        self.repo_opt = repo_opt
+        self.source = source
+        self.now = time.time()
+        self.faults = []
+
+    # -- where ---------------------------------------------------------------
+    def _open(self):
+        """(MailRoot, Box, Key) for this session's worktree; None when there is no queue."""
+        loc_cwd = keys.locate(self.cwd)
+        loc_q = keys.locate(self.repo_opt) if self.repo_opt else loc_cwd
+        if loc_q is None:
+            return None
+        key = keys.key_for(self.cwd, location=loc_cwd)
+        root = MailRoot.open(loc_q.common_dir, create=True)
+        box = root.box(key.name, create=True, path=key.path)
+        return root, box, key
+
+    # -- entry -----------------------------------------------------------------
+    def run(self):
+        try:
+            opened = self._open()
+        except MailError as exc:
+            return self._fault_outcome(f"mail queue unusable: {exc}")
+        if opened is None:
+            if self.event == "Stop":
+                where = f"--repo {self.repo_opt}" if self.repo_opt else self.cwd
+                return Outcome(notice=f"korus-mail: no mail queue here ({where} is in no git clone); "
+                                      f"mail cannot reach this session. Start it inside a worktree, or "
+                                      f"install with --scope user from the clone.")
+            return Outcome()
+        self.root, self.box, self.key = opened
+        self.prior = presence.load(self.box, self.session) or {}
+        if self.event == "Stop":
+            return self._stop()
+        if self.event == "SessionEnd":
+            return self._end()
+        if self.event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+            return self._show()
+        self._record()
+        return Outcome()
+
+    def _fault_outcome(self, text):
+        if self.event in ("Stop", "SessionStart"):
+            return Outcome(notice=f"korus-mail: {text}",
+                           context=f"korus-mail: {text}" if self.event == "SessionStart" else None)
+        return Outcome()
+
+    def _record(self, extra=None):
+        pending = list(self.prior.get("pending_faults") or [])
+        if self.faults:
+            pending = (pending + self.faults)[-MAX_PENDING_FAULTS:]
+        ext = {"pending_faults": pending}
+        if extra:
+            ext.update(extra)
+        try:
+            presence.record(self.box, self.session, self.event, self.cwd, prior=self.prior, extra=ext)
+        except OSError as exc:
+            # presence is bookkeeping; delivery must not fail for it, but it must not be silent either
+            self.faults.append(f"presence not recorded: {exc.strerror}")
+
+    # -- show (SessionStart, UserPromptSubmit, PostToolUse) -------------------------
+    def _show(self):
+        box, root = self.box, self.root
+        box.repair()
+        lines = []
+        if root.is_off():
+            self._record()
+            if self.event == "SessionStart":
+                return Outcome(context=f"korus-mail: delivery is off for this clone (as of {utc_stamp(self.now)});"
+                                       f" queued mail waits until `git korus-mail on`.")
+            return Outcome()
+        notices, notice_names = ([], [])
+        if self.event == "SessionStart":
+            notices, notice_names = self._notices()
+            if notices:
+                lines.append(render.render_expiry_notice(notices))
+        shown_dir = box.sub("shown").sub(self.session, create=True)
+        already = set(shown_dir.names())
+        ids, odd = box.inbox_ids()
+        for name in odd:
+            self._quarantine(name, "not a message file name")
+        candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
+        batch, skips, examined = self._load_batch(candidates, shown_dir)
+        remaining = len(candidates) - examined
+        budget = render.EVENT_CAP - sum(len(x) + 2 for x in lines)
+        text, blocks, deferred = (None, [], remaining)
+        if batch:
+            text, blocks, deferred = render.render_batch(batch, self.key.path, self.now, remaining, budget=budget,
+                                                         now=self.now)
+        if text:
+            lines.append(text)
+        elif self.event == "SessionStart":
+            waiting = len(candidates) + len(already)
+            if waiting and not candidates:
+                lines.append(f"korus-mail: no new mail for {render.field(self.key.path)} "
+                             f"(as of {utc_stamp(self.now)}; {len(ids)} already shown to this session).")
+            else:
+                lines.append(f"korus-mail: the box for {render.field(self.key.path)} is empty "
+                             f"(as of {utc_stamp(self.now)}).")
+        context = "\n\n".join(lines) if lines else None
+        self._record()
+
+        def commit():
+            crash.point("show:emitted")
+            # The marker proves that THIS session displayed the message; written only now,
+            # after the output is out (the seed's repair that minted it first lost mail).
+            for b in blocks:
+                obs = {"session": self.session, "event": self.event, "at": utc_stamp(self.now),
+                       "chars": len(b.text), "truncated": b.truncated, "body_chars": b.body_chars}
+                try:
+                    shown_dir.create_exclusive(b.msg_id, json.dumps(obs, sort_keys=True).encode(), sync=False)
+                except FileExistsError:
+                    pass
+            crash.point("show:marked")
+            for b in blocks:
+                root.journal("shown", id=b.msg_id, box=box.name, session=self.session, hook_event=self.event)
+            notices_dir = box.sub("notices", create=False)
+            if notices_dir is not None:
+                for name in notice_names:
+                    notices_dir.unlink_quiet(name)
+        return Outcome(context=context, commit=commit)
+
+    def _load_batch(self, candidates, shown_dir):
+        """Read candidates oldest first until a render's worth is found. Returns
+        ([(msg, path, seen_path)], skipped, number examined). Bounded by the batch, not the inbox."""
+        box = self.box
+        batch, skipped, examined = [], 0, 0
+        inbox_path = box.sub("inbox").path
+        seen_path = os.path.join(box.dir.path, "seen")
+        # enough to fill one event even when every message is small
+        want = render.EVENT_CAP // 200
+        for msg_id in candidates:
+            if len(batch) >= want:
+                break
+            examined += 1
+            try:
+                msg, st = box.load(msg_id)
+            except FileNotFoundError:
+                continue  # consumed or expired since we listed
+            except NotRegular as exc:
+                self._quarantine(msg_id + MSG_SUFFIX, f"not a regular file ({exc})")
+                continue
+            except TooLarge as exc:
+                self._quarantine(msg_id + MSG_SUFFIX, f"too large ({exc.args[0]} bytes)")
+                continue
+            except Invalid as exc:
+                self._quarantine(msg_id + MSG_SUFFIX, f"invalid message: {exc}")
+                continue
+            except OSError as exc:
+                self.faults.append(f"cannot read {msg_id}: {exc.strerror}")
+                continue
+            if st.st_nlink > 1:
+                why = box.linked_elsewhere(msg_id, st)
+                if why == "in-progress":
+                    continue
+                if why is None:
+                    self._quarantine(msg_id + MSG_SUFFIX, "hard-linked to another file")
+                    continue
+            if expires_at(msg) <= self.now:
+                box.expire(msg_id, msg)
+                continue
+            if msg.get("session") and msg["session"] != self.session:
+                try:
+                    shown_dir.create_exclusive(msg_id + SKIP_SUFFIX, b"", sync=False)
+                except FileExistsError:
+                    pass
+                skipped += 1
+                continue
+            batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
+                          os.path.join(seen_path, msg_id + MSG_SUFFIX)))
+        return batch, skipped, examined
+
+    def _quarantine(self, name, reason):
+        target = self.box.quarantine(name, reason)
+        if target is not None:
+            self.faults.append(f"quarantined {render.field(name, 80)}: {reason}")
+
+    def _notices(self):
+        d = self.box.sub("notices", create=False)
+        if d is None:
+            return [], []
+        out, names = [], []
+        for name in sorted(d.names())[:1000]:
+            try:
+                data, _ = d.read_regular(name, 64 * 1024)
+                rec = json.loads(data)
+            except (OSError, ValueError, NotRegular, TooLarge):
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+                names.append(name)
+        return out, names
+
+    # -- Stop: consume exactly what this session was shown -------------------------
+    def _stop(self):
+        box, root = self.box, self.root
+        faults = list(self.prior.get("pending_faults") or [])
+        extra = {"pending_faults": []}
+        if root.is_off():
+            if not self.prior.get("off_told"):
+                faults.append("delivery is off for this clone (git korus-mail on); nothing was consumed")
+                extra["off_told"] = True
+            self.faults = []
+            self.prior["pending_faults"] = []
+            self._record(extra)
+            return Outcome(notice=self._notice(faults))
+        extra["off_told"] = False
+        shown_dir = box.sub("shown").sub_or_none(self.session)
+        consumed = 0
+        if shown_dir is not None:
+            for name in sorted(shown_dir.names()):
+                if name.endswith(SKIP_SUFFIX) or name.startswith("."):
+                    continue
+                try:
+                    data, _ = shown_dir.read_regular(name, 64 * 1024)
+                    observation = json.loads(data)
+                except (OSError, ValueError, NotRegular, TooLarge) as exc:
+                    faults.append(f"display marker {render.field(name, 80)} unreadable ({exc}); "
+                                  f"message left queued")
+                    continue
+                try:
+                    result = box.consume(name, self.session, observation)
+                except OSError as exc:
+                    faults.append(f"consuming {name} failed: {exc.strerror or exc}; it stays queued")
+                    continue
+                if result == "held":
+                    owner = claims.read_owner(box.sub("claiming"), name) or {}
+                    faults.append(f"message {name} is claimed by live process {owner.get('pid')}; "
+                                  f"it stays queued and is retried at the next Stop")
+                    continue
+                consumed += result == "consumed"
+                shown_dir.unlink_quiet(name)
+        self.faults = []
+        self.prior["pending_faults"] = []
+        self._record(extra)
+        return Outcome(notice=self._notice(faults))
+
+    @staticmethod
+    def _notice(faults):
+        if not faults:
+            return None  # the normal path prints nothing: no per-turn "empty" line
+        text = "korus-mail: " + "; ".join(faults)
+        return text[:2000]
+
+    # -- SessionEnd: drop markers of mail never consumed; it stays queued -----------
+    def _end(self):
+        shown = self.box.sub("shown", create=False)
+        if shown is not None:
+            d = shown.sub_or_none(self.session)
+            if d is not None:
+                for name in d.names():
+                    d.unlink_quiet(name)
+                d.close()
+                try:
+                    os.rmdir(self.session, dir_fd=shown.fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOTEMPTY, errno.ENOENT, errno.EEXIST):
+                        raise
+        self._record()
+        return Outcome()
