@@ -174,6 +174,8 @@ def _main(argv):
     except MailError as exc:
         sys.stderr.write(f"git korus-mail: {exc}\n")
         return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # a reader that went away is not an error (handled quietly in main)
     except OSError as exc:
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         sys.stderr.write(f"git korus-mail: {exc.strerror or exc}{':' + where if where else ''}\n")

@@ -95,8 +95,11 @@ def _finish(worktree, git_dir, uid):
     if owner_st.st_uid != uid:
         # git's safe.directory rules decide this; pygit2 gives the clear error
         raise NotModelled("owned by another user")
-    if worktree is not None and _has_core_worktree(common):
-        raise NotModelled("core.worktree")
+    if worktree is not None and git_dir == common:
+        # submodules and --separate-git-dir set core.worktree; it must lead back to where we are
+        configured = _core_worktree(common)
+        if configured is not None and os.path.realpath(os.path.join(git_dir, configured)) != worktree:
+            raise NotModelled("core.worktree points elsewhere")
     return Location(worktree, git_dir, common)
 
 
@@ -136,22 +139,23 @@ def _is_git_dir(d):
     return os.path.isdir(os.path.join(base, "objects")) and os.path.isdir(os.path.join(base, "refs"))
 
 
-def _has_core_worktree(common):
-    """True when the clone's config sets core.worktree (the worktree is then elsewhere)."""
+def _core_worktree(common):
+    """core.worktree from the clone's config, or None. (A linked worktree ignores it, as git does.)"""
     try:
         with open(os.path.join(common, "config"), "rb") as f:
             data = f.read(1 << 20)
     except OSError:
-        return False
-    return b"worktree" in data.lower() and _config_sets_core_worktree(data.decode("utf-8", "replace"))
-
-
-def _config_sets_core_worktree(text):
+        return None
+    if b"worktree" not in data.lower():
+        return None
     section = ""
-    for raw in text.splitlines():
+    for raw in data.decode("utf-8", "surrogateescape").splitlines():
         line = raw.strip()
         if line.startswith("["):
             section = line[1:line.find("]")].strip().lower() if "]" in line else ""
-        elif section == "core" and line.split("=", 1)[0].strip().lower() == "worktree":
-            return True
-    return False
+        elif section == "core" and "=" in line and line.split("=", 1)[0].strip().lower() == "worktree":
+            value = line.split("=", 1)[1].strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            return value
+    return None

@@ -14,13 +14,14 @@ from git_korus_mail.errors import MailError
 
 def _open(start, from_env):
     if from_env:
-        # git exports GIT_DIR (and maybe GIT_WORK_TREE) for `git --git-dir=... korus-mail`;
-        # FROM_ENV makes libgit2 read them exactly as git does.
-        return pygit2.Repository(start, pygit2.enums.RepositoryOpenFlag.FROM_ENV)
-    found = pygit2.discover_repository(start)
-    if found is None:
+        # git exports GIT_DIR for `git --git-dir=... korus-mail`; open exactly that git dir
+        return pygit2.Repository(os.path.abspath(os.environ["GIT_DIR"]),
+                                 pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    if pygit2.discover_repository(start) is None:
         return None
-    return pygit2.Repository(found)
+    # open from the start path, not from the discovered git dir: only then does libgit2
+    # follow a .git file to its worktree (--separate-git-dir would report the wrong one)
+    return pygit2.Repository(start)
 
 
 def open_repository(start, from_env=False):
@@ -47,9 +48,15 @@ def locate(start, from_env=False):
     git_dir = os.path.realpath(repo.path)
     common = common_dir_of(git_dir)
     worktree = None
-    if not repo.is_bare and repo.workdir:
+    if from_env:
+        # git's rule with GIT_DIR set: GIT_WORK_TREE, else core.worktree, else the cwd is the top
+        wt = os.environ.get("GIT_WORK_TREE") or (repo.workdir if repo.config.get_bool("core.bare") is False
+                                                  and "core.worktree" in repo.config else None)
+        worktree = os.path.realpath(wt or start) if not repo.is_bare or wt else None
+    elif not repo.is_bare and repo.workdir:
         worktree = os.path.realpath(repo.workdir)
-        if not from_env and not _is_within(os.path.realpath(start), worktree):
+        here = os.path.realpath(start)
+        if not from_env and (not _is_within(here, worktree) or _is_within(here, git_dir)):
             # started inside the .git dir: git says "not a work tree" there
             worktree = None
     return Location(worktree, git_dir, common)

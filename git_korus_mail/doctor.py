@@ -1,0 +1,289 @@
+"""`doctor`: is mail being delivered here, and if not, what to do.
+
+Read-only: it reports and never repairs (`list` and the drain repair as they read).
+Checks, each finding with its fix:
+- the mail root: a real directory, ours, 0700 (anything else is refused by the store);
+- the wiring: install's verification again, for each worktree and the user scope;
+- OFF: delivery suppressed;
+- claims: held ones, and whether their owner still runs;
+- quarantine and stale staging files;
+- the clock, as the journal's times show it;
+- the last drain per event per box: sessions that ran turns but never a Stop mean
+  mail is shown and never consumed (a wiring problem).
+"""
+
+import json
+import os
+import stat
+import time
+
+from git_korus_mail import claims, claude, install, journal, presence, ui
+from git_korus_mail.errors import MailError
+from git_korus_mail.message import human_age, parse_stamp, utc_stamp
+from git_korus_mail.store import TMP_MAX_AGE, MailRoot, mail_root_path
+
+CLOCK_SLACK = 5 * 60   # journal times may disagree this much before it counts as a clock fault
+JOURNAL_WINDOW = 500   # recent records the clock check reads
+STOP_GRACE = 10 * 60   # a turn this recent may still be running, its Stop not yet fired
+
+
+class Findings:
+    def __init__(self):
+        self.items = []
+
+    def add(self, check, ok, where, detail, fix=None):
+        self.items.append({"check": check, "ok": ok, "where": where, "detail": detail,
+                           "fix": None if ok else fix})
+
+    @property
+    def healthy(self):
+        return all(f["ok"] for f in self.items)
+
+
+def run(clone, args, out):
+    now = time.time()
+    findings = collect(clone, now)
+    data = {"as_of": utc_stamp(now), "mail_root": mail_root_path(clone.common_dir),
+            "healthy": findings.healthy, "findings": findings.items}
+    if args.get("--json"):
+        out.write(json.dumps(data, indent=2) + "\n")
+    else:
+        _write_text(data, out)
+    return 0 if findings.healthy else 1
+
+
+def _write_text(data, out):
+    out.write(f"doctor  {data['mail_root']}  as of {data['as_of']}\n")
+    for f in data["findings"]:
+        mark = "ok      " if f["ok"] else ui.red("PROBLEM ")
+        out.write(f"{mark} {f['check']:<10} {f['where']}: {f['detail']}\n")
+        if f["fix"]:
+            out.write(f"         fix: {f['fix']}\n")
+    bad = sum(1 for f in data["findings"] if not f["ok"])
+    out.write("healthy\n" if not bad else f"{bad} problem(s)\n")
+
+
+def collect(clone, now):
+    findings = Findings()
+    root = _check_root(clone, findings)
+    if root is None:
+        return findings
+    _check_wiring(clone, root, findings)
+    if root.is_off():
+        findings.add("delivery", False, root.path, "OFF is present: delivery is suppressed everywhere "
+                     "(mail stays queued)", "git korus-mail on")
+    for name in root.box_names():
+        try:
+            box = root.box(name)
+        except MailError as exc:
+            findings.add("box", False, name, str(exc), "fix the permissions as the message says")
+            continue
+        if box is None:
+            continue
+        _check_claims(box, findings)
+        _check_quarantine(box, findings)
+        _check_drains(box, findings, now)
+    _check_tmp(root, findings, now)
+    _check_clock(root, findings, now)
+    return findings
+
+
+# -- the mail root -------------------------------------------------------------------
+def _check_root(clone, findings):
+    """The root's own state, then an opened MailRoot (None when it cannot be opened safely)."""
+    path = mail_root_path(clone.common_dir)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        findings.add("mail root", False, path, "absent: nothing installed or sent in this clone",
+                     "git korus-mail install")
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        findings.add("mail root", False, path, "is a symlink; the store refuses to follow it",
+                     f"remove the link and run `git korus-mail install`: rm '{path}'")
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        findings.add("mail root", False, path, "is not a directory", f"move it aside: mv '{path}' '{path}.bad'")
+        return None
+    if st.st_uid != os.geteuid():
+        findings.add("mail root", False, path, f"owned by uid {st.st_uid}, not by you (uid {os.geteuid()})",
+                     f"chown -R {os.geteuid()} '{path}'")
+        return None
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        findings.add("mail root", False, path, f"mode {mode:04o}: others can read or write the queue",
+                     f"chmod 700 '{path}'")
+        if mode & 0o022:
+            return None  # the store refuses it too: nothing further can be read safely
+    else:
+        findings.add("mail root", True, path, "0700, owned by you, not a symlink")
+    try:
+        return MailRoot.open(clone.common_dir)
+    except MailError as exc:
+        findings.add("mail root", False, path, str(exc), "fix it as the message says")
+        return None
+
+
+# -- wiring ----------------------------------------------------------------------------
+def _calls(path, stub):
+    try:
+        _raw, data = install.read_settings(path)
+    except (MailError, OSError):
+        return True  # a broken file is for verify to report
+    return data is not None and any(s == stub for _e, s in claude.callers(data))
+
+
+def _check_wiring(clone, root, findings):
+    stub = install.stub_path(root)
+    record = install.Record.load(os.path.join(root.path, install.HOOKS_SUBDIR))
+    targets, skipped = install.local_targets(clone)
+    wired = []
+    local = record.scope("local") is not None or any(_calls(p, stub) for p, _wt in targets)
+    if local:
+        wired += [(p, None, wt.path) for p, wt in targets]
+    user_path = install.user_settings_path()
+    if record.scope("user") is not None or _calls(user_path, stub):
+        anchor = install.repo_anchor(clone)
+        wired.append((user_path, anchor, anchor))
+    if not wired:
+        findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
+                     "git korus-mail install")
+        return
+    for label, problems in install.verify(root, stub, wired):
+        if problems:
+            findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
+        else:
+            findings.add("wiring", True, label, "wired, and the stub answers SessionStart")
+    for wt in skipped:
+        findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
+    if local:
+        hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
+            or os.path.join(install.git_hooks_dir(clone)[0], install.POST_CHECKOUT)
+        if install.is_ours_post_checkout(hook) and os.access(hook, os.X_OK):
+            findings.add("wiring", True, hook, "wires worktrees that `git worktree add` makes")
+        else:
+            findings.add("wiring", False, hook, "no post-checkout hook of ours: new worktrees are not wired",
+                         "git korus-mail install")
+
+
+# -- boxes -------------------------------------------------------------------------------
+def _check_claims(box, findings):
+    claiming = box.sub("claiming", create=False)
+    if claiming is None:
+        return
+    for name in sorted(claiming.names()):
+        where = f"box {box.name}"
+        if name.endswith(claims.CLAIM_SUFFIX):
+            owner = claims.read_owner(claiming, name[:-len(claims.CLAIM_SUFFIX)])
+            if owner is None:
+                continue  # released while we looked
+            who = f"pid {owner.get('pid')} ({owner.get('purpose') or '?'}, session {owner.get('session') or '-'})"
+            if claims.owner_is_dead(owner):
+                findings.add("claims", False, where, f"claim {name} is held by {who}, which is dead",
+                             "git korus-mail list (reading a box finishes or undoes a dead owner's move)")
+            else:
+                findings.add("claims", True, where, f"claim {name} held by live {who}: a move in progress")
+        elif ".claim.broken-" in name:
+            findings.add("claims", False, where, f"{name}: a claim breaker died halfway",
+                         "git korus-mail list (it cleans these up)")
+
+
+def _check_quarantine(box, findings):
+    names = [n for n in box.names("quarantine") if not n.endswith(".why.json") and not n.startswith(".")]
+    if not names:
+        return
+    qdir = os.path.join(box.dir.path, "quarantine")
+    findings.add("quarantine", False, f"box {box.name}",
+                 f"{len(names)} file(s) that were not valid messages, e.g. {sorted(names)[0]}",
+                 f"read the reasons in {qdir}/*.why.json, then delete what you have understood")
+
+
+def _check_drains(box, findings, now):
+    """Last drain per event in this box; turns with no Stop ever mean Stop is not wired."""
+    sessions = presence.sessions(box)
+    if not sessions:
+        return
+    last = {}
+    turns = []
+    for rec in sessions:
+        events = rec.get("events") or {}
+        for ev, at in events.items():
+            if isinstance(at, str) and at > last.get(ev, ""):
+                last[ev] = at
+        # a session discarded after SessionStart never reaches Stop, and that is fine;
+        # one that ran a turn must have
+        for ev in ("UserPromptSubmit", "PostToolUse"):
+            if isinstance(events.get(ev), str):
+                turns.append(events[ev])
+    summary = ", ".join(f"{ev} {_ago(last[ev], now)}" for ev in claude.EVENTS if ev in last)
+    where = f"box {box.name}"
+    newest_turn = max(turns) if turns else None
+    if "Stop" not in last and newest_turn and _age(newest_turn, now) > STOP_GRACE:
+        findings.add("drains", False, where,
+                     f"sessions here ran turns but Stop never drained (last: {summary}): mail is shown "
+                     f"and never consumed",
+                     "check the Stop entry in this worktree's .claude/settings.local.json "
+                     "(git korus-mail install), then restart those sessions")
+    else:
+        findings.add("drains", True, where, f"last drain per event: {summary}")
+
+
+def _age(stamp, now):
+    try:
+        return now - parse_stamp(stamp)
+    except (ValueError, TypeError):
+        return 0
+
+
+def _ago(stamp, now):
+    return f"{human_age(_age(stamp, now))} ago"
+
+
+# -- the root's staging area and journal ---------------------------------------------------
+def _check_tmp(root, findings, now):
+    tmp = root.dir.sub_or_none("tmp")
+    if tmp is None:
+        return
+    stale = []
+    young = 0
+    for name in tmp.names():
+        try:
+            st = tmp.lstat(name)
+        except FileNotFoundError:
+            continue
+        if now - st.st_mtime > TMP_MAX_AGE:
+            stale.append(name)
+        else:
+            young += 1
+    if stale:
+        findings.add("tmp", False, tmp.path,
+                     f"{len(stale)} staging file(s) older than {TMP_MAX_AGE // 3600} h, left by crashed senders",
+                     f"delete them: rm '{tmp.path}'/<name> (e.g. {sorted(stale)[0]})")
+    elif young:
+        findings.add("tmp", True, tmp.path, f"{young} staging file(s) in flight")
+
+
+def _check_clock(root, findings, now):
+    try:
+        records = journal.read(root.dir, limit=JOURNAL_WINDOW)
+    except OSError as exc:
+        findings.add("clock", False, root.path, f"journal unreadable: {exc.strerror}",
+                     "check the permissions of journal.jsonl")
+        return
+    problems = []
+    prev = None
+    for rec in records:
+        try:
+            t = parse_stamp(rec.get("at"))
+        except (ValueError, TypeError):
+            continue
+        if t > now + CLOCK_SLACK and not any("future" in p for p in problems):
+            problems.append(f"a journal time is {human_age(t - now)} in the future ({rec.get('at')})")
+        if prev is not None and prev - t > CLOCK_SLACK and not any("backwards" in p for p in problems):
+            problems.append(f"journal times go backwards by {human_age(prev - t)} (at {rec.get('at')})")
+        prev = t if prev is None else max(prev, t)
+    if problems:
+        findings.add("clock", False, os.path.join(root.path, journal.NAME), "; ".join(problems),
+                     "check the system clock (timedatectl / ntp); expiry and ages use it")
+    elif records:
+        findings.add("clock", True, os.path.join(root.path, journal.NAME), "journal times are consistent")

@@ -1,0 +1,203 @@
+"""The drain as Claude Code runs it: a separate process per hook event, JSON in and out."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import context_of, hook, run_cli
+from git_korus_mail import keys
+
+
+def box_dir(clone, path):
+    return clone.mail_root / "box" / keys.key_for(str(path)).name
+
+
+def names(d):
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def send(clone, body, to="../web", *extra):
+    proc = run_cli("send", "--to", to, *extra, body, cwd=clone.main, check=True)
+    return proc.stdout.split()[1]
+
+
+def test_session_start_says_empty_with_as_of_time(clone):
+    answer, _ = hook("SessionStart", clone.web, "s1")
+    ctx = context_of(answer)
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "is empty (as of 20" in ctx and ctx.rstrip().endswith("Z).")
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"])
+def test_other_events_print_nothing_on_the_normal_empty_path(clone, event):
+    hook("SessionStart", clone.web, "s1")
+    answer, proc = hook(event, clone.web, "s1")
+    assert answer is None and proc.stdout == ""
+
+
+def test_show_then_consume_exactly_what_was_shown(clone):
+    first = send(clone, "first")
+    answer, _ = hook("SessionStart", clone.web, "s1")
+    assert "| first" in context_of(answer)
+    second = send(clone, "second")  # arrives mid-turn
+    answer, _ = hook("PostToolUse", clone.web, "s1")
+    ctx = context_of(answer)
+    assert "| second" in ctx and "| first" not in ctx  # only what is new to this session
+    assert hook("UserPromptSubmit", clone.web, "s1")[0] is None  # nothing new: nothing at all
+    third = send(clone, "third")   # queued after the last show: must survive this Stop
+    hook("Stop", clone.web, "s1")
+    b = box_dir(clone, clone.web)
+    assert names(b / "seen") == sorted([first + ".json", second + ".json"])
+    assert names(b / "receipts") == names(b / "seen")
+    assert names(b / "inbox") == [third + ".json"]
+    receipt = json.loads((b / "receipts" / (first + ".json")).read_text())
+    assert receipt["session"] == "s1" and receipt["observed"]["event"] == "SessionStart"
+    assert receipt["observed"]["chars"] > 0 and receipt["consumed_at"].endswith("Z")
+    assert names(b / "shown" / "s1") == []
+
+
+def test_session_start_never_consumes_and_discarded_sessions_lose_nothing(clone):
+    mid = send(clone, "survive the discards")
+    for i in range(6):  # one launch was seen firing six SessionStarts
+        assert "survive the discards" in context_of(hook("SessionStart", clone.web, f"discarded-{i}")[0])
+    b = box_dir(clone, clone.web)
+    assert names(b / "inbox") == [mid + ".json"]
+    hook("SessionStart", clone.web, "real")
+    hook("Stop", clone.web, "real")
+    assert names(b / "seen") == [mid + ".json"] and names(b / "inbox") == []
+
+
+def test_a_marker_of_another_session_does_not_consume(clone):
+    mid = send(clone, "only for whoever saw it")
+    hook("SessionStart", clone.web, "old")        # old session saw it ...
+    hook("Stop", clone.web, "new")                # ... a new one (after /clear) did not
+    b = box_dir(clone, clone.web)
+    assert names(b / "inbox") == [mid + ".json"]
+    assert "only for whoever saw it" in context_of(hook("UserPromptSubmit", clone.web, "new")[0])
+    hook("Stop", clone.web, "new")
+    assert names(b / "inbox") == []
+    assert json.loads((b / "receipts" / (mid + ".json")).read_text())["session"] == "new"
+
+
+def test_two_live_sessions_may_both_see_but_only_one_consumes(clone):
+    mid = send(clone, "shared")
+    hook("SessionStart", clone.web, "a")
+    hook("SessionStart", clone.web, "b")
+    hook("Stop", clone.web, "a")
+    answer, _ = hook("Stop", clone.web, "b")
+    assert answer is None  # "gone" is normal, not a fault
+    b = box_dir(clone, clone.web)
+    assert names(b / "receipts") == [mid + ".json"]
+    journal = [json.loads(line) for line in (clone.mail_root / "journal.jsonl").read_text().splitlines()]
+    assert [e["id"] for e in journal if e["event"] == "consumed"] == [mid]
+
+
+def test_session_end_drops_markers_and_keeps_mail(clone):
+    mid = send(clone, "unread at exit")
+    hook("SessionStart", clone.web, "s1")
+    hook("SessionEnd", clone.web, "s1")
+    b = box_dir(clone, clone.web)
+    assert names(b / "inbox") == [mid + ".json"] and not (b / "shown" / "s1").exists()
+    rec = json.loads((b / "sessions" / "s1.json").read_text())
+    assert rec["state"] == "closed"
+    assert "unread at exit" in context_of(hook("SessionStart", clone.web, "s2")[0])
+
+
+def test_session_filter(clone):
+    send(clone, "for s2 only", "../web", "--session", "s2")
+    ctx = context_of(hook("SessionStart", clone.web, "s1")[0])
+    assert "for s2 only" not in ctx
+    hook("Stop", clone.web, "s1")
+    assert "for s2 only" in context_of(hook("SessionStart", clone.web, "s2")[0])
+    hook("Stop", clone.web, "s2")
+    assert names(box_dir(clone, clone.web) / "inbox") == []
+
+
+def test_subdirectory_session_gets_worktree_mail(clone):
+    sub = clone.web / "deep" / "er"
+    sub.mkdir(parents=True)
+    send(clone, "to the worktree")
+    assert "to the worktree" in context_of(hook("SessionStart", sub, "s1")[0])
+
+
+def test_delivery_off_shows_nothing_consumes_nothing_and_says_so_once(clone):
+    mid = send(clone, "held back")
+    run_cli("off", cwd=clone.main, check=True)
+    ctx = context_of(hook("SessionStart", clone.web, "s1")[0])
+    assert "delivery is off" in ctx and "held back" not in ctx
+    assert hook("UserPromptSubmit", clone.web, "s1")[0] is None
+    first, _ = hook("Stop", clone.web, "s1")
+    assert "delivery is off" in first["systemMessage"] and "hookSpecificOutput" not in first
+    assert hook("Stop", clone.web, "s1")[0] is None  # once per session
+    assert names(box_dir(clone, clone.web) / "inbox") == [mid + ".json"]
+    run_cli("on", cwd=clone.main, check=True)
+    assert "held back" in context_of(hook("UserPromptSubmit", clone.web, "s1")[0])
+    hook("Stop", clone.web, "s1")
+    assert names(box_dir(clone, clone.web) / "inbox") == []
+
+
+def test_outside_any_clone(tmp_path):
+    folder = tmp_path / "nowhere"
+    folder.mkdir()
+    assert hook("SessionStart", folder, "s1")[0] is None
+    answer, _ = hook("Stop", folder, "s1")
+    assert "no mail queue here" in answer["systemMessage"]
+
+
+def test_repo_anchor_reads_the_cwd_key_not_the_anchor(clone, tmp_path):
+    holder = tmp_path / "holder"
+    holder.mkdir()
+    run_cli("send", "--to", str(holder), "--create", "for the folder", cwd=clone.main, check=True)
+    send(clone, "for web")
+    ctx = context_of(hook("SessionStart", holder, "s1", repo=str(clone.main))[0])
+    assert "for the folder" in ctx and "for web" not in ctx
+
+
+def test_presence_records_state_and_events(clone):
+    hook("SessionStart", clone.web, "s1", env={"CLAUDE_PID": str(os.getpid())})
+    hook("UserPromptSubmit", clone.web, "s1")
+    rec = json.loads((box_dir(clone, clone.web) / "sessions" / "s1.json").read_text())
+    assert rec["state"] == "working" and rec["claude_pid"] == os.getpid()
+    assert set(rec["events"]) == {"SessionStart", "UserPromptSubmit"}
+    data = json.loads(run_cli("list", "--json", cwd=clone.main, check=True).stdout)
+    web = [r for r in data["boxes"] if r["slug"] == "web"][0]
+    assert web["sessions"][0]["state"] == "working"
+    assert set(web["last_drain"]) == {"SessionStart", "UserPromptSubmit"}
+    hook("SessionStart", clone.web, "s2", env={"CLAUDE_PID": "999999"})  # a pid that does not run
+    data = json.loads(run_cli("list", "--json", cwd=clone.main, check=True).stdout)
+    states = {s["session"]: s["state"] for s in [r for r in data["boxes"] if r["slug"] == "web"][0]["sessions"]}
+    assert states == {"s1": "working", "s2": "gone"}
+
+
+def test_bad_payload_is_reported_not_fatal(clone):
+    proc = run_cli("drain", cwd=clone.web, input="not json")
+    assert proc.returncode == 0 and "unusable payload" in json.loads(proc.stdout)["systemMessage"]
+
+
+def test_hostile_session_id_cannot_escape(clone):
+    send(clone, "x")
+    hook("SessionStart", clone.web, "../../../../etc")
+    b = box_dir(clone, clone.web)
+    shown = names(b / "shown")
+    assert len(shown) == 1 and shown[0].startswith("x-")
+
+
+HEAVY = ("pygit2", "docopt", "portalocker", "colorama", "hashlib", "socket", "subprocess")
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"])
+def test_hot_path_imports_nothing_heavy(clone, event):
+    """An empty-box drain must not import pygit2, docopt or portalocker (python -X importtime)."""
+    hook("SessionStart", clone.web, "warm")  # box exists, as after the first event of a session
+    payload = json.dumps({"session_id": "warm", "transcript_path": "", "cwd": str(clone.web),
+                          "hook_event_name": event})
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "git_korus_mail", "drain"],
+                          input=payload, capture_output=True, text=True, cwd=clone.web)
+    assert proc.returncode == 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "git_korus_mail" in imported  # the measurement itself works
+    assert not imported & set(HEAVY), imported & set(HEAVY)
