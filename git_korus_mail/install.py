@@ -21,12 +21,10 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 
 from git_korus_mail import claude
 from git_korus_mail.errors import MailError
-from git_korus_mail.message import utc_stamp
 
 STUB_NAME = "claude-hook"
 HOOKS_SUBDIR = "hooks"
@@ -257,8 +255,9 @@ class Record:
             if os.path.exists(self.path):
                 os.unlink(self.path)
             return
-        self.data["updated_at"] = utc_stamp(time.time())
-        _write_atomic(self.path, (json.dumps(self.data, indent=2, sort_keys=True) + "\n").encode(), 0o600)
+        data = (json.dumps(self.data, indent=2, sort_keys=True) + "\n").encode()
+        if _read_bytes(self.path) != data:  # a repeated install leaves every byte and mtime alone
+            _write_atomic(self.path, data, 0o600)
 
 
 # -- where things go -------------------------------------------------------------------------

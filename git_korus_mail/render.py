@@ -14,7 +14,7 @@ What a body (or a sender field) could try, and what stops it:
 import os
 import time
 
-from git_korus_mail.message import human_age, id_time, parse_stamp, utc_stamp
+from git_korus_mail.message import human_age, parse_stamp, utc_stamp
 
 EVENT_CAP = 8000      # whole rendered context per event: well below Claude Code's 10,000 inline limit
 MESSAGE_CAP = 3000    # one message's block, header and frame included
@@ -201,9 +201,3 @@ def render_expiry_notice(notices):
     return (f"korus-mail: {len(notices)} message{'s' if len(notices) != 1 else ''} to this worktree expired unread"
             f" since your last session (from {', '.join(parts)}{f', and {more} more senders' if more > 0 else ''}).")
 
-
-def id_age(msg_id, now):
-    try:
-        return now - id_time(msg_id)
-    except ValueError:
-        return None

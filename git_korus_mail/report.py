@@ -186,8 +186,8 @@ def collect_status(clone, sent_limit=50, events=10):
             except (OSError, ValueError, Exception):  # noqa: BLE001
                 continue
             target = root.box(rec.get("box", ""))
-            if target is not None:
-                target.expire_due(now, ids=[rec["id"]]) if target.sub("inbox").exists(rec["id"] + ".json") else None
+            if target is not None and target.sub("inbox").exists(rec["id"] + ".json"):
+                target.expire_due(now, ids=[rec["id"]])
             rec["fate"] = _message_state(root, rec)
             rec["fate"]["as_of"] = utc_stamp(time.time())
             data["sent"].append(rec)

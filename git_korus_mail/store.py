@@ -30,6 +30,7 @@ OFF_FILE = "OFF"
 TMP_MAX_AGE = 36 * 3600
 MSG_SUFFIX = ".json"
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
+CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 
 BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", "receipts", "shown", "sessions", "notices",
                "quarantine", "sent")
@@ -245,7 +246,7 @@ class Box:
         if not inbox.exists(msg_id + MSG_SUFFIX):
             return "gone"
         owner = claims.me("consume", session)
-        got = self._claim(msg_id, owner)
+        got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
         if got != "won":
             return got
         crash.point("consume:claimed")
@@ -293,22 +294,29 @@ class Box:
         target.fsync()
         inbox.fsync()
 
-    def _claim(self, msg_id, owner):
+    def _claim(self, msg_id, owner, patience=0.0):
+        """"won" or "held". A live holder is waited for up to `patience` seconds (it is
+        usually another session's Stop finishing the same message), then we cede: a
+        false refusal leaves the message queued, a false win would deliver it twice."""
         claiming = self.sub("claiming")
-        for _attempt in range(3):
+        deadline = time.monotonic() + patience
+        pause = 0.005
+        while True:
             result, holder = claims.acquire(self.root.tmp, claiming, msg_id, owner)
             if result == "won":
                 return "won"
-            if holder is None:
-                continue  # released between our link and our read: try again
-            if claims.owner_is_dead(holder):
+            if holder is not None and claims.owner_is_dead(holder):
                 if claims.break_dead(claiming, msg_id, holder):
                     self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
                                       owner_session=holder.get("session"))
                     self._repair_one(msg_id)
-                continue
-            return "held"
-        return "held"
+            elif time.monotonic() >= deadline:
+                return "held"
+            else:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+            if not self.sub("inbox").exists(msg_id + MSG_SUFFIX):
+                return "gone"
 
     def _release(self, msg_id, owner):
         """Drop our claim — only if it is still ours (a broken-and-reclaimed one is not)."""
@@ -416,7 +424,3 @@ class Box:
         except ValueError:
             return None
 
-
-def open_for(common_dir, create=False):
-    """MailRoot for a clone; None when it has no mail root and create is False."""
-    return MailRoot.open(common_dir, create=create)
