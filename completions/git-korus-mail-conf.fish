@@ -1,0 +1,1 @@
+git-korus-mail.fish

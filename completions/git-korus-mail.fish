@@ -1,0 +1,279 @@
+# fish completion for git-korus-mail
+#
+# Completes both spellings:
+#   git-korus-mail <TAB>
+#   git korus-mail <TAB>    (extra "complete -c git" entries whose conditions
+#                            match only when git's subcommand is korus-mail)
+#
+# Install:
+#   cp git-korus-mail.fish ~/.config/fish/completions/
+# fish autoloads that file for "git-korus-mail" only; for "git korus-mail" the
+# file must also be loaded at startup (fish autoloads just git.fish for git):
+#   cp git-korus-mail.fish ~/.config/fish/conf.d/
+# or put this line in ~/.config/fish/config.fish instead of both:
+#   git-korus-mail completion fish | source
+# Loading it twice is harmless.
+#
+# Destinations for --to come from one "git worktree list --porcelain" call.
+
+set -g __git_korus_mail_commands send list status off on drain install uninstall doctor completion
+
+# Print the words after the korus-mail command (as in "git-korus-mail ..." or
+# "git [global options] korus-mail ..."), one per line; fail when the command
+# line is neither.
+function __git_korus_mail_args
+    set -l tokens (commandline -opc)
+    set -q tokens[1]; or return 1
+    set -l cmd (string replace -r '.*/' '' -- $tokens[1])
+    set -l rest
+    if test "$cmd" = git-korus-mail
+        set rest $tokens[2..-1]
+    else if test "$cmd" = git
+        set -l i 2
+        set -l n (count $tokens)
+        set -l found 0
+        while test $i -le $n
+            switch $tokens[$i]
+                case -C -c --git-dir --work-tree --namespace --config-env
+                    # git's global options that take the next word
+                    set i (math $i + 2)
+                case '-*'
+                    set i (math $i + 1)
+                case korus-mail
+                    set found 1
+                    break
+                case '*'
+                    return 1
+            end
+        end
+        test $found = 1; or return 1
+        set rest $tokens[(math $i + 1)..-1]
+    else
+        return 1
+    end
+    set -q rest[1]; and printf '%s\n' $rest
+    return 0
+end
+
+# Print the directories of git's -C options before korus-mail, one per line.
+function __git_korus_mail_cdirs
+    set -l tokens (commandline -opc)
+    test (string replace -r '.*/' '' -- "$tokens[1]") = git; or return 0
+    set -l i 2
+    set -l n (count $tokens)
+    while test $i -lt $n
+        switch $tokens[$i]
+            case -C
+                echo $tokens[(math $i + 1)]
+                set i (math $i + 2)
+            case -c --git-dir --work-tree --namespace --config-env
+                set i (math $i + 2)
+            case '-*'
+                set i (math $i + 1)
+            case '*'
+                return 0
+        end
+    end
+end
+
+# True when the command line is git-korus-mail or git korus-mail.
+function __git_korus_mail_in_cmd
+    __git_korus_mail_args >/dev/null
+end
+
+# Print the subcommand (or the first stray word), nothing when none is given
+# yet; fail when the command line is not ours.
+function __git_korus_mail_sub
+    set -l args (__git_korus_mail_args); or return 1
+    set -l skip 0
+    for a in $args
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        switch $a
+            case --repo --to --kind --ttl --session --scope
+                set skip 1
+            case '-*'
+            case '*'
+                echo $a
+                return 0
+        end
+    end
+    return 0
+end
+
+function __git_korus_mail_needs_command
+    set -l sub (__git_korus_mail_sub); or return 1
+    test -z "$sub"
+end
+
+# __git_korus_mail_using CMD...: the subcommand is one of CMD...
+function __git_korus_mail_using
+    set -l sub (__git_korus_mail_sub); or return 1
+    test -n "$sub"; and contains -- $sub $argv
+end
+
+# True when option $argv[1] (e.g. --to) is already on the command line.
+function __git_korus_mail_has_opt
+    for a in (__git_korus_mail_args)
+        switch $a
+            case $argv[1] "$argv[1]=*"
+                return 0
+            case --
+                return 1
+        end
+    end
+    return 1
+end
+
+# Print the path $argv[1] relative to $argv[2] (both absolute; $argv[2] may be /).
+function __git_korus_mail_relpath
+    set -l target $argv[1]
+    set -l base (string replace -r '/$' '' -- $argv[2])
+    set -l up ''
+    while test -n "$base" -a "$target" != "$base"
+        and not string match -q -- "$base/*" $target
+        set base (string replace -r '/[^/]*$' '' -- $base)
+        set up "../$up"
+    end
+    if test -z "$base"
+        echo $up(string replace -r '^/' '' -- $target)
+    else if test "$target" = "$base"
+        set -l r (string replace -r '/$' '' -- $up)
+        test -n "$r"; or set r .
+        echo $r
+    else
+        echo $up(string sub -s (math (string length -- $base) + 2) -- $target)
+    end
+end
+
+# --to candidates: all, ., and every other worktree's name (when unique) and
+# path (absolute while nothing is typed; absolute and relative after that).
+function __git_korus_mail_dests
+    set -l repo
+    set -l args (__git_korus_mail_args)
+    set -l i 1
+    for a in $args
+        set i (math $i + 1)
+        switch $a
+            case '--repo=*'
+                set repo (string replace -- '--repo=' '' $a)
+            case --repo
+                set -q args[$i]; and set repo $args[$i]
+        end
+    end
+    # "git -C <dir> korus-mail": the command runs in <dir>; list and
+    # relativize from there
+    set -l gitc git
+    set -l here (pwd -P)
+    set -l cdirs (__git_korus_mail_cdirs)
+    if set -q cdirs[1]
+        for d in $cdirs
+            set -a gitc -C $d
+        end
+        set here (command sh -c 'for d; do cd "$d" || exit 1; done; pwd -P' sh $cdirs 2>/dev/null)
+        or return 0
+    end
+    test -n "$repo"; and set -a gitc -C $repo
+
+    set -l wts
+    for line in ($gitc worktree list --porcelain 2>/dev/null)
+        switch $line
+            case 'worktree *'
+                set -a wts (string replace -- 'worktree ' '' $line)
+            case bare prunable 'prunable *'
+                # not a checkout a session can run in
+                set -q wts[1]; and set -e wts[-1]
+        end
+    end
+
+    set -l own ''
+    for p in $wts
+        if test "$here" = "$p"; or string match -q -- "$p/*" $here
+            or begin; not set -q cdirs[1]; and test "$PWD" = "$p"; end
+            or begin; not set -q cdirs[1]; and string match -q -- "$p/*" $PWD; end
+            if test (string length -- $p) -gt (string length -- "$own")
+                set own $p
+            end
+        end
+    end
+
+    printf '%s\t%s\n' all 'every other worktree with a live session' . 'your own worktree'
+    set -l others
+    for p in $wts
+        test "$p" = "$own"; or set -a others $p
+    end
+    set -l token (commandline -ct | string replace -r '^--to=' '')
+    for p in $others
+        set -l n (string replace -r '.*/' '' -- $p)
+        contains -- "$n" '' all .; and continue
+        set -l dup 0
+        for d in $wts
+            test (string replace -r '.*/' '' -- $d) = "$n"; and set dup (math $dup + 1)
+        end
+        test $dup = 1; and printf '%s\t%s\n' $n "worktree $p"
+    end
+    for p in $others
+        set -l rel (__git_korus_mail_relpath $p $here)
+        if test -z "$token"
+            # fish hides candidates starting with "." until one is typed
+            printf '%s\t%s\n' $p 'worktree path'
+        else
+            printf '%s\t%s\n' $p 'worktree path' $rel 'worktree path'
+        end
+    end
+end
+
+if not set -q __git_korus_mail_completion_loaded
+    set -g __git_korus_mail_completion_loaded 1
+
+    for c in git-korus-mail git
+        # no file names anywhere in our command lines
+        complete -c $c -n __git_korus_mail_in_cmd -f
+
+        set -l top __git_korus_mail_needs_command
+        complete -c $c -n $top -f -a send -d 'Queue a message for other worktrees'
+        complete -c $c -n $top -f -a list -d 'Every box: worktree, counts, sessions'
+        complete -c $c -n $top -f -a status -d 'This box and the fate of mail it sent'
+        complete -c $c -n $top -f -a off -d 'Suppress delivery (queued mail is kept)'
+        complete -c $c -n $top -f -a on -d 'Resume delivery'
+        complete -c $c -n $top -f -a drain -d 'Hook entry point (run by Claude Code)'
+        complete -c $c -n $top -f -a install -d 'Wire Claude Code hooks to the drain'
+        complete -c $c -n $top -f -a uninstall -d 'Remove what install added'
+        complete -c $c -n $top -f -a doctor -d 'Check wiring, permissions, claims, clock'
+        complete -c $c -n $top -f -a completion -d 'Print a shell completion script'
+        complete -c $c -n $top -f -l version -d 'Print the version'
+        complete -c $c -n $top -f -s h -l help -d 'Print the usage'
+
+        complete -c $c -n '__git_korus_mail_using send list status off on drain install uninstall doctor' \
+            -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
+
+        # send
+        complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
+            -x -l to -a '(__git_korus_mail_dests)' -d 'Destination (repeatable)'
+        complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --to' \
+            -f -l all-worktrees -d 'Every other worktree of the clone'
+        complete -c $c -n '__git_korus_mail_using send' \
+            -x -l kind -a 'note handoff alert question' -d 'Display-only label'
+        complete -c $c -n '__git_korus_mail_using send' \
+            -x -l ttl -d 'Expire unread after minutes (default 4320)'
+        complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
+            -x -l session -d 'Show only to this session id'
+        complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
+            -f -l create -d 'Allow a path that is no worktree of this clone'
+        complete -c $c -n '__git_korus_mail_using send list status doctor' \
+            -f -l json -d 'Machine-readable output'
+
+        # install / uninstall
+        complete -c $c -n '__git_korus_mail_using install uninstall' \
+            -x -l scope -a 'local user' -d 'Where hooks are registered'
+        complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Also wire the wake-up tier'
+        complete -c $c -n '__git_korus_mail_using install' -f -l force -d 'Rewrite entries even when current'
+        complete -c $c -n '__git_korus_mail_using uninstall' -f -l purge -d 'Also delete the mail root'
+        complete -c $c -n '__git_korus_mail_using uninstall' -f -l yes -d 'Confirm --purge without asking'
+
+        # completion
+        complete -c $c -n '__git_korus_mail_using completion' -f -a 'bash zsh fish' -d Shell
+    end
+end
