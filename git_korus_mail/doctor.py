@@ -149,7 +149,12 @@ def _check_wiring(clone, root, findings):
         findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
                      "git korus-mail install")
         return
+    _check_stub(stub, record.data.get("helper"), findings)
     for label, problems in install.verify(root, stub, wired):
+        if label == stub:
+            if problems:
+                findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
+            continue
         if problems:
             findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
         else:
@@ -164,6 +169,26 @@ def _check_wiring(clone, root, findings):
         else:
             findings.add("wiring", False, hook, "no post-checkout hook of ours: new worktrees are not wired",
                          "git korus-mail install")
+
+
+def _check_stub(stub, helper, findings):
+    """The stub runs the helper baked into it; with that gone it falls back to PATH, which
+    an editor's Claude Code often lacks. So a gone helper is a fault even when PATH works here."""
+    if not helper or not os.path.isfile(stub):
+        return  # verify reports a missing stub
+    if not (os.path.isfile(helper) and os.access(helper, os.X_OK)):
+        findings.add("wiring", False, stub, f"the git-korus-mail it runs, {helper}, is gone: sessions whose "
+                     f"PATH lacks git-korus-mail get no mail", "git korus-mail install")
+        return
+    try:
+        with open(stub, "rb") as f:
+            current = f.read() == install.render_stub(helper).encode("utf-8", "surrogateescape")
+    except (OSError, MailError):
+        current = False
+    if current:
+        findings.add("wiring", True, stub, f"current, runs {helper}")
+    else:
+        findings.add("wiring", False, stub, "differs from this version's template", "git korus-mail install")
 
 
 # -- boxes -------------------------------------------------------------------------------

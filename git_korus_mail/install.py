@@ -303,15 +303,15 @@ def _git(args, cwd):
 
 
 def git_hooks_dir(clone):
-    """(hooks dir as git resolves it, core.hooksPath value or None). Relative hooksPath is
-    relative to the worktree a hook runs in; we resolve it from the main worktree."""
+    """(hooks dir as git resolves it, core.hooksPath value or None). A relative hooksPath
+    is relative to the worktree a hook runs in (githooks(5)); we resolve it from the
+    main worktree. `--type=path` expands ~ as git does."""
     cwd = repo_anchor(clone)
-    hp = _git(["config", "--get", "core.hooksPath"], cwd)
-    hooks_path = hp.stdout.strip() if hp.returncode == 0 and hp.stdout.strip() else None
-    res = _git(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd)
-    if res.returncode != 0 or not res.stdout.strip():
-        return os.path.join(clone.common_dir, "hooks"), hooks_path
-    return os.path.normpath(res.stdout.strip()), hooks_path
+    res = _git(["config", "--type=path", "--get", "core.hooksPath"], cwd)
+    hooks_path = res.stdout.strip() if res.returncode == 0 else ""
+    if not hooks_path:
+        return os.path.join(clone.common_dir, "hooks"), None
+    return os.path.normpath(os.path.join(cwd, hooks_path)), hooks_path
 
 
 @contextmanager
@@ -321,7 +321,8 @@ def _locked(hooks_dir):
     path = os.path.join(hooks_dir, LOCK_NAME)
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
     try:
-        with portalocker.Lock(path, mode="a", timeout=LOCK_TIMEOUT, flags=portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING):
+        flags = portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING  # retried until timeout
+        with portalocker.Lock(path, mode="a", timeout=LOCK_TIMEOUT, flags=flags):
             yield
     except portalocker.exceptions.LockException:
         raise MailError(f"another install or uninstall holds {path}; try again") from None
@@ -362,7 +363,7 @@ def wire_file(path, stub, repo, force, files):
             files[path] = {"created": raw is None, "created_dir": created_dir,
                            "original": None if (raw is None or had_ours) else raw.decode("utf-8")}
         out = dump_like(new, raw)
-        if raw is not None and out == raw:
+        if raw is not None and out == raw and not force:
             return "current"
         mode = _mode_of(path, _default_file_mode())
         if _write_atomic(path, out, mode, expect=raw):
@@ -397,7 +398,7 @@ def install_post_checkout(clone, helper, force, scope_rec):
     lines = []
     if hooks_path:
         lines.append(f"core.hooksPath is set ({hooks_path}): post-checkout goes to {hooks_dir}")
-        if not os.path.isabs(os.path.expanduser(hooks_path)):
+        if not os.path.isabs(hooks_path):
             lines.append("  it is relative: `git worktree add` runs the new worktree's own copy, so new "
                          "worktrees are wired only once that hook is committed there; otherwise run "
                          "`git korus-mail install` after `git worktree add`")
