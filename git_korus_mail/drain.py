@@ -27,6 +27,7 @@ from git_korus_mail.store import MSG_SUFFIX, MailRoot
 
 SKIP_SUFFIX = ".skip"
 MAX_PENDING_FAULTS = 10
+MAX_EXAMINED = 200  # files one event reads or quarantines: a flood of junk costs many events, not one long one
 
 
 class Outcome:
@@ -87,17 +88,21 @@ class Drain:
             return Outcome()
         self.root, self.box, self.key = opened
         self.prior = presence.load(self.box, self.session) or {}
-        if self.event == "Stop":
-            return self._stop()
-        if self.event == "SessionEnd":
-            return self._end()
-        if self.event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
-            return self._show()
+        try:
+            if self.event == "Stop":
+                return self._stop()
+            if self.event == "SessionEnd":
+                return self._end()
+            if self.event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+                return self._show()
+        except MailError as exc:
+            # a box part that is a symlink, another user's, or group-writable: refused, and said
+            return self._fault_outcome(f"mail box unusable: {exc}")
         self._record()
         return Outcome()
 
     def _fault_outcome(self, text):
-        if self.event in ("Stop", "SessionStart"):
+        if self.event in ("Stop", "SessionStart", "UserPromptSubmit"):
             return Outcome(notice=f"korus-mail: {text}",
                            context=f"korus-mail: {text}" if self.event == "SessionStart" else None)
         return Outcome()
@@ -119,6 +124,8 @@ class Drain:
     def _show(self):
         box, root = self.box, self.root
         box.repair()
+        if self.event == "SessionStart":
+            root.sweep_tmp(self.now)  # staging files of killed processes (older than 36 h)
         lines = []
         if root.is_off():
             self._record()
@@ -134,7 +141,7 @@ class Drain:
         shown_dir = box.sub("shown").sub(self.session, create=True)
         already = set(shown_dir.names())
         ids, odd = box.inbox_ids()
-        for name in odd:
+        for name in odd[:MAX_EXAMINED]:  # the rest wait for later events: each event's work is bounded
             self._quarantine(name, "not a message file name")
         candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
         batch, skips, examined = self._load_batch(candidates, shown_dir)
@@ -165,7 +172,8 @@ class Drain:
                 obs = {"session": self.session, "event": self.event, "at": utc_stamp(self.now),
                        "chars": len(b.text), "truncated": b.truncated, "body_chars": b.body_chars}
                 try:
-                    shown_dir.create_exclusive(b.msg_id, json.dumps(obs, sort_keys=True).encode(), sync=False)
+                    root.create_complete(shown_dir, b.msg_id, json.dumps(obs, sort_keys=True).encode(),
+                                         sync=False, tag="marker")
                 except FileExistsError:
                     pass
             crash.point("show:marked")
@@ -187,7 +195,7 @@ class Drain:
         # enough to fill one event even when every message is small
         want = render.EVENT_CAP // 200
         for msg_id in candidates:
-            if len(batch) >= want:
+            if len(batch) >= want or examined >= MAX_EXAMINED:
                 break
             examined += 1
             try:

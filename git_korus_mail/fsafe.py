@@ -136,6 +136,9 @@ class Dir:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise NotRegular("symlink") from None
+            if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
+                # a socket or device node: open() fails before fstat could say so
+                raise NotRegular(_kind(self.lstat(name).st_mode)) from None
             raise
         try:
             st = os.fstat(fd)

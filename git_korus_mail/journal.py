@@ -39,7 +39,9 @@ def append(root_dir, event, **fields):
 def _rotate(root_dir):
     import portalocker
     lock_path = os.path.join(root_dir.path, "journal.lock")
-    with portalocker.Lock(lock_path, mode="a", timeout=5, flags=portalocker.LockFlags.EXCLUSIVE):
+    # NON_BLOCKING makes portalocker retry until the timeout (a blocking lock ignores it, and warns)
+    flags = portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
+    with portalocker.Lock(lock_path, mode="a", timeout=5, flags=flags):
         try:
             if os.stat(NAME, dir_fd=root_dir.fd).st_size <= MAX_BYTES:
                 return  # another writer rotated while we waited

@@ -15,9 +15,11 @@ MAX_BODY_BYTES = 32 * 1024          # sender's limit (advice: the drain caps on 
 MAX_FILE_BYTES = 8 * 1024 * 1024    # reader's limit: larger files are quarantined
 DEFAULT_TTL_MINUTES = 4320          # 3 days: an overnight gap lost mail at 720 (seed step 6)
 
-KIND_RE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
-ID_RE = re.compile(r"^\d{8}T\d{6}\.\d{6}Z-p\d{1,10}-[0-9a-f]{16}$")
-SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# \Z, not $: `$` also matches before a trailing newline, which let "note\n" pass as a kind
+KIND_RE = re.compile(r"[a-z][a-z0-9-]{0,15}\Z")
+ID_RE = re.compile(r"\d{8}T\d{6}\.\d{6}Z-p\d{1,10}-[0-9a-f]{16}\Z")
+SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+STAMP_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z\Z")
 
 
 class Invalid(Exception):
@@ -36,8 +38,8 @@ def utc_stamp(t):
 
 def parse_stamp(s):
     """Seconds since the epoch for a stamp written by utc_stamp (or without microseconds)."""
-    if not isinstance(s, str) or not s.endswith("Z"):
-        raise ValueError("not a UTC stamp")
+    if not isinstance(s, str) or not STAMP_RE.match(s):
+        raise ValueError("not a UTC stamp")  # strict: nothing may ride along behind the digits
     main, _, frac = s[:-1].partition(".")
     tm = time.strptime(main, "%Y-%m-%dT%H:%M:%S")
     import calendar  # only readers of stored times need it

@@ -63,27 +63,43 @@ def _esc(ch):
     return f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}"
 
 
-def escape_line(line, cap):
-    """Escape one line (no newlines in it) and cut it to `cap` rendered characters.
-
-    Works only as far as the cap: a 1 MiB line costs no more than a short one."""
+def _escape(line, cap):
+    """(text, characters of `line` shown, cut?) with len(text) <= cap, the cut note included."""
     out = []
     used = 0
-    for i, ch in enumerate(line):
+    for ch in line:
         piece = _esc(ch) if _needs_escape(ch) else ch
         if used + len(piece) > cap:
-            rest = len(line) - i
-            out.append(f" …[line cut: {rest} more chars]")
-            return "".join(out), True
+            break
         out.append(piece)
         used += len(piece)
-    return "".join(out), False
+    else:
+        return "".join(out), len(line), False
+    # Cut: drop shown characters (one piece each) until the note, which counts the rest, fits too.
+    while True:
+        note = f" …[line cut: {len(line) - len(out)} more chars]"
+        if used + len(note) <= cap or not out:
+            break
+        used -= len(out.pop())
+    if used + len(note) > cap:
+        note = "…"[:max(0, cap - used)]  # a cap too small even for the note
+    return "".join(out) + note, len(out), True
+
+
+def escape_line(line, cap):
+    """Escape one line (no newlines in it) and cut it to `cap` rendered characters, the cut note
+    included. Returns (text, cut?).
+
+    Works only as far as the cap: a 1 MiB line costs no more than a short one."""
+    text, _shown, cut = _escape(line, cap)
+    return text, cut
 
 
 def field(value, cap=FIELD_CAP):
+    """One header field, escaped and capped; a newline in it is escaped visibly like any control."""
     if value is None or value == "":
         return "-"
-    text, _cut = escape_line(str(value).replace("\n", " "), cap)
+    text, _cut = escape_line(str(value), cap)
     return text
 
 
@@ -96,8 +112,47 @@ class Rendered:
         self.msg_id, self.text, self.truncated, self.body_chars = msg_id, text, truncated, body_chars
 
 
+def _cut_note(shown, total, full_path, seen_path):
+    return (f"[body cut: {shown} of {total} characters shown; whole message: {full_path}"
+            f" (in {seen_path} once consumed)]")
+
+
+def _body_lines(body, room):
+    """Body lines, prefixed and escaped, taking at most `room` characters (each with its newline).
+    Returns (lines, characters of the body shown, cut?)."""
+    lines = []
+    used = 0
+    shown = 0
+    any_cut = False
+    n = len(body)
+    start = 0
+    while True:
+        end = body.find("\n", start)
+        if end < 0:
+            end = n
+        raw = body[start:end]
+        if raw.endswith("\r"):
+            raw = raw[:-1]  # CRLF is a line break; a lone CR elsewhere is escaped
+        # never cut a line so short that the cut note itself does not fit
+        line_cap = min(LINE_CAP, room - used - len(BODY_PREFIX) - 1)
+        if line_cap < 24:
+            return lines, min(shown, n), True
+        text, line_shown, cut = _escape(raw, line_cap)
+        lines.append(BODY_PREFIX + text)
+        used += len(BODY_PREFIX) + len(text) + 1
+        shown += line_shown if cut else min(end + 1, n) - start
+        any_cut = any_cut or cut
+        if end >= n:
+            return lines, min(shown, n), any_cut
+        start = end + 1
+
+
 def render_message(msg, index_label, nonce, full_path, seen_path, cap, now):
-    """The framed block for one message, at most `cap` characters (None if even the header won't fit)."""
+    """The framed block for one message, at most `cap` characters (None if even the header won't fit).
+
+    Every field that came from the file is escaped, the ones a parser checked too: a check that
+    lets something through (a trailing newline past a `$`, junk after a stamp) must not become
+    a line of our frame."""
     sender = msg.get("from") or {}
     sent = msg["sent_at"]
     try:
@@ -109,47 +164,27 @@ def render_message(msg, index_label, nonce, full_path, seen_path, cap, now):
     open_line = f"[mail {index_label} {nonce} begin]"
     close_line = f"[mail {index_label} {nonce} end]"
     head = (f"{open_line}\n"
-            f"id {msg['id']} · from (unverified) {field(sender.get('path'))}"
+            f"id {field(msg['id'], 80)} · from (unverified) {field(sender.get('path'))}"
             f" · branch {field(sender.get('branch'), 80)} · session {field(sender.get('session'), 64)}\n"
-            f"kind {msg['kind']} · sent {sent} ({age} ago) · {ttl}\n")
+            f"kind {field(msg['kind'], 40)} · sent {field(sent, 64)} ({age} ago) · {ttl}\n")
     body = msg["body"]
-    cut_note_room = 60 + len(full_path) + len(seen_path)
-    room = cap - len(head) - len(close_line) - 1 - cut_note_room
+    n = len(body)
+    fixed = len(head) + len(close_line)
+    room = cap - fixed
     if room < 40:
         return None
-    lines = []
-    used = 0
-    truncated = False
-    start = 0
-    n = len(body)
-    while start <= n:
-        end = body.find("\n", start)
-        if end < 0:
-            end = n
-        raw = body[start:end]
-        if raw.endswith("\r"):
-            raw = raw[:-1]  # CRLF is a line break; a lone CR elsewhere is escaped
-        # never cut a line so short that the cut note itself does not fit
-        line_cap = min(LINE_CAP, room - used - len(BODY_PREFIX) - 1)
-        if line_cap < 24:
-            truncated = True
-            break
-        text, cut = escape_line(raw, line_cap)
-        rendered = BODY_PREFIX + text
-        lines.append(rendered)
-        used += len(rendered) + 1
-        truncated = truncated or cut
-        start = end + 1
-        if end == n:
-            break
-    if start < n:
-        truncated = True
-    out = head + "\n".join(lines) + "\n"
+    lines, shown, truncated = _body_lines(body, room)
+    note = ""
     if truncated:
-        shown_chars = min(start, n)
-        out += (f"[body cut after {shown_chars} of {n} characters; whole message: {full_path}"
-                f" (in {seen_path} once consumed)]\n")
-    out += close_line
+        # the note's room is taken only when it is needed; sized for its longest count
+        room = cap - fixed - len(_cut_note(n, n, full_path, seen_path)) - 1
+        if room < 40:
+            return None
+        lines, shown, truncated = _body_lines(body, room)
+        if truncated:
+            note = _cut_note(shown, n, full_path, seen_path) + "\n"
+    out = head + "\n".join(lines) + "\n" + note + close_line
+    assert len(out) <= cap, (len(out), cap)
     return Rendered(msg["id"], out, truncated, n)
 
 
@@ -178,6 +213,8 @@ def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP,
         r = render_message(msg, label, nonce, field(full_path, 400), field(seen_path, 400), cap, now)
         if r is None:
             break
+        if r.truncated and blocks and cap < MESSAGE_CAP:
+            break  # cut only for want of the room earlier messages took: it waits, to be shown whole or cut less
         blocks.append(r)
         left -= len(r.text) + 2
     if not blocks:

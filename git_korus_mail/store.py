@@ -11,8 +11,9 @@ between two of them is repaired by the next reader, see `Box.repair`):
     inbox --claim--> link expired --> notice --> unlink inbox          (expire)
 
 Exactly-once consumption rests on the receipt: `receipts/<id>.json` is created
-with O_EXCL, so at most one session ever consumes a message, whatever the claims
-did. A receipt exists iff the message reached seen/.
+exclusively (staged in tmp/ and hard-linked into place, which fails when it exists,
+and never leaves a torn receipt), so at most one session ever consumes a message,
+whatever the claims did. A receipt exists iff the message reached seen/.
 """
 
 import json
@@ -81,6 +82,20 @@ class MailRoot:
 
     def journal(self, event, **fields):
         journal.append(self.dir, event, **fields)
+
+    def create_complete(self, target, name, data, sync=True, tag="file"):
+        """Create `target/name` holding `data`, complete before it is visible: written in tmp/,
+        then hard-linked into place. A link never replaces, so FileExistsError when it exists,
+        exactly as O_EXCL; unlike O_EXCL, a process killed mid-write leaves no empty file
+        behind (only a staging file in tmp/). For receipts and display markers, whose
+        readers take a torn file for a missing proof."""
+        tmp = self.tmp
+        tmp_name = f"{tag}.{name}.{os.getpid()}.{os.urandom(4).hex()}"
+        tmp.create_exclusive(tmp_name, data, sync=sync)
+        try:
+            tmp.link_to(tmp_name, target, name)
+        finally:
+            tmp.unlink_quiet(tmp_name)
 
     # -- boxes ---------------------------------------------------------------
     def boxes_dir(self, create=False):
@@ -261,8 +276,8 @@ class Box:
                 "pid": owner["pid"],
             }
             try:
-                self.sub("receipts").create_exclusive(
-                    msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(), sync=True)
+                self.root.create_complete(self.sub("receipts"), msg_id + MSG_SUFFIX,
+                                          json.dumps(receipt, sort_keys=True).encode(), sync=True, tag="receipt")
             except FileExistsError:
                 self._finish_move(msg_id, "seen")  # an interrupted consume: complete it
                 return "gone"
