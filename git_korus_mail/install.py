@@ -534,14 +534,14 @@ def verify(root, stub, wired, run_stub=True):
 
 
 def run_stub_once(stub, repo, cwd):
-    """Run our SessionStart command as Claude Code would (bash -c, payload on stdin);
+    """Run our SessionStart command as Claude Code would (/bin/sh -c, payload on stdin);
     None when the answer is hook JSON that carries no fault."""
     payload = {"session_id": f"korus-verify-{os.urandom(6).hex()}", "transcript_path": "", "cwd": cwd,
                "hook_event_name": "SessionStart", "source": "startup"}
     env = {k: v for k, v in os.environ.items()
            if k not in ("CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
     env["KORUS_MAIL_VERIFY"] = "1"
-    shell = shutil.which("bash") or "/bin/sh"
+    shell = "/bin/sh"  # what Claude Code runs hook commands with (dash on Debian), not bash
     try:
         proc = subprocess.run([shell, "-c", claude.hook_command(stub, "SessionStart", repo)], cwd=cwd,
                               input=json.dumps(payload).encode(), capture_output=True, env=env,

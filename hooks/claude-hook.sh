@@ -1,5 +1,5 @@
 #!/bin/sh
-# git-korus-mail claude-hook template-version=1
+# git-korus-mail claude-hook template-version=2
 # Written by `git korus-mail install` into <git-common-dir>/mail/hooks/ and removed by
 # `git korus-mail uninstall`. Do not edit: install rewrites a stub that differs.
 #
@@ -26,12 +26,15 @@ fi
 # Neither exists: say so in the event's own JSON form, or Claude Code shows nothing
 # and mail silently stops. Exit 0: on another code the output would be dropped.
 [ -t 0 ] || cat >/dev/null 2>&1
+# Said where a reader decides, as the drain reports its own faults: at SessionStart (to
+# the model and the user) and at Stop (to the user). Repeating it at every prompt and
+# tool call would flood both.
 case "$event" in
-    SessionStart|UserPromptSubmit|PostToolUse)
+    SessionStart)
         printf '{"systemMessage": %s, "hookSpecificOutput": {"hookEventName": "%s", "additionalContext": %s}}\n' \
             "$fault" "$event" "$fault"
         ;;
-    *)
+    Stop)
         printf '{"systemMessage": %s}\n' "$fault"
         ;;
 esac
