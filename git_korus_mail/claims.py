@@ -7,7 +7,7 @@ check-then-write schemes giving several winners across processes; only an
 exclusive create excludes.)
 
 The claim serialises consume and expire of one message. It is not what makes
-consumption exactly-once: the receipt is, created with O_EXCL (see store). So a
+consumption exactly-once: the receipt is, created exclusively (see store). So a
 claim race that ends badly can at worst refuse falsely, which leaves the message
 queued for the next drain, never deliver it twice.
 

@@ -4,7 +4,7 @@ Client-free: it takes an event name, a session id and a cwd, and returns what to
 show and what to do once the showing has been written out. The seed's four
 measured ways a first version breaks, and where each is answered here:
 1. exclusion that does not exclude — consumption goes through store.Box.consume
-   (exclusive claim, O_EXCL receipt);
+   (exclusive claim, exclusive receipt);
 2. showing is not consuming — `show` never consumes; only `stop` does, and only
    what this very session was shown (a session discarded after SessionStart
    never reaches Stop, so its mail stays queued);

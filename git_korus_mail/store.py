@@ -7,7 +7,7 @@ State transitions of one message (each arrow is one link or unlink; a crash
 between two of them is repaired by the next reader, see `Box.repair`):
 
     tmp/x --link--> inbox/<id>.json --unlink tmp/x                     (publish)
-    inbox --claim--> receipt (O_EXCL) --link--> seen --unlink inbox    (consume)
+    inbox --claim--> receipt (excl. link) --link--> seen --unlink inbox (consume)
     inbox --claim--> link expired --> notice --> unlink inbox          (expire)
 
 Exactly-once consumption rests on the receipt: `receipts/<id>.json` is created

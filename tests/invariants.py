@@ -1,0 +1,257 @@
+"""Store invariants, checked from the outside (plain file reads, no product code paths).
+
+`check(mail_root)` asserts, for every box, what must hold once every process
+touching the store is idle (or dead) and a clean drain has run:
+
+- every message id is in exactly one of inbox/ seen/ expired/, and every file
+  there is a complete, valid message whose id matches its name;
+- a receipt exists iff the message is in seen/, at most one per id (one name per
+  id is all a directory can hold), and it is complete JSON naming that id;
+- no claim is left in claiming/ (not even a breaker's `.broken-` file) when idle;
+- nothing half-written: no `*.tmp` anywhere in a box, every display marker and
+  notice parses, the only staging files in tmp/ are a killed sender's, and those
+  are complete messages (a torn one is tolerated only with `torn_tmp_ok`, for
+  tests that kill senders at random instants inside a write);
+- the journal records `consumed` at most once per id, and only for an id with a
+  receipt from that same session;
+- every `sent/` record names a message that exists in its target box.
+
+It returns a summary (ids per state, debris found) for step-specific assertions.
+"""
+
+import json
+import os
+import re
+import stat
+
+from git_korus_mail.message import Invalid, parse
+
+ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock"}
+STATES = ("inbox", "seen", "expired")
+MSG_TMP = re.compile(r"^msg\.(?P<id>.+)\.[0-9a-f]{8}$")
+STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
+PRESENCE_TMP = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp$")
+
+
+class Summary(dict):
+    """{box name: {"inbox": set, "seen": set, "expired": set, "receipts": {id: dict}, ...}},
+    plus .tmp_messages, .debris, .journal."""
+
+
+def _read(path):
+    st = os.lstat(path)
+    assert stat.S_ISREG(st.st_mode), f"{path}: not a regular file"
+    with open(path, "rb") as f:
+        return f.read(), st
+
+
+def _ls(path):
+    try:
+        return sorted(os.listdir(path))
+    except FileNotFoundError:
+        return []
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def journal(mail_root):
+    out = []
+    for name in ("journal.1.jsonl", "journal.jsonl"):
+        p = os.path.join(mail_root, name)
+        if not os.path.exists(p):
+            continue
+        with open(p, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    raise AssertionError(f"{name}:{n}: torn journal line {raw[:80]!r}") from None
+                out.append(rec)
+    return out
+
+
+def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quarantine_ok=False,
+          half_published_ok=False):
+    """Assert the invariants over `<common>/mail`; returns a Summary.
+
+    idle: no process is working on the store, so no claim may remain.
+    torn_tmp_ok: a sender killed inside its tmp write may leave a torn, never-linked staging file.
+    killed_debris_ok: a process killed at a random instant may leave its own staging debris (claim,
+        receipt or marker staging files in tmp/, presence temp files in sessions/), which must name
+        a dead pid. Never visible to a reader.
+    half_published_ok: a sender killed between linking its message into the inbox and unlinking
+        the staging file leaves the message with a second link in tmp/; a reader finishes that
+        publication only after PUBLISH_GRACE (60 s).
+    """
+    mail_root = str(mail_root)
+    summary = Summary()
+    summary.tmp_messages = {}
+    summary.debris = []
+    summary.half_published = []
+    assert os.path.isdir(mail_root), f"no mail root at {mail_root}"
+    stray = set(_ls(mail_root)) - ROOT_NAMES
+    assert not stray, f"unexpected entries in the mail root: {sorted(stray)}"
+
+    # -- tmp/: only staging files of killed processes --------------------------
+    tmp = os.path.join(mail_root, "tmp")
+    for name in _ls(tmp):
+        path = os.path.join(tmp, name)
+        m = MSG_TMP.match(name)
+        if m:
+            data, st = _read(path)
+            try:
+                msg = parse(data, expected_id=m.group("id"))
+            except Invalid as exc:
+                if torn_tmp_ok and st.st_nlink == 1:
+                    summary.debris.append(("torn-tmp", name, len(data)))
+                    continue
+                raise AssertionError(f"tmp/{name}: staging file is not a complete message ({exc}; "
+                                     f"{len(data)} bytes, nlink {st.st_nlink})") from None
+            summary.tmp_messages[name] = (msg, st)
+            continue
+        m = STAGING_TMP.match(name)
+        if m and killed_debris_ok:
+            assert not _pid_alive(int(m.group("pid"))), f"tmp/{name}: staging file of a live pid while idle"
+            summary.debris.append((m.group("kind") + "-tmp", name))
+            continue
+        raise AssertionError(f"tmp/{name}: leftover staging file that is no killed sender's message")
+
+    # -- boxes ------------------------------------------------------------------
+    all_ids = {}
+    boxes = os.path.join(mail_root, "box")
+    for bname in _ls(boxes):
+        bdir = os.path.join(boxes, bname)
+        assert os.path.isdir(bdir) and not os.path.islink(bdir), f"box/{bname}: not a directory"
+        info = {s: set() for s in STATES}
+        where = {}
+        for sub in STATES:
+            for name in _ls(os.path.join(bdir, sub)):
+                path = os.path.join(bdir, sub, name)
+                assert name.endswith(".json") and not name.startswith("."), f"{bname}/{sub}/{name}: stray file"
+                msg_id = name[:-5]
+                data, st = _read(path)
+                try:
+                    parse(data, expected_id=msg_id)
+                except Invalid as exc:
+                    raise AssertionError(f"{bname}/{sub}/{name}: partial or invalid message: {exc}") from None
+                if st.st_nlink != 1:
+                    staged = [n for n, (m, tst) in summary.tmp_messages.items()
+                              if m["id"] == msg_id and (tst.st_dev, tst.st_ino) == (st.st_dev, st.st_ino)]
+                    assert half_published_ok and sub == "inbox" and staged and st.st_nlink == 2, (
+                        f"{bname}/{sub}/{name}: {st.st_nlink} links while idle (a move or publication "
+                        f"left half done)")
+                    summary.half_published.append(msg_id)
+                where.setdefault(msg_id, []).append(sub)
+                info[sub].add(msg_id)
+        for msg_id, subs in where.items():
+            assert len(subs) == 1, f"{bname}: message {msg_id} is in {subs} (must be in exactly one)"
+            assert msg_id not in all_ids, f"message {msg_id} in two boxes: {all_ids[msg_id]} and {bname}"
+            all_ids[msg_id] = bname
+
+        receipts = {}
+        for name in _ls(os.path.join(bdir, "receipts")):
+            assert name.endswith(".json") and not name.startswith("."), f"{bname}/receipts/{name}: stray file"
+            data, _ = _read(os.path.join(bdir, "receipts", name))
+            try:
+                rec = json.loads(data)
+            except ValueError:
+                raise AssertionError(f"{bname}/receipts/{name}: partial receipt ({len(data)} bytes: "
+                                     f"{data[:60]!r})") from None
+            assert isinstance(rec, dict) and rec.get("id") == name[:-5], f"{bname}/receipts/{name}: wrong id"
+            assert isinstance(rec.get("session"), str) and rec["session"], f"{bname}/receipts/{name}: no session"
+            receipts[name[:-5]] = rec
+        no_receipt = info["seen"] - set(receipts)
+        orphan = set(receipts) - info["seen"]
+        assert not no_receipt, f"{bname}: in seen/ without a receipt: {sorted(no_receipt)}"
+        assert not orphan, f"{bname}: receipt without the message in seen/: " + ", ".join(
+            f"{i} (in {where.get(i, ['nowhere'])})" for i in sorted(orphan))
+        info["receipts"] = receipts
+
+        claiming = _ls(os.path.join(bdir, "claiming"))
+        if idle:
+            assert not claiming, f"{bname}: claims left while idle: {claiming}"
+        info["claiming"] = claiming
+
+        for name in _ls(os.path.join(bdir, "notices")):
+            data, _ = _read(os.path.join(bdir, "notices", name))
+            note = json.loads(data)  # raises on a partial notice
+            assert note.get("id") in info["expired"], f"{bname}: notice for {note.get('id')} not in expired/"
+
+        shown = os.path.join(bdir, "shown")
+        markers = {}
+        for sess in _ls(shown):
+            for name in _ls(os.path.join(shown, sess)):
+                if name.endswith(".skip"):
+                    continue
+                data, _ = _read(os.path.join(shown, sess, name))
+                try:
+                    obs = json.loads(data)
+                except ValueError:
+                    raise AssertionError(f"{bname}/shown/{sess}/{name}: partial display marker "
+                                         f"({len(data)} bytes)") from None
+                assert obs.get("session") == sess, f"{bname}/shown/{sess}/{name}: marker of another session"
+                markers.setdefault(name, set()).add(sess)
+        info["markers"] = markers
+
+        q = _ls(os.path.join(bdir, "quarantine"))
+        if not quarantine_ok:
+            assert not q, f"{bname}: quarantined: {q}"
+
+        for dirpath, dirnames, filenames in os.walk(bdir):
+            for name in filenames + dirnames:
+                if name.endswith(".tmp") or ".tmp." in name:
+                    m = PRESENCE_TMP.match(name)
+                    rel = os.path.relpath(os.path.join(dirpath, name), mail_root)
+                    if killed_debris_ok and m and not _pid_alive(int(m.group("pid"))):
+                        summary.debris.append(("presence-tmp", rel))
+                        continue
+                    raise AssertionError(f"{rel}: leftover temp file")
+        summary[bname] = info
+
+    # -- tmp messages: a killed sender's, linked into an inbox at most ---------------
+    for name, (msg, st) in summary.tmp_messages.items():
+        box = all_ids.get(msg["id"])
+        if box is not None:
+            assert msg["id"] in summary[box]["inbox"] or st.st_nlink == 1, name
+
+    # -- journal -------------------------------------------------------------------
+    recs = journal(mail_root)
+    consumed = {}
+    for rec in recs:
+        assert "at" in rec and "event" in rec, f"journal record without time or event: {rec}"
+        if rec["event"] == "consumed":
+            consumed.setdefault(rec["id"], []).append(rec)
+    for msg_id, lst in consumed.items():
+        assert len(lst) == 1, f"journal: {msg_id} consumed {len(lst)} times: {lst}"
+        box = lst[0].get("box")
+        assert box in summary and msg_id in summary[box]["receipts"], f"journal: {msg_id} consumed, no receipt"
+        assert summary[box]["receipts"][msg_id]["session"] == lst[0].get("session"), (
+            f"journal: {msg_id} consumed by {lst[0].get('session')}, receipt says "
+            f"{summary[box]['receipts'][msg_id]['session']}")
+    summary.journal = recs
+    summary.consumed_journal = consumed
+
+    # -- sent records point at real messages -------------------------------------------
+    for bname in _ls(boxes):
+        for name in _ls(os.path.join(boxes, bname, "sent")):
+            rec = json.loads(_read(os.path.join(boxes, bname, "sent", name))[0])
+            target = summary.get(rec.get("box"))
+            assert target is not None and any(rec["id"] in target[s] for s in STATES), (
+                f"{bname}/sent/{name}: the message it records is in no state of box {rec.get('box')}")
+    return summary
+
+
+def ids(summary, state):
+    """All ids in `state` across boxes."""
+    out = set()
+    for info in summary.values():
+        out |= info[state]
+    return out
