@@ -259,6 +259,7 @@ class Drain:
     # -- Stop: consume exactly what this session was shown -------------------------
     def _stop(self):
         box, root = self.box, self.root
+        box.repair()  # a dead consumer's claim must not outlive it until the next show
         faults = list(self.prior.get("pending_faults") or [])
         extra = {"pending_faults": []}
         if root.is_off():

@@ -178,19 +178,24 @@ class Dir:
             raise
         os.close(fd)
 
-    def write_replace(self, name, data, tmp_suffix):
-        """Atomically replace `name` (write a sibling temp file, then rename over it).
+    def write_replace(self, name, data, staging):
+        """Atomically replace `name`: write a file in the `staging` dir (the mail root's tmp/,
+        swept after 36 h, so a writer killed mid-way leaves nothing here), then rename it over.
 
         For state that is rewritten whole, such as presence; never for messages."""
-        tmp = f".{name}.{tmp_suffix}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     FILE_MODE, dir_fd=self.fd)
+        tmp = f"replace.{name}.{os.getpid()}.{os.urandom(4).hex()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     FILE_MODE, dir_fd=staging.fd)
         try:
             os.fchmod(fd, FILE_MODE)
             _write_all(fd, data)
         finally:
             os.close(fd)
-        os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        try:
+            os.rename(tmp, name, src_dir_fd=staging.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            staging.unlink_quiet(tmp)
+            raise
 
     def link_to(self, name, other, other_name):
         """Hard-link self/name to other/other_name; FileExistsError when the target exists.

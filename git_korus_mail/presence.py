@@ -38,7 +38,7 @@ def record(box, session, event, cwd, prior=None, extra=None):
     })
     if extra:
         rec.update(extra)
-    box.sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), os.getpid())
+    box.sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
     return rec
 
 

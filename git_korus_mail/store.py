@@ -113,7 +113,7 @@ class MailRoot:
             return None
         box = Box(self, key_name, d)
         if create and path is not None and box.recorded_path() != path:
-            d.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), os.getpid())
+            d.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), self.tmp)
         return box
 
     def box_names(self):
@@ -279,7 +279,10 @@ class Box:
                 self.root.create_complete(self.sub("receipts"), msg_id + MSG_SUFFIX,
                                           json.dumps(receipt, sort_keys=True).encode(), sync=True, tag="receipt")
             except FileExistsError:
-                self._finish_move(msg_id, "seen")  # an interrupted consume: complete it
+                # Its creator may still be finishing the move (only with claims bypassed);
+                # completing it is idempotent. The journal line is the creator's, or the
+                # repair's once that creator is known dead (_repair_one).
+                self._finish_move(msg_id, "seen")
                 return "gone"
             crash.point("consume:receipt")
             self._finish_move(msg_id, "seen")
@@ -426,8 +429,21 @@ class Box:
             return
         if self.sub("receipts").exists(name):
             self._finish_move(msg_id, "seen")
+            # the consumer died before its journal line (it writes it after the move)
+            self._journal_repaired_consume(msg_id)
         elif self.sub("expired").exists(name):
             self._finish_move(msg_id, "expired")
+            self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
+
+    def _journal_repaired_consume(self, msg_id):
+        """Journal a consume that a dead process decided (its receipt names the session)."""
+        session = None
+        try:
+            data, _ = self.sub("receipts").read_regular(msg_id + MSG_SUFFIX, 64 * 1024)
+            session = json.loads(data).get("session")
+        except (OSError, ValueError, NotRegular, TooLarge, AttributeError):
+            pass  # the move stands; the journal line just lacks the session
+        self.root.journal("consumed", id=msg_id, box=self.name, session=session, repaired=True)
 
     # -- reporting -------------------------------------------------------------
     def oldest_unread_age(self, now=None):
