@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import run_cli
+from helpers import run_cli
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "git-korus-mail"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd")

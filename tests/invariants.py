@@ -29,8 +29,7 @@ from git_korus_mail.message import Invalid, parse
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock"}
 STATES = ("inbox", "seen", "expired")
 MSG_TMP = re.compile(r"^msg\.(?P<id>.+)\.[0-9a-f]{8}$")
-STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
-PRESENCE_TMP = re.compile(r"^\..+\.(?P<pid>\d+)\.tmp$")
+STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
 
 class Summary(dict):
@@ -208,11 +207,8 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
         for dirpath, dirnames, filenames in os.walk(bdir):
             for name in filenames + dirnames:
                 if name.endswith(".tmp") or ".tmp." in name:
-                    m = PRESENCE_TMP.match(name)
+                    # every staging file lives in tmp/ (swept after 36 h); none may sit in a box
                     rel = os.path.relpath(os.path.join(dirpath, name), mail_root)
-                    if killed_debris_ok and m and not _pid_alive(int(m.group("pid"))):
-                        summary.debris.append(("presence-tmp", rel))
-                        continue
                     raise AssertionError(f"{rel}: leftover temp file")
         summary[bname] = info
 

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON
+from helpers import PYTHON
 from git_korus_mail import keys
 from git_korus_mail.message import parse
 

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from conftest import PYTHON, context_of, run_cli
+from helpers import PYTHON, context_of, run_cli
 from git_korus_mail import claims, crash, keys
 from git_korus_mail.message import parse, utc_stamp
 

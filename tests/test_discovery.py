@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import git, git_out
+from helpers import git, git_out
 from git_korus_mail import discover, gitrepo, keys
 
 
@@ -185,7 +185,7 @@ def test_repository_owned_by_another_user_is_a_clear_error(clone):
     if os.geteuid() != 0:
         pytest.skip("needs root to chown a repository to another user")
     subprocess.run(["chown", "-R", "65534:65534", str(clone.main)], check=True)
-    from conftest import run_cli
+    from helpers import run_cli
     proc = run_cli("list", cwd=clone.main)
     assert proc.returncode == 1
     assert proc.stderr.startswith("git korus-mail: ") and "another user" in proc.stderr

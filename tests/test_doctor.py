@@ -4,7 +4,7 @@ import json
 import os
 import time
 
-from conftest import run_cli
+from helpers import run_cli
 from install_fixtures import box_dir, dead_pid, install, mkdir700, settings_path
 
 from git_korus_mail import claims, journal
@@ -168,7 +168,7 @@ def test_turns_without_stop_are_a_wiring_problem(clone):
 
 
 def test_real_drains_are_reported(clone):
-    from conftest import hook
+    from helpers import hook
     install(clone.main)
     hook("SessionStart", clone.web, "s-1")
     hook("UserPromptSubmit", clone.web, "s-1")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import context_of, hook, run_cli
+from helpers import context_of, hook, run_cli
 from git_korus_mail import keys
 
 

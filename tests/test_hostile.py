@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, context_of, hook, run_cli
+from helpers import PYTHON, context_of, hook, run_cli
 from git_korus_mail import keys, message, render
 
 SESSION = "5f0c3f4e-1111-4c4c-9d9d-000000000001"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, run_cli
+from helpers import git, run_cli
 from install_fixtures import (EVENTS, FOREIGN_SETTINGS, age_files, install, load, make_fake_helper,
                               make_helper_copy, our_commands, run_stub, settings_path, snapshot, stub_of,
                               uninstall)

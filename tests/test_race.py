@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, run_cli
+from helpers import PYTHON, run_cli
 from git_korus_mail import keys, message
 from git_korus_mail.store import MailRoot
 

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from conftest import git, run_cli
+from helpers import git, run_cli
 
 
 def inbox(clone, path):
@@ -133,7 +133,7 @@ def test_more_than_eight_destinations_refused(clone):
 
 
 def test_all_means_worktrees_with_live_sessions(clone):
-    from conftest import hook
+    from helpers import hook
     docs = clone.add_worktree("docs")
     proc = run_cli("send", "--to", "all", "hi", cwd=clone.main)
     assert proc.returncode == 1 and "no other worktree has a live session" in proc.stderr
@@ -171,7 +171,7 @@ def test_list_shows_every_worktree_with_counts_and_flags(clone):
 
 
 def test_status_follows_sent_mail_to_its_fate(clone):
-    from conftest import hook
+    from helpers import hook
     run_cli("send", "--to", "../web", "hello", cwd=clone.main, check=True)
     st = json.loads(run_cli("status", "--json", cwd=clone.main, check=True).stdout)
     assert [m["fate"]["state"] for m in st["sent"]] == ["queued"]
@@ -202,7 +202,7 @@ def test_off_and_on_keep_mail(clone):
 
 
 def test_expiry_moves_mail_and_tells_sender_and_recipient(clone):
-    from conftest import hook
+    from helpers import hook
     from git_korus_mail import keys
     run_cli("send", "--to", "../web", "--ttl", "1", "stale", cwd=clone.main, check=True)
     [f] = inbox(clone, clone.web)

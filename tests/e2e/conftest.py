@@ -24,32 +24,6 @@ from driver import Claude  # noqa: E402
 from mockapi import MockAPI  # noqa: E402
 
 
-def __getattr__(name: str):
-    """Both tests/conftest.py and this file are top-level modules named `conftest`
-    (no __init__.py), and pytest leaves the one it imported last in sys.modules:
-    after this directory is collected, `from conftest import run_cli` in tests/
-    lands here. Answer such names from tests/conftest.py, loaded under its own
-    module name (its fixtures stay registered from pytest's own copy)."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    parent = sys.modules.get("_korus_tests_conftest")
-    if parent is None:
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("_korus_tests_conftest", HERE.parent / "conftest.py")
-        if spec is None or spec.loader is None or not (HERE.parent / "conftest.py").is_file():
-            raise AttributeError(name)
-        parent = importlib.util.module_from_spec(spec)
-        sys.modules["_korus_tests_conftest"] = parent
-        spec.loader.exec_module(parent)
-    try:
-        return getattr(parent, name)
-    except AttributeError:
-        raise AttributeError(f"module 'conftest' ({__file__}) has no attribute {name!r}") from None
-
-PINNED_VERSION = "2.1.332"
-INSTALL_HINT = "run tests/e2e/install-claude.sh (installs @anthropic-ai/claude-code@%s)" % PINNED_VERSION
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: end-to-end test that runs the real claude CLI against a mock API")
 
