@@ -104,21 +104,15 @@ def parse_owner(data):
 
 
 def acquire(tmp_dir, claiming_dir, msg_id, owner):
-    """Try to claim `msg_id`. Returns "won", or ("held", owner) when another has it.
+    """Try to claim `msg_id`. Returns ("won", None), or ("held", owner) when another has it.
 
-    The claim file is complete before it is visible: write in tmp/, link into place."""
+    The claim file is complete before it is visible (staged in tmp/, then linked)."""
     data = json.dumps(owner, sort_keys=True).encode()
-    tmp_name = f"claim.{msg_id}.{os.getpid()}.{os.urandom(6).hex()}"
-    tmp_dir.create_exclusive(tmp_name, data, sync=False)
     try:
-        try:
-            tmp_dir.link_to(tmp_name, claiming_dir, msg_id + CLAIM_SUFFIX)
-            return "won", None
-        except FileExistsError:
-            pass
-    finally:
-        tmp_dir.unlink_quiet(tmp_name)
-    return "held", read_owner(claiming_dir, msg_id)
+        claiming_dir.create_staged(msg_id + CLAIM_SUFFIX, data, tmp_dir, "claim", sync=False)
+        return "won", None
+    except FileExistsError:
+        return "held", read_owner(claiming_dir, msg_id)
 
 
 def read_owner(claiming_dir, msg_id):

@@ -172,8 +172,8 @@ class Drain:
                 obs = {"session": self.session, "event": self.event, "at": utc_stamp(self.now),
                        "chars": len(b.text), "truncated": b.truncated, "body_chars": b.body_chars}
                 try:
-                    root.create_complete(shown_dir, b.msg_id, json.dumps(obs, sort_keys=True).encode(),
-                                         sync=False, tag="marker")
+                    shown_dir.create_staged(b.msg_id, json.dumps(obs, sort_keys=True).encode(), root.tmp,
+                                            "marker", sync=False)
                 except FileExistsError:
                     pass
             crash.point("show:marked")

@@ -178,6 +178,19 @@ class Dir:
             raise
         os.close(fd)
 
+    def create_staged(self, name, data, staging, tag, sync=True):
+        """Create `name` here holding `data`, complete before it is visible: written in the
+        `staging` dir, then hard-linked into place. A link never replaces, so FileExistsError
+        when the name exists, exactly like O_EXCL; unlike O_EXCL, a process killed mid-write
+        leaves no torn file here (only a staging file, swept with tmp/). Claims, receipts and
+        display markers are made this way: their readers take a torn file for no proof."""
+        tmp = f"{tag}.{name}.{os.getpid()}.{os.urandom(4).hex()}"
+        staging.create_exclusive(tmp, data, sync=sync)
+        try:
+            staging.link_to(tmp, self, name)
+        finally:
+            staging.unlink_quiet(tmp)
+
     def write_replace(self, name, data, staging):
         """Atomically replace `name`: write a file in the `staging` dir (the mail root's tmp/,
         swept after 36 h, so a writer killed mid-way leaves nothing here), then rename it over.

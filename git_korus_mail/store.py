@@ -83,20 +83,6 @@ class MailRoot:
     def journal(self, event, **fields):
         journal.append(self.dir, event, **fields)
 
-    def create_complete(self, target, name, data, sync=True, tag="file"):
-        """Create `target/name` holding `data`, complete before it is visible: written in tmp/,
-        then hard-linked into place. A link never replaces, so FileExistsError when it exists,
-        exactly as O_EXCL; unlike O_EXCL, a process killed mid-write leaves no empty file
-        behind (only a staging file in tmp/). For receipts and display markers, whose
-        readers take a torn file for a missing proof."""
-        tmp = self.tmp
-        tmp_name = f"{tag}.{name}.{os.getpid()}.{os.urandom(4).hex()}"
-        tmp.create_exclusive(tmp_name, data, sync=sync)
-        try:
-            tmp.link_to(tmp_name, target, name)
-        finally:
-            tmp.unlink_quiet(tmp_name)
-
     # -- boxes ---------------------------------------------------------------
     def boxes_dir(self, create=False):
         if create:
@@ -276,8 +262,8 @@ class Box:
                 "pid": owner["pid"],
             }
             try:
-                self.root.create_complete(self.sub("receipts"), msg_id + MSG_SUFFIX,
-                                          json.dumps(receipt, sort_keys=True).encode(), sync=True, tag="receipt")
+                self.sub("receipts").create_staged(msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(),
+                                                   self.root.tmp, "receipt", sync=True)
             except FileExistsError:
                 # Its creator may still be finishing the move (only with claims bypassed);
                 # completing it is idempotent. The journal line is the creator's, or the

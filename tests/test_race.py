@@ -55,10 +55,10 @@ def _apply_mode(mode):
       the check-then-write the seed measured giving several winners."""
     if mode == "real":
         return
-    from git_korus_mail import claims, fsafe, store
+    from git_korus_mail import claims, fsafe
 
     claims.acquire = lambda tmp_dir, claiming_dir, msg_id, owner: ("won", None)
-    orig_complete = store.MailRoot.create_complete
+    orig_staged = fsafe.Dir.create_staged
     orig_excl = fsafe.Dir.create_exclusive
 
     def is_receipt(d):
@@ -71,13 +71,13 @@ def _apply_mode(mode):
         finally:
             os.close(fd)
 
-    def complete(self, target, name, data, sync=True, tag="file"):
-        if not is_receipt(target):
-            return orig_complete(self, target, name, data, sync=sync, tag=tag)
+    def staged(self, name, data, staging, tag, sync=True):
+        if not is_receipt(self):
+            return orig_staged(self, name, data, staging, tag, sync=sync)
         time.sleep(0.003)
         if mode == "broken":
-            return overwrite(target, name, data)
-        return orig_complete(self, target, name, data, sync=sync, tag=tag)
+            return overwrite(self, name, data)
+        return orig_staged(self, name, data, staging, tag, sync=sync)
 
     def excl(self, name, data, sync=True):  # in case the receipt is created in place again
         if not is_receipt(self):
@@ -87,7 +87,7 @@ def _apply_mode(mode):
             return overwrite(self, name, data)
         return orig_excl(self, name, data, sync=sync)
 
-    store.MailRoot.create_complete = complete
+    fsafe.Dir.create_staged = staged
     fsafe.Dir.create_exclusive = excl
 
 
