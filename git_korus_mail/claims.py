@@ -16,10 +16,10 @@ is provably dead: another boot, or the same boot and pid namespace with the pid
 gone or running a different process (start time differs).
 """
 
-import json
 import os
 
 
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash
 
 CLAIM_SUFFIX = ".claim"

@@ -13,7 +13,7 @@ Facts this follows (Claude Code 2.1.332, observed):
   and only strings.
 """
 
-import json
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"
@@ -56,10 +56,13 @@ def read_payload(data):
     return Payload(event, session, cwd, source, raw)
 
 
-def context_output(event, text):
-    """Output that puts `text` into the model's context at a showing event."""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
-                      ensure_ascii=True)
+def context_output(event, text, notice=None):
+    """Output that puts `text` into the model's context at a showing event (and, when given,
+    `notice` before the user only)."""
+    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    if notice:
+        out["systemMessage"] = notice
+    return json.dumps(out, ensure_ascii=True)
 
 
 def user_notice_output(text):

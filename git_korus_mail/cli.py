@@ -5,7 +5,6 @@ on every agent turn and must not pay for a parser it does not need.
 """
 
 import os
-import signal
 import sys
 
 USAGE = """\
@@ -245,5 +244,4 @@ def _dispatch(command, args):
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

@@ -15,14 +15,14 @@ measured ways a first version breaks, and where each is answered here:
 """
 
 import errno
-import json
 import os
 import time
 
-from git_korus_mail import claims, crash, keys, presence, render
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail import crash, keys, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.fsafe import NotRegular, TooLarge
-from git_korus_mail.message import SESSION_RE, Invalid, expires_at, utc_stamp
+from git_korus_mail.message import Invalid, expires_at, utc_stamp, valid_session
 from git_korus_mail.store import MSG_SUFFIX, MailRoot
 
 SKIP_SUFFIX = ".skip"
@@ -46,7 +46,7 @@ class Outcome:
 
 def session_dir_name(session):
     """A session id as a safe directory name (ids are UUIDs; anything else is hashed)."""
-    if SESSION_RE.match(session) and session not in (".", ".."):
+    if valid_session(session) and session not in (".", ".."):
         return session
     return "x-" + keys.digest(session)[:32]
 
@@ -122,6 +122,7 @@ class Drain:
 
     # -- show (SessionStart, UserPromptSubmit, PostToolUse) -------------------------
     def _show(self):
+        # render is imported only where something is rendered: an event with no mail never needs it
         box, root = self.box, self.root
         box.repair()
         if self.event == "SessionStart":
@@ -135,6 +136,7 @@ class Drain:
             return Outcome()
         notices, notice_names = ([], [])
         if self.event == "SessionStart":
+            from git_korus_mail import render
             notices, notice_names = self._notices()
             if notices:
                 lines.append(render.render_expiry_notice(notices))
@@ -144,11 +146,12 @@ class Drain:
         for name in odd[:MAX_EXAMINED]:  # the rest wait for later events: each event's work is bounded
             self._quarantine(name, "not a message file name")
         candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
-        batch, skips, examined = self._load_batch(candidates, shown_dir)
+        batch, skips, examined = self._load_batch(candidates, shown_dir) if candidates else ([], 0, 0)
         remaining = len(candidates) - examined
-        budget = render.EVENT_CAP - sum(len(x) + 2 for x in lines)
         text, blocks, deferred = (None, [], remaining)
         if batch:
+            from git_korus_mail import render
+            budget = render.EVENT_CAP - sum(len(x) + 2 for x in lines)
             text, blocks, deferred = render.render_batch(batch, self.key.path, self.now, remaining, budget=budget,
                                                          now=self.now)
         if text:
@@ -188,6 +191,7 @@ class Drain:
     def _load_batch(self, candidates, shown_dir):
         """Read candidates oldest first until a render's worth is found. Returns
         ([(msg, path, seen_path)], skipped, number examined). Bounded by the batch, not the inbox."""
+        from git_korus_mail import render
         box = self.box
         batch, skipped, examined = [], 0, 0
         inbox_path = box.sub("inbox").path
@@ -236,6 +240,7 @@ class Drain:
         return batch, skipped, examined
 
     def _quarantine(self, name, reason):
+        from git_korus_mail import render
         target = self.box.quarantine(name, reason)
         if target is not None:
             self.faults.append(f"quarantined {render.field(name, 80)}: {reason}")
@@ -281,6 +286,7 @@ class Drain:
                     data, _ = shown_dir.read_regular(name, 64 * 1024)
                     observation = json.loads(data)
                 except (OSError, ValueError, NotRegular, TooLarge) as exc:
+                    from git_korus_mail import render
                     faults.append(f"display marker {render.field(name, 80)} unreadable ({exc}); "
                                   f"message left queued")
                     continue
@@ -290,6 +296,7 @@ class Drain:
                     faults.append(f"consuming {name} failed: {exc.strerror or exc}; it stays queued")
                     continue
                 if result == "held":
+                    from git_korus_mail import claims
                     owner = claims.read_owner(box.sub("claiming"), name) or {}
                     faults.append(f"message {name} is claimed by live process {owner.get('pid')}; "
                                   f"it stays queued and is retried at the next Stop")

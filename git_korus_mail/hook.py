@@ -66,13 +66,7 @@ def main(argv):
 
 def _format(event, outcome):
     if outcome.context and event in claude.SHOW_EVENTS:
-        if outcome.notice:
-            import json
-            return json.dumps({"systemMessage": outcome.notice,
-                               "hookSpecificOutput": {"hookEventName": event,
-                                                      "additionalContext": outcome.context}},
-                              ensure_ascii=True)
-        return claude.context_output(event, outcome.context)
+        return claude.context_output(event, outcome.context, notice=outcome.notice)
     if outcome.notice:
         return claude.user_notice_output(outcome.notice)
     return None

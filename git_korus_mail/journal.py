@@ -6,10 +6,10 @@ writers cannot both rotate and lose the older half. The lock is imported only
 then, which keeps it off the hook hot path.
 """
 
-import json
 import os
 import time
 
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.message import utc_stamp
 
 NAME = "journal.jsonl"

@@ -8,7 +8,6 @@ mail for a main checkout into a worktree box nobody drained.
 """
 
 import os
-import re
 
 from git_korus_mail import discover
 
@@ -101,13 +100,21 @@ def is_case_insensitive(path):
         probe = head
 
 
-_SLUG_JUNK = re.compile(r"[^a-z0-9]+")
+_SLUG_KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
 def slug(norm):
-    """A readable label for listings only; the digest alone decides identity."""
-    base = norm.rstrip("/").rsplit("/", 1)[-1].lower()
-    s = _SLUG_JUNK.sub("-", base.encode("ascii", "ignore").decode()).strip("-")
+    """A readable label for listings only; the digest alone decides identity.
+
+    Runs of anything but [a-z0-9] become one '-' (by hand: `re` costs the hot path)."""
+    base = norm.rstrip("/").rsplit("/", 1)[-1].lower().encode("ascii", "ignore").decode()
+    out = []
+    for ch in base:
+        if ch in _SLUG_KEEP:
+            out.append(ch)
+        elif out and out[-1] != "-":
+            out.append("-")
+    s = "".join(out).strip("-")
     return (s[:SLUG_MAX].rstrip("-")) or "root"
 
 

@@ -5,21 +5,72 @@ A file in an inbox is hostile input: anyone running as the user can write one. S
 the drain quarantines under; nothing here trusts the sender's own checks.
 """
 
-import json
 import os
-import re
 import time
+
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
 FORMAT_VERSION = 1
 MAX_BODY_BYTES = 32 * 1024          # sender's limit (advice: the drain caps on render)
 MAX_FILE_BYTES = 8 * 1024 * 1024    # reader's limit: larger files are quarantined
 DEFAULT_TTL_MINUTES = 4320          # 3 days: an overnight gap lost mail at 720 (seed step 6)
 
-# \Z, not $: `$` also matches before a trailing newline, which let "note\n" pass as a kind
-KIND_RE = re.compile(r"[a-z][a-z0-9-]{0,15}\Z")
-ID_RE = re.compile(r"\d{8}T\d{6}\.\d{6}Z-p\d{1,10}-[0-9a-f]{16}\Z")
-SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-STAMP_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z\Z")
+# Shapes checked with plain string tests rather than `re`, which costs the hook hot path
+# several milliseconds to import. Each check is whole-string: nothing may ride along.
+_DIGITS = frozenset("0123456789")
+_HEX = frozenset("0123456789abcdef")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_KIND_REST = _LOWER | _DIGITS | {"-"}
+_ALNUM = _LOWER | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | _DIGITS
+_SESSION_REST = _ALNUM | {".", "_", "-"}
+
+
+def _digits(s):
+    return bool(s) and all(c in _DIGITS for c in s)
+
+
+def valid_kind(s):
+    """[a-z][a-z0-9-]{0,15}"""
+    return isinstance(s, str) and 1 <= len(s) <= 16 and s[0] in _LOWER and all(c in _KIND_REST for c in s)
+
+
+def valid_session(s):
+    """[A-Za-z0-9][A-Za-z0-9._-]{0,127}"""
+    return (isinstance(s, str) and 1 <= len(s) <= 128 and s[0] in _ALNUM
+            and all(c in _SESSION_REST for c in s))
+
+
+def valid_id(s):
+    """YYYYMMDDTHHMMSS.ffffffZ-p<pid>-<16 hex>, as new_id writes it."""
+    if not isinstance(s, str) or len(s) < 43 or s[8] != "T" or s[15] != "." or s[22:25] != "Z-p":
+        return False
+    pid, sep, rand = s[25:].partition("-")
+    return (_digits(s[:8]) and _digits(s[9:15]) and _digits(s[16:22]) and sep == "-"
+            and _digits(pid) and len(pid) <= 10 and len(rand) == 16 and all(c in _HEX for c in rand))
+
+
+def _valid_stamp(s):
+    """YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z"""
+    if not isinstance(s, str) or len(s) < 20 or not s.endswith("Z"):
+        return False
+    main, dot, frac = s[:-1].partition(".")
+    if dot and not (_digits(frac) and len(frac) <= 9):
+        return False
+    return (len(main) == 19 and main[4] == main[7] == "-" and main[10] == "T" and main[13] == main[16] == ":"
+            and all(_digits(main[a:b]) for a, b in ((0, 4), (5, 7), (8, 10), (11, 13), (14, 16), (17, 19))))
+
+
+def _epoch(year, month, day, hour, minute, second):
+    """Seconds since 1970 for a UTC civil time (calendar.timegm without importing calendar)."""
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+        raise ValueError("time field out of range")
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    return days * 86400 + hour * 3600 + minute * 60 + second
 
 
 class Invalid(Exception):
@@ -38,12 +89,12 @@ def utc_stamp(t):
 
 def parse_stamp(s):
     """Seconds since the epoch for a stamp written by utc_stamp (or without microseconds)."""
-    if not isinstance(s, str) or not STAMP_RE.match(s):
+    if not _valid_stamp(s):
         raise ValueError("not a UTC stamp")  # strict: nothing may ride along behind the digits
     main, _, frac = s[:-1].partition(".")
-    tm = time.strptime(main, "%Y-%m-%dT%H:%M:%S")
-    import calendar  # only readers of stored times need it
-    return calendar.timegm(tm) + (int(frac.ljust(6, "0")[:6]) / 1e6 if frac else 0.0)
+    t = _epoch(int(main[0:4]), int(main[5:7]), int(main[8:10]), int(main[11:13]), int(main[14:16]),
+               int(main[17:19]))
+    return t + (int(frac.ljust(6, "0")[:6]) / 1e6 if frac else 0.0)
 
 
 def human_age(seconds):
@@ -70,10 +121,12 @@ def new_id(t=None):
 
 
 def id_time(msg_id):
-    """Send time encoded in an id (seconds since the epoch)."""
-    import calendar
-    tm = time.strptime(msg_id[:15], "%Y%m%dT%H%M%S")
-    return calendar.timegm(tm) + int(msg_id[16:22]) / 1e6
+    """Send time encoded in an id (seconds since the epoch); ValueError for a malformed id."""
+    if not valid_id(msg_id):
+        raise ValueError("not a message id")
+    t = _epoch(int(msg_id[0:4]), int(msg_id[4:6]), int(msg_id[6:8]), int(msg_id[9:11]), int(msg_id[11:13]),
+               int(msg_id[13:15]))
+    return t + int(msg_id[16:22]) / 1e6
 
 
 # -- building and parsing --------------------------------------------------
@@ -110,7 +163,7 @@ def parse(data, expected_id=None):
     if msg.get("v") != FORMAT_VERSION:
         raise Invalid(f"wrong version: {str(msg.get('v'))[:20]!r}")
     msg_id = msg.get("id")
-    if not isinstance(msg_id, str) or not ID_RE.match(msg_id):
+    if not valid_id(msg_id):
         raise Invalid("bad id")
     if expected_id is not None and msg_id != expected_id:
         raise Invalid("id does not match file name")
@@ -122,7 +175,7 @@ def parse(data, expected_id=None):
     if not isinstance(msg.get("body"), str):
         raise Invalid("bad body: not a string")
     kind = msg.get("kind")
-    if not isinstance(kind, str) or not KIND_RE.match(kind):
+    if not valid_kind(kind):
         raise Invalid("bad kind")
     sender = msg.get("from")
     if not isinstance(sender, dict) or not all(
@@ -132,7 +185,7 @@ def parse(data, expected_id=None):
     if not isinstance(to, dict) or not isinstance(to.get("key"), str):
         raise Invalid("bad to")
     session = msg.get("session")
-    if session is not None and not (isinstance(session, str) and SESSION_RE.match(session)):
+    if session is not None and not valid_session(session):
         raise Invalid("bad session filter")
     return msg
 

@@ -6,10 +6,10 @@ is not closed and its Claude Code process (CLAUDE_PID) still runs; with no pid
 recorded it counts as live for a day after its last event.
 """
 
-import json
 import os
 import time
 
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import claims
 from git_korus_mail.message import parse_stamp, utc_stamp
 

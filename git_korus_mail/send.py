@@ -136,11 +136,11 @@ def run(clone, args, out):
     if len(dests) > MAX_DESTINATIONS:
         raise MailError(f"{len(dests)} destinations; at most {MAX_DESTINATIONS}")
     kind = args["--kind"] or "note"
-    if not message.KIND_RE.match(kind):
+    if not message.valid_kind(kind):
         raise MailError(f"--kind {kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
     ttl = _ttl(args["--ttl"])
     session = args.get("--session")
-    if session is not None and not message.SESSION_RE.match(session):
+    if session is not None and not message.valid_session(session):
         raise MailError(f"--session {session!r}: not a session id")
     body = read_body(args["<body>"])
     check_body(body)

@@ -16,15 +16,15 @@ and never leaves a torn receipt), so at most one session ever consumes a message
 whatever the claims did. A receipt exists iff the message reached seen/.
 """
 
-import json
 import os
 import stat
 import time
 
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import claims, crash, journal
 from git_korus_mail.errors import MailError
 from git_korus_mail.fsafe import Dir, NotRegular, TooLarge
-from git_korus_mail.message import (MAX_FILE_BYTES, Invalid, expires_at, id_time, parse, utc_stamp)
+from git_korus_mail.message import MAX_FILE_BYTES, expires_at, id_time, parse, utc_stamp
 
 MAIL_DIR = "mail"
 OFF_FILE = "OFF"

@@ -201,3 +201,25 @@ def test_hot_path_imports_nothing_heavy(clone, event):
                 if line.startswith("import time:") and "|" in line}
     assert "git_korus_mail" in imported  # the measurement itself works
     assert not imported & set(HEAVY), imported & set(HEAVY)
+
+
+STDLIB_HEAVY = ("re", "json", "enum", "signal", "functools", "collections", "datetime", "calendar",
+                "_strptime", "unicodedata", "socket", "subprocess", "hashlib")
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "PostToolUse", "Stop"])
+def test_hot_path_adds_no_costly_stdlib_module(clone, event):
+    """What the drain itself adds to sys.modules on an event with nothing to show: `import json`
+    alone (through re, enum, functools, collections) costs more than the rest of the drain."""
+    hook("SessionStart", clone.web, "warm")
+    payload = json.dumps({"session_id": "warm", "transcript_path": "", "cwd": str(clone.web),
+                          "hook_event_name": event})
+    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
+            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
+                          cwd=clone.web)
+    assert proc.returncode == 0, proc.stderr
+    added = set(proc.stderr.split())
+    assert "git_korus_mail.drain" in added  # the measurement itself works
+    assert not added & set(STDLIB_HEAVY), sorted(added & set(STDLIB_HEAVY))
+    assert "git_korus_mail.render" not in added  # nothing rendered, nothing to import for it

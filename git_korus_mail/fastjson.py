@@ -1,0 +1,65 @@
+"""JSON through the C accelerator that the json package itself uses, without `import json`.
+
+`import json` imports `re`, and `re` imports enum, functools and collections: about
+8 ms on a hook whose whole budget is "about as much as starting Python" (see
+bench/RESULTS.md). The C scanner and encoder in `_json` need none of that. Where
+`_json` is missing (another interpreter), this falls back to the json package.
+"""
+
+try:
+    import _json
+except ImportError:  # pragma: no cover - CPython always has it
+    _json = None
+
+_WHITESPACE = " \t\n\r"
+
+
+class _DecodeContext:
+    # the attributes _json.make_scanner reads; the same values json.JSONDecoder uses
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+    memo = {}
+
+
+def _no_default(obj):
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+if _json is not None:
+    _scan = _json.make_scanner(_DecodeContext())
+    _encoders = {}
+
+    def loads(text):
+        """Parse a JSON document (str). ValueError when it is not exactly one JSON value."""
+        if isinstance(text, (bytes, bytearray)):
+            text = text.decode("utf-8")
+        start = len(text) - len(text.lstrip(_WHITESPACE))
+        try:
+            value, end = _scan(text, start)
+        except StopIteration as exc:
+            raise ValueError(f"not JSON (at character {exc.value})") from None
+        if text[end:].strip(_WHITESPACE):
+            raise ValueError(f"extra data after JSON (at character {end})")
+        return value
+
+    def dumps(obj, sort_keys=False, ensure_ascii=True):
+        """Compact-ish JSON (", " and ": " separators, as json.dumps without indent)."""
+        key = (sort_keys, ensure_ascii)
+        enc = _encoders.get(key)
+        if enc is None:
+            string_encoder = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
+            enc = _encoders[key] = _json.make_encoder(
+                {}, _no_default, string_encoder, None, ": ", ", ", sort_keys, False, True)
+        return "".join(enc(obj, 0))
+else:  # pragma: no cover
+    def loads(text):
+        import json
+        return json.loads(text)
+
+    def dumps(obj, sort_keys=False, ensure_ascii=True):
+        import json
+        return json.dumps(obj, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
