@@ -102,7 +102,8 @@ class Drain:
         return Outcome()
 
     def _fault_outcome(self, text):
-        if self.event in ("Stop", "SessionStart", "UserPromptSubmit"):
+        # said where a reader decides (SessionStart) and at Stop; not at every prompt and tool call
+        if self.event in ("Stop", "SessionStart"):
             return Outcome(notice=f"korus-mail: {text}",
                            context=f"korus-mail: {text}" if self.event == "SessionStart" else None)
         return Outcome()
@@ -264,6 +265,7 @@ class Drain:
     # -- Stop: consume exactly what this session was shown -------------------------
     def _stop(self):
         box, root = self.box, self.root
+        box.sub("inbox")  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
         box.repair()  # a dead consumer's claim must not outlive it until the next show
         faults = list(self.prior.get("pending_faults") or [])
         extra = {"pending_faults": []}

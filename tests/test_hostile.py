@@ -740,9 +740,13 @@ def test_symlinked_inbox_is_refused_not_followed(clone, tmp_path):
     before = snapshot(outside)
     ans = drain_timed("UserPromptSubmit", clone.web, expect_stderr=True)
     assert ans.context is None or "FOLLOWED-THE-INBOX-LINK" not in ans.context
-    assert ans.notice and "symlink" in ans.notice and "inbox" in ans.notice, ans.raw
+    assert ans.notice is None  # faults are told at SessionStart and Stop, not at every prompt
+    start = drain_timed("SessionStart", clone.web, expect_stderr=True)
+    assert start.notice and "symlink" in start.notice and "inbox" in start.notice, start.raw
+    assert "FOLLOWED-THE-INBOX-LINK" not in (start.context or "")
     stop = drain_timed("Stop", clone.web, expect_stderr=True)
     assert stop.context is None
+    assert stop.notice and "symlink" in stop.notice and "inbox" in stop.notice, stop.raw
     assert snapshot(outside) == before
     assert os.path.islink(box / "inbox")
     # sending into it is refused too, and writes nothing outside
