@@ -21,6 +21,7 @@ import os
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash
+from git_korus_mail.fsafe import NotRegular, TooLarge
 
 CLAIM_SUFFIX = ".claim"
 
@@ -120,8 +121,8 @@ def read_owner(claiming_dir, msg_id):
         data, _st = claiming_dir.read_regular(msg_id + CLAIM_SUFFIX, 64 * 1024)
     except FileNotFoundError:
         return None
-    except Exception:  # noqa: BLE001 - a mangled claim reads as "owner unknown", i.e. alive
-        return {}
+    except (OSError, NotRegular, TooLarge):
+        return {}  # unreadable reads as "owner unknown", which counts as alive: never broken
     return parse_owner(data) or {}
 
 
@@ -146,8 +147,8 @@ def break_dead(claiming_dir, msg_id, seen_owner):
     try:
         data, _st = claiming_dir.read_regular(aside, 64 * 1024)
         taken = parse_owner(data)
-    except Exception:  # noqa: BLE001 - unreadable means we cannot prove it is the dead one
-        taken = None
+    except (OSError, NotRegular, TooLarge):
+        taken = None  # unreadable: we cannot prove it is the dead one
     if taken != seen_owner:
         try:
             claiming_dir.link_to(aside, claiming_dir, name)

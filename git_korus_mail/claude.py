@@ -96,7 +96,7 @@ class BadSettings(Exception):
 
 
 def sh_quote(text):
-    """Single-quote for the shell Claude Code runs commands with (bash), whatever the text holds."""
+    """Single-quote for the shell Claude Code runs hook commands with (/bin/sh), whatever the text holds."""
     return "'" + text.replace("'", "'\\''") + "'"
 
 

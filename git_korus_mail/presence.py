@@ -11,6 +11,7 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import claims
+from git_korus_mail.fsafe import NotRegular, TooLarge
 from git_korus_mail.message import parse_stamp, utc_stamp
 
 NO_PID_LIVE_SECONDS = 24 * 3600
@@ -49,7 +50,7 @@ def load(box, session):
     try:
         data, _ = d.read_regular(session + ".json", 256 * 1024)
         rec = json.loads(data)
-    except (OSError, ValueError, Exception):  # noqa: BLE001 - a bad record reads as no record
+    except (OSError, ValueError, NotRegular, TooLarge):  # a bad record reads as no record
         return None
     return rec if isinstance(rec, dict) else None
 

@@ -10,6 +10,7 @@ import os
 import time
 
 from git_korus_mail import journal, presence, ui
+from git_korus_mail.fsafe import NotRegular, TooLarge
 from git_korus_mail.message import human_age, utc_stamp
 
 COUNTED = ("inbox", "claiming", "seen", "expired")
@@ -124,7 +125,7 @@ def _message_state(root, rec):
             r = json.loads(data)
             return {"state": "consumed", "session": r.get("session"), "at": r.get("consumed_at"),
                     "shown_at": (r.get("observed") or {}).get("at")}
-        except (OSError, ValueError, Exception):  # noqa: BLE001 - report what we can
+        except (OSError, ValueError, AttributeError, NotRegular, TooLarge):  # report what we can
             return {"state": "consumed"}
     expired = box.sub("expired", create=False)
     if expired is not None and expired.exists(name):
@@ -153,7 +154,7 @@ def _shown_by(box, mid):
             out.append({"session": sid, "at": obs.get("at"), "event": obs.get("event")})
         except FileNotFoundError:
             continue
-        except (OSError, ValueError, Exception):  # noqa: BLE001
+        except (OSError, ValueError, AttributeError, NotRegular, TooLarge):
             out.append({"session": sid})
         finally:
             sd.close()
@@ -183,7 +184,7 @@ def collect_status(clone, sent_limit=50, events=10):
             try:
                 data_b, _ = box.sub("sent").read_regular(name, 64 * 1024)
                 rec = json.loads(data_b)
-            except (OSError, ValueError, Exception):  # noqa: BLE001
+            except (OSError, ValueError, AttributeError, NotRegular, TooLarge):
                 continue
             target = root.box(rec.get("box", ""))
             if target is not None and target.sub("inbox").exists(rec["id"] + ".json"):

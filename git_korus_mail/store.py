@@ -24,7 +24,7 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail import claims, crash, journal
 from git_korus_mail.errors import MailError
 from git_korus_mail.fsafe import Dir, NotRegular, TooLarge
-from git_korus_mail.message import MAX_FILE_BYTES, expires_at, id_time, parse, utc_stamp
+from git_korus_mail.message import MAX_FILE_BYTES, Invalid, expires_at, id_time, parse, utc_stamp
 
 MAIL_DIR = "mail"
 OFF_FILE = "OFF"
@@ -357,8 +357,8 @@ class Box:
         try:
             msg, _ = self.load(msg_id, "expired")
             sender = (msg.get("from") or {}).get("path")
-        except Exception:  # noqa: BLE001 - the notice is best-effort detail; the expiry itself stands
-            pass
+        except (OSError, Invalid, NotRegular, TooLarge):
+            pass  # the notice is best-effort detail; the expiry itself stands
         note = {"id": msg_id, "from": sender, "expired_at": utc_stamp(time.time())}
         try:
             self.sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
@@ -372,8 +372,8 @@ class Box:
         for msg_id in (ids if ids is not None else self.inbox_ids()[0]):
             try:
                 msg, _st = self.load(msg_id)
-            except Exception:  # noqa: BLE001 - invalid files are the drain's to quarantine
-                continue
+            except (OSError, Invalid, NotRegular, TooLarge):
+                continue  # gone meanwhile, or invalid: the drain quarantines those
             if expires_at(msg) <= now and self.expire(msg_id, msg):
                 moved.append(msg_id)
         return moved
@@ -400,7 +400,7 @@ class Box:
                 # a breaker died after renaming: the file holds the dead owner it judged
                 try:
                     data, _ = claiming.read_regular(name, 64 * 1024)
-                except Exception:  # noqa: BLE001
+                except (OSError, NotRegular, TooLarge):
                     continue
                 if claims.owner_is_dead(claims.parse_owner(data)):
                     claiming.unlink_quiet(name)
