@@ -229,13 +229,6 @@ class Dir:
         except FileNotFoundError:
             return False
 
-    def rmdir_quiet(self, name):
-        try:
-            os.rmdir(name, dir_fd=self.fd)
-            return True
-        except OSError:
-            return False
-
     def fsync(self):
         os.fsync(self.fd)
 
