@@ -22,11 +22,12 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail import crash, keys, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.fsafe import NotRegular, TooLarge
-from git_korus_mail.message import Invalid, expires_at, utc_stamp, valid_session
+from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_session
 from git_korus_mail.store import MSG_SUFFIX, MailRoot
 
 SKIP_SUFFIX = ".skip"
 MAX_PENDING_FAULTS = 10
+PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at PostToolUse
 MAX_EXAMINED = 200  # files one event reads or quarantines: a flood of junk costs many events, not one long one
 
 
@@ -109,6 +110,9 @@ class Drain:
         return Outcome()
 
     def _record(self, extra=None):
+        if (self.event == "PostToolUse" and not self.faults and not extra
+                and self.prior.get("state") == "working" and self._prior_age() < PRESENCE_REFRESH):
+            return  # a tool call changes nothing a reader needs: spare every tool call a file write
         pending = list(self.prior.get("pending_faults") or [])
         if self.faults:
             pending = (pending + self.faults)[-MAX_PENDING_FAULTS:]
@@ -120,6 +124,12 @@ class Drain:
         except OSError as exc:
             # presence is bookkeeping; delivery must not fail for it, but it must not be silent either
             self.faults.append(f"presence not recorded: {exc.strerror}")
+
+    def _prior_age(self):
+        try:
+            return self.now - parse_stamp(self.prior.get("at"))
+        except ValueError:
+            return float("inf")
 
     # -- show (SessionStart, UserPromptSubmit, PostToolUse) -------------------------
     def _show(self):

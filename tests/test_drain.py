@@ -223,3 +223,20 @@ def test_hot_path_adds_no_costly_stdlib_module(clone, event):
     assert "git_korus_mail.drain" in added  # the measurement itself works
     assert not added & set(STDLIB_HEAVY), sorted(added & set(STDLIB_HEAVY))
     assert "git_korus_mail.render" not in added  # nothing rendered, nothing to import for it
+
+
+def test_tool_calls_of_a_working_session_do_not_rewrite_presence(clone):
+    """PostToolUse fires on every tool call; it must not cost a file write when nothing changed."""
+    rec = box_dir(clone, clone.web) / "sessions" / "s1.json"
+    hook("UserPromptSubmit", clone.web, "s1")
+    ino = rec.stat().st_ino  # presence is replaced by rename: a rewrite gives a new inode
+    for _ in range(3):
+        hook("PostToolUse", clone.web, "s1")
+    assert rec.stat().st_ino == ino
+    hook("Stop", clone.web, "s1")
+    ino = rec.stat().st_ino
+    hook("PostToolUse", clone.web, "s1")  # idle -> working is a change: recorded
+    assert rec.stat().st_ino != ino and json.loads(rec.read_text())["state"] == "working"
+    send(clone, "mid-turn")
+    ino = rec.stat().st_ino
+    assert "mid-turn" in context_of(hook("PostToolUse", clone.web, "s1")[0])  # delivery never skipped
