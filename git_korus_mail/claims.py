@@ -136,13 +136,14 @@ def break_dead(claiming_dir, msg_id, seen_owner):
 
     Rename it aside (only one renamer can succeed), then compare what we took with
     what we judged dead; if a live claim replaced it in between, put it back.
-    Returns True when the dead claim is gone."""
+    Returns True only to the process that broke it (and so repairs and journals);
+    None when another got there first; False when it was not the dead claim."""
     name = msg_id + CLAIM_SUFFIX
     aside = f"{name}.broken-{os.getpid()}-{os.urandom(4).hex()}"
     try:
         claiming_dir.rename_to(name, claiming_dir, aside)
     except FileNotFoundError:
-        return True  # someone else broke (or released) it first
+        return None  # someone else broke (or released) it first: theirs to repair
     crash.point("break:renamed")
     try:
         data, _st = claiming_dir.read_regular(aside, 64 * 1024)

@@ -265,22 +265,25 @@ class Box:
                 self.sub("receipts").create_staged(msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(),
                                                    self.root.tmp, "receipt", sync=True)
             except FileExistsError:
-                # Its creator may still be finishing the move (only with claims bypassed);
-                # completing it is idempotent. The journal line is the creator's, or the
-                # repair's once that creator is known dead (_repair_one).
-                self._finish_move(msg_id, "seen")
+                # an interrupted consume (or, with claims bypassed, one still finishing):
+                # complete it; whoever's unlink takes the message out of the inbox journals it
+                if self._finish_move(msg_id, "seen"):
+                    self._journal_repaired_consume(msg_id)
                 return "gone"
             crash.point("consume:receipt")
-            self._finish_move(msg_id, "seen")
-            self.root.journal("consumed", id=msg_id, box=self.name, session=session,
-                              shown_at=observation.get("at") if isinstance(observation, dict) else None)
+            if self._finish_move(msg_id, "seen"):
+                self.root.journal("consumed", id=msg_id, box=self.name, session=session,
+                                  shown_at=observation.get("at") if isinstance(observation, dict) else None)
         finally:
             self._release(msg_id, owner)
         crash.point("consume:released")
         return "consumed"
 
     def _finish_move(self, msg_id, to):
-        """inbox -> seen|expired by link then unlink; idempotent, so a repair may call it again."""
+        """inbox -> seen|expired by link then unlink; idempotent, so a repair may call it again.
+
+        True only for the call whose unlink took the message out of the inbox: only one can,
+        so journaling on it records each move once, however many processes complete it."""
         inbox = self.sub("inbox")
         target = self.sub(to)
         name = msg_id + MSG_SUFFIX
@@ -289,14 +292,15 @@ class Box:
         except FileExistsError:
             pass
         except FileNotFoundError:
-            return
+            return False
         crash.point(f"{'consume' if to == 'seen' else 'expire'}:linked{'-seen' if to == 'seen' else ''}")
         if to == "expired":
             self._write_notice(msg_id)
-        inbox.unlink_quiet(name)
+        removed = inbox.unlink_quiet(name)
         crash.point(f"{'consume' if to == 'seen' else 'expire'}:unlinked-inbox")
         target.fsync()
         inbox.fsync()
+        return removed
 
     def _claim(self, msg_id, owner, patience=0.0):
         """"won" or "held". A live holder is waited for up to `patience` seconds (it is
@@ -344,7 +348,8 @@ class Box:
             if self.sub("receipts").exists(msg_id + MSG_SUFFIX):
                 self._finish_move(msg_id, "seen")  # consumed, its move interrupted: not expired
                 return False
-            self._finish_move(msg_id, "expired")
+            if not self._finish_move(msg_id, "expired"):
+                return False
             sender = (msg or {}).get("from") or {}
             self.root.journal("expired", id=msg_id, box=self.name, sender=sender.get("path"))
             return True
@@ -404,6 +409,7 @@ class Box:
                     continue
                 if claims.owner_is_dead(claims.parse_owner(data)):
                     claiming.unlink_quiet(name)
+                    self._repair_one(name.split(".claim.broken-", 1)[0])  # what the breaker left undone
                     fixed += 1
         return fixed
 
@@ -414,12 +420,12 @@ class Box:
         if not inbox.exists(name):
             return
         if self.sub("receipts").exists(name):
-            self._finish_move(msg_id, "seen")
             # the consumer died before its journal line (it writes it after the move)
-            self._journal_repaired_consume(msg_id)
+            if self._finish_move(msg_id, "seen"):
+                self._journal_repaired_consume(msg_id)
         elif self.sub("expired").exists(name):
-            self._finish_move(msg_id, "expired")
-            self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
+            if self._finish_move(msg_id, "expired"):
+                self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
 
     def _journal_repaired_consume(self, msg_id):
         """Journal a consume that a dead process decided (its receipt names the session)."""
