@@ -58,6 +58,8 @@ def key_for(path, location=None, from_env=False):
     """The key of the box for `path`: its worktree root, or the path itself in no worktree.
 
     `location` may be passed when the caller already located `path`."""
+    if location is not None and location.worktree:
+        return key_of_root(location.worktree, location)  # already resolved: no second realpath walk
     absolute = os.path.realpath(os.path.abspath(path))
     loc = location if location is not None else locate(absolute, from_env=from_env)
     root = loc.worktree if (loc is not None and loc.worktree) else absolute

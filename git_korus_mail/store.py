@@ -98,7 +98,9 @@ class MailRoot:
         if d is None:
             return None
         box = Box(self, key_name, d)
-        if create and path is not None and box.recorded_path() != path:
+        # the box name is a hash of this very path, so its presence is all to check (one stat
+        # per hook event, not a read); write_replace makes it complete or absent, never torn
+        if create and path is not None and not d.exists("path"):
             d.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), self.tmp)
         return box
 
