@@ -39,7 +39,7 @@ options:
                      a worktree name, or a box key prefix (4+ chars); up to 8
   --all-worktrees    every other worktree of the clone
   --kind=<kind>      display-only label: note, handoff, alert, ... [default: note]
-  --ttl=<minutes>    expire unread after this many minutes [default: 4320]
+  --ttl=<minutes>    expire unread after this many minutes, 1 to 5256000 [default: 4320]
   --session=<id>     show only to this session id (a filter; the address stays the path)
   --create           allow a path that is no worktree of this clone
   --repo=<path>      the clone whose queue to use (for a folder outside any clone)
@@ -150,7 +150,7 @@ def main(argv=None):
 
 def _main(argv):
     from git_korus_mail import __version__
-    from git_korus_mail.errors import MailError
+    from git_korus_mail.errors import MailError, UsageError
 
     if not argv or argv[0] in ("-h", "--help", "help"):
         sys.stdout.write(USAGE)
@@ -170,6 +170,8 @@ def _main(argv):
         return args
     try:
         return _dispatch(command, args)
+    except UsageError as exc:
+        return _usage_error(str(exc), doc)
     except MailError as exc:
         sys.stderr.write(f"git korus-mail: {exc}\n")
         return EXIT_ERROR

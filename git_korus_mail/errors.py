@@ -3,3 +3,7 @@
 
 class MailError(Exception):
     """A runtime failure with a message meant for the user, on one line."""
+
+
+class UsageError(MailError):
+    """A bad option value: reported as one line plus the command's usage, exit 129 (as git does)."""

@@ -111,12 +111,15 @@ def run_list(clone, as_json, out):
     return 0
 
 
-def _message_state(root, rec):
-    """Fate of one sent message, observed now: queued / shown / consumed / expired / unknown."""
+def _message_state(root, rec, quarantines=None):
+    """Fate of one sent message, observed now: queued / shown / consumed / expired /
+    quarantined (with the drain's reason) / missing (neither its box nor any state holds it).
+
+    `quarantines` caches each box's quarantine records across the sent list."""
     box = root.box(rec["box"])
     mid = rec["id"]
     if box is None:
-        return {"state": "unknown"}
+        return {"state": "missing", "detail": f"its box {rec['box']} no longer exists"}
     name = mid + ".json"
     receipts = box.sub("receipts", create=False)
     if receipts is not None and receipts.exists(name):
@@ -136,7 +139,14 @@ def _message_state(root, rec):
         if shown:
             return {"state": "shown", "shown": shown}
         return {"state": "queued"}
-    return {"state": "unknown"}
+    if quarantines is None:
+        quarantines = {}
+    if box.name not in quarantines:
+        quarantines[box.name] = box.quarantine_reasons()
+    reason = quarantines[box.name].get(name)
+    if reason is not None:
+        return {"state": "quarantined", "reason": reason}
+    return {"state": "missing", "detail": f"in no state of box {box.name}"}
 
 
 def _shown_by(box, mid):
@@ -178,6 +188,7 @@ def collect_status(clone, sent_limit=50, events=10):
         b = root.box(name)
         if b is not None and name != clone.own_key.name:
             b.repair()
+    quarantines = {}
     if box is not None:
         sent = sorted(box.names("sent"), reverse=True)[:sent_limit]
         for name in sent:
@@ -189,7 +200,7 @@ def collect_status(clone, sent_limit=50, events=10):
             target = root.box(rec.get("box", ""))
             if target is not None and target.sub("inbox").exists(rec["id"] + ".json"):
                 target.expire_due(now, ids=[rec["id"]])
-            rec["fate"] = _message_state(root, rec)
+            rec["fate"] = _message_state(root, rec, quarantines)
             rec["fate"]["as_of"] = utc_stamp(time.time())
             data["sent"].append(rec)
     data["journal"] = journal.read(root.dir, limit=events)
@@ -223,7 +234,12 @@ def run_status(clone, as_json, out):
                 detail = " to " + ", ".join(f"{s.get('session')} at {s.get('at')}" for s in f["shown"])
             elif f["state"] == "expired":
                 detail = " unread"
-            out.write(f"  {rec['id']} -> {rec.get('path')}  {ui.bold(f['state'])}{detail}  (as of {f['as_of']})\n")
+            state = f["state"]
+            if state == "quarantined":
+                state = f"quarantined: {f.get('reason')}"
+            elif state == "missing":
+                detail = f" ({f.get('detail')})"
+            out.write(f"  {rec['id']} -> {rec.get('path')}  {ui.bold(state)}{detail}  (as of {f['as_of']})\n")
     if d["journal"]:
         out.write("latest events:\n")
         for ev in d["journal"]:

@@ -10,7 +10,7 @@ import os
 import sys
 
 from git_korus_mail import keys, message, presence
-from git_korus_mail.errors import MailError
+from git_korus_mail.errors import MailError, UsageError
 
 MAX_DESTINATIONS = 8
 
@@ -81,8 +81,13 @@ def _looks_like_path(dest):
     return dest in (".", "..") or "/" in dest or dest.startswith("~") or os.path.isdir(dest)
 
 
+def _existing(wt_keys):
+    """The worktrees mail can reach, for error messages: a prunable one is gone."""
+    return ", ".join(wt.path for wt, _ in wt_keys if not wt.prunable) or "(none)"
+
+
 def _resolve_one(clone, dest, wt_keys, box_names, create):
-    known = ", ".join(wt.path for wt, _ in wt_keys) or "(none)"
+    known = _existing(wt_keys)
     if _looks_like_path(dest):
         path = os.path.expanduser(dest)
         if not os.path.exists(path) and not create:
@@ -93,7 +98,8 @@ def _resolve_one(clone, dest, wt_keys, box_names, create):
         for wt, wk in wt_keys:
             if wk == k:
                 if wt.prunable:
-                    return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone)")
+                    return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone); "
+                                          f"worktrees that exist: {known}")
                 return Target(dest, k, wt.path)
         if k.name in box_names or create:
             return Target(dest, k, k.path)
@@ -106,7 +112,8 @@ def _resolve_one(clone, dest, wt_keys, box_names, create):
         if k == clone.own_key:
             return Target(dest, error=f"{dest}: that is this worktree; mail yourself with `--to .`")
         if wt.prunable:
-            return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone)")
+            return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone); "
+                                          f"worktrees that exist: {known}")
         return Target(dest, k, wt.path)
     if len(named) > 1:
         return Target(dest, error=f"{dest}: ambiguous worktree name: " + ", ".join(wt.path for wt, _ in named))
@@ -117,7 +124,12 @@ def _resolve_one(clone, dest, wt_keys, box_names, create):
         hits = [n for n in candidates if n.startswith(dest) or n.rsplit("-", 1)[-1].startswith(dest)]
         if len(hits) == 1:
             name = hits[0]
+            live = {k.name for wt, k in wt_keys if not wt.prunable}
             path = candidates[name] or _box_path(clone, name)
+            if name not in live and not (path and os.path.isdir(path)):
+                # a removed or prunable worktree's box: nobody drains it (its mail can be forwarded)
+                return Target(dest, error=f"{dest}: box {name} belongs to no worktree "
+                                          f"({path or 'path unknown'} is gone); worktrees that exist: {known}")
             return Target(dest, keys.Key(path or name, name, None), path)
         if len(hits) > 1:
             return Target(dest, error=f"{dest}: ambiguous key prefix: " + ", ".join(sorted(hits)))
@@ -190,12 +202,15 @@ def _record_sent(root, clone, msg, target):
 
 
 def _ttl(value):
+    """Minutes within 1..MAX_TTL_MINUTES: every TTL sent must be one the drain honours
+    (a ttl past year 9999 once queued mail the drain then quarantined as "bad expires_at")."""
     if value is None:
         return message.DEFAULT_TTL_MINUTES
+    allowed = f"use 1 to {message.MAX_TTL_MINUTES} minutes (10 years)"
     try:
         ttl = int(value)
     except ValueError:
-        raise MailError(f"--ttl {value!r}: minutes as a whole number") from None
-    if ttl <= 0:
-        raise MailError("--ttl must be greater than 0 minutes")
+        raise UsageError(f"--ttl {value!r}: minutes as a whole number; {allowed}") from None
+    if not 1 <= ttl <= message.MAX_TTL_MINUTES:
+        raise UsageError(f"--ttl {value}: out of range; {allowed}")
     return ttl

@@ -240,6 +240,24 @@ class Box:
         self.root.journal("quarantined", box=self.name, name=name, reason=reason)
         return target
 
+    def quarantine_reasons(self):
+        """{original file name: reason} from the quarantine's `.why.json` records (for reports)."""
+        q = self.sub("quarantine", create=False)
+        out = {}
+        if q is None:
+            return out
+        for n in q.names():
+            if not n.endswith(".why.json"):
+                continue
+            try:
+                data, _ = q.read_regular(n, 64 * 1024)
+                why = json.loads(data)
+            except (OSError, ValueError, NotRegular, TooLarge):
+                continue
+            if isinstance(why, dict) and isinstance(why.get("name"), str):
+                out[why["name"]] = str(why.get("reason") or "no reason recorded")
+        return out
+
     # -- consume -----------------------------------------------------------
     def consume(self, msg_id, session, observation):
         """Consume a message this session was shown. Returns one of:
