@@ -37,6 +37,11 @@ BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", "receipts", "shown", "ses
                "quarantine", "sent")
 
 
+def staging_name(msg_id):
+    """The name in tmp/ a message is written under before it is linked into an inbox."""
+    return f"msg.{msg_id}"
+
+
 def mail_root_path(common_dir):
     return os.path.join(common_dir, MAIL_DIR)
 
@@ -172,8 +177,13 @@ class Box:
         inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind."""
         tmp = self.root.tmp
         inbox = self.sub("inbox")
-        tmp_name = f"msg.{msg['id']}.{os.urandom(4).hex()}"
-        tmp.create_exclusive(tmp_name, data, sync=True)
+        # named by the id alone (which holds 64 random bits), so a reader that meets the
+        # message with two links can look its staging file up: see linked_elsewhere
+        tmp_name = staging_name(msg["id"])
+        try:
+            tmp.create_exclusive(tmp_name, data, sync=True)
+        except FileExistsError:
+            raise MailError(f"message id {msg['id']} already staged (clock or random source broken?)") from None
         crash.point("send:tmp-written")
         try:
             tmp.link_to(tmp_name, inbox, msg["id"] + MSG_SUFFIX)
@@ -196,8 +206,12 @@ class Box:
     def linked_elsewhere(self, msg_id, st):
         """Explain a message file with more than one link: our own half-finished move, or not.
 
-        Returns "in-progress" (leave it), "publish-finished" (we completed a dead
-        sender's publication) or None (a foreign hard link: quarantine)."""
+        Returns "in-progress" (leave it), "publish-finished" (the other link was ours and is
+        gone now, or we completed a dead sender's publication) or None (a foreign hard link:
+        quarantine). No window: every link of ours is at a name derived from the id, and
+        each is made before the inbox link it pairs with, so when none is found any more
+        the inbox entry itself must have dropped to one link, unless a foreign link holds it."""
+        same = (st.st_dev, st.st_ino)
         claiming = self.sub("claiming", create=False)
         if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
             return "in-progress"
@@ -209,21 +223,28 @@ class Box:
                 other = d.lstat(msg_id + MSG_SUFFIX)
             except FileNotFoundError:
                 continue
-            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            if (other.st_dev, other.st_ino) == same:
                 return "in-progress"
         tmp = self.root.tmp
-        for name in tmp.names():
-            if not name.startswith(f"msg.{msg_id}."):
-                continue
-            try:
-                other = tmp.lstat(name)
-            except FileNotFoundError:
-                continue
-            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-                if time.time() - other.st_ctime < PUBLISH_GRACE:
-                    return "in-progress"
-                tmp.unlink_quiet(name)  # the sender died after linking: finish its publish
-                return "publish-finished"
+        try:
+            other = tmp.lstat(staging_name(msg_id))
+        except FileNotFoundError:
+            other = None
+        if other is not None and (other.st_dev, other.st_ino) == same:
+            if time.time() - other.st_ctime < PUBLISH_GRACE:
+                return "in-progress"
+            tmp.unlink_quiet(staging_name(msg_id))  # the sender died after linking: finish its publish
+            return "publish-finished"
+        # none of our links is there now: look again at the inbox entry, which the sender's
+        # unlink of its staging file (or a finished move) may have left with one link
+        try:
+            now = self.sub("inbox").lstat(msg_id + MSG_SUFFIX)
+        except FileNotFoundError:
+            return "in-progress"  # consumed or expired meanwhile
+        if (now.st_dev, now.st_ino) != same:
+            return "in-progress"  # replaced since it was read: the next event reads it afresh
+        if now.st_nlink == 1:
+            return "publish-finished"
         return None
 
     def quarantine(self, name, reason, sub="inbox"):

@@ -28,7 +28,7 @@ from git_korus_mail.message import Invalid, parse
 
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock"}
 STATES = ("inbox", "seen", "expired")
-MSG_TMP = re.compile(r"^msg\.(?P<id>.+)\.[0-9a-f]{8}$")
+MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
 STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
 

@@ -431,7 +431,7 @@ def test_killed_processes_staging_files_are_swept_after_36h(clone):
     proc = run_cli("send", "--to", str(c.web), "--", "killed", cwd=c.main, env=crash_env("send:tmp-written"))
     assert_killed(proc, "send:tmp-written")
     [staged] = ls(c.mail_root / "tmp")
-    torn = c.mail_root / "tmp" / "msg.20000101T000000.000000Z-p1-0000000000000000.deadbeef"
+    torn = c.mail_root / "tmp" / "msg.20000101T000000.000000Z-p1-0000000000000000"
     torn.write_bytes(b'{"v": 1, "id"')
     old = os.stat(torn).st_mtime - 37 * 3600
     os.utime(torn, (old, old))
