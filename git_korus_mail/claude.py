@@ -20,6 +20,7 @@ CONSUME_EVENT = "Stop"
 END_EVENT = "SessionEnd"
 EVENTS = SHOW_EVENTS + (CONSUME_EVENT, END_EVENT)
 INLINE_LIMIT = 10_000  # Claude Code's inline limit for additionalContext / plain stdout
+MAX_CWD = 4096  # PATH_MAX on Linux: no longer path can name a directory a session runs in
 
 
 class Payload:
@@ -52,6 +53,10 @@ def read_payload(data):
         raise BadPayload("no session_id")
     if not isinstance(cwd, str) or not cwd:
         raise BadPayload("no cwd")
+    if "\0" in cwd:
+        raise BadPayload("cwd contains a NUL character")
+    if len(cwd) > MAX_CWD:
+        raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
     source = raw.get("source") if isinstance(raw.get("source"), str) else None
     return Payload(event, session, cwd, source, raw)
 

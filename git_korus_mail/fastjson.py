@@ -31,10 +31,10 @@ def _no_default(obj):
 
 if _json is not None:
     _scan = _json.make_scanner(_DecodeContext())
-    _encoders = {}
 
     def loads(text):
-        """Parse a JSON document (str). ValueError when it is not exactly one JSON value."""
+        """Parse a JSON document (str or UTF-8 bytes). ValueError when it is not exactly one JSON value,
+        whatever is wrong with it, on every Python we support."""
         if isinstance(text, (bytes, bytearray)):
             text = text.decode("utf-8")
         start = len(text) - len(text.lstrip(_WHITESPACE))
@@ -42,23 +42,33 @@ if _json is not None:
             value, end = _scan(text, start)
         except StopIteration as exc:
             raise ValueError(f"not JSON (at character {exc.value})") from None
+        except SystemError:
+            # 3.10 and 3.11: the scanner reports a syntax error through json.decoder's
+            # JSONDecodeError, found only in sys.modules; we never import json, so it
+            # returns NULL with no exception set, which CPython turns into SystemError
+            raise ValueError("not JSON") from None
+        except RecursionError:
+            raise ValueError("not JSON: nested too deeply") from None
         if text[end:].strip(_WHITESPACE):
             raise ValueError(f"extra data after JSON (at character {end})")
         return value
 
     def dumps(obj, sort_keys=False, ensure_ascii=True):
-        """Compact-ish JSON (", " and ": " separators, as json.dumps without indent)."""
-        key = (sort_keys, ensure_ascii)
-        enc = _encoders.get(key)
-        if enc is None:
-            string_encoder = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
-            enc = _encoders[key] = _json.make_encoder(
-                {}, _no_default, string_encoder, None, ": ", ", ", sort_keys, False, True)
+        """Compact-ish JSON (", " and ": " separators, as json.dumps without indent).
+
+        A fresh encoder per call: its markers dict (the circular-reference check) keeps the ids of
+        the containers being encoded, and an encode that fails midway leaves them in it, so a
+        shared one would refuse a later, sound object that happens to reuse an id."""
+        string_encoder = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
+        enc = _json.make_encoder({}, _no_default, string_encoder, None, ": ", ", ", sort_keys, False, True)
         return "".join(enc(obj, 0))
 else:  # pragma: no cover
     def loads(text):
         import json
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError("not JSON: nested too deeply") from None
 
     def dumps(obj, sort_keys=False, ensure_ascii=True):
         import json
