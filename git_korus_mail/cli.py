@@ -222,6 +222,16 @@ def _dispatch(command, args):
     from git_korus_mail.clone import Clone
 
     clone = Clone(repo_opt=args.get("--repo"))
+    try:
+        return _run(command, args, clone, out)
+    finally:
+        # the journal is history: a line it could not take is a warning, never the command's failure
+        root = clone.opened_root()
+        for fault in (root.take_journal_faults() if root is not None else ()):
+            sys.stderr.write(f"git korus-mail: warning: {fault}\n")
+
+
+def _run(command, args, clone, out):
     if command == "send":
         from git_korus_mail import send
         return send.run(clone, args, out)

@@ -51,3 +51,7 @@ class Clone:
         if self._root is None:
             self._root = MailRoot.open(self.common_dir, create=create)
         return self._root
+
+    def opened_root(self):
+        """The mail root if this command has opened it already, else None (never opens it)."""
+        return self._root

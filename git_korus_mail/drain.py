@@ -33,16 +33,30 @@ MAX_EXAMINED = 200  # files one event reads or quarantines: a flood of junk cost
 
 class Outcome:
     """What an event produced: context for the model, a notice for the user, and the
-    follow-up to run after the output has been written and flushed."""
+    follow-up to run after the output has been written and flushed.
 
-    def __init__(self, context=None, notice=None, commit=None):
+    The follow-up never raises and never changes the hook's exit code: by the time it runs
+    the client has the output, so a failure there is reported, not fatal (docs/HOOKS.md)."""
+
+    def __init__(self, context=None, notice=None, commit=None, report=None):
         self.context = context
         self.notice = notice
         self._commit = commit
+        self._report = report
 
     def commit(self):
-        if self._commit is not None:
-            self._commit()
+        """Run the follow-up; returns the faults it met (one line each), already queued
+        for the session's next Stop notice where that could still be written."""
+        if self._commit is None:
+            return []
+        faults = self._commit()
+        if faults and self._report is not None:
+            faults = faults + self._report(faults)
+        return faults
+
+
+def _why(exc):
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 def session_dir_name(session):
@@ -80,6 +94,9 @@ class Drain:
             opened = self._open()
         except MailError as exc:
             return self._fault_outcome(f"mail queue unusable: {exc}")
+        except OSError as exc:
+            # a cwd the payload names but the system cannot use (too long a name, no access)
+            return self._fault_outcome(f"cannot find the mail queue for this cwd: {exc.strerror or exc}")
         if opened is None:
             if self.event == "Stop":
                 where = f"--repo {self.repo_opt}" if self.repo_opt else self.cwd
@@ -110,6 +127,7 @@ class Drain:
         return Outcome()
 
     def _record(self, extra=None):
+        self.faults.extend(self.root.take_journal_faults())
         if (self.event == "PostToolUse" and not self.faults and not extra
                 and self.prior.get("state") == "working" and self._prior_age() < PRESENCE_REFRESH):
             return  # a tool call changes nothing a reader needs: spare every tool call a file write
@@ -120,7 +138,7 @@ class Drain:
         if extra:
             ext.update(extra)
         try:
-            presence.record(self.box, self.session, self.event, self.cwd, prior=self.prior, extra=ext)
+            self.prior = presence.record(self.box, self.session, self.event, self.cwd, prior=self.prior, extra=ext)
         except OSError as exc:
             # presence is bookkeeping; delivery must not fail for it, but it must not be silent either
             self.faults.append(f"presence not recorded: {exc.strerror}")
@@ -179,6 +197,10 @@ class Drain:
         self._record()
 
         def commit():
+            # Runs after the output is out: each step's failure is collected, none stops the next
+            # or the exit code (docs/HOOKS.md). A marker that cannot be written leaves its message
+            # unconsumed, to be shown again: never consumed unseen, never lost.
+            faults = []
             crash.point("show:emitted")
             # The marker proves that THIS session displayed the message; written only now,
             # after the output is out (the seed's repair that minted it first lost mail).
@@ -190,14 +212,31 @@ class Drain:
                                             "marker", sync=False)
                 except FileExistsError:
                     pass
+                except (OSError, MailError) as exc:
+                    faults.append(f"display marker for {b.msg_id} not written ({_why(exc)}); "
+                                  f"it stays queued and is shown again")
             crash.point("show:marked")
             for b in blocks:
                 root.journal("shown", id=b.msg_id, box=box.name, session=self.session, hook_event=self.event)
-            notices_dir = box.sub("notices", create=False)
-            if notices_dir is not None:
-                for name in notice_names:
-                    notices_dir.unlink_quiet(name)
-        return Outcome(context=context, commit=commit)
+            try:
+                notices_dir = box.sub("notices", create=False)
+                if notices_dir is not None:
+                    for name in notice_names:
+                        notices_dir.unlink_quiet(name)
+            except (OSError, MailError) as exc:
+                faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
+            return faults + root.take_journal_faults()
+        return Outcome(context=context, commit=commit, report=self._report_late)
+
+    def _report_late(self, faults):
+        """Queue faults met after the output for the next Stop's notice. Returns what failed here."""
+        pending = (list(self.prior.get("pending_faults") or []) + faults)[-MAX_PENDING_FAULTS:]
+        try:
+            self.prior = presence.record(self.box, self.session, self.event, self.cwd, prior=self.prior,
+                                         extra={"pending_faults": pending})
+        except (OSError, MailError) as exc:
+            return [f"presence not recorded: {_why(exc)}"]
+        return []
 
     def _load_batch(self, candidates, shown_dir):
         """Read candidates oldest first until a render's worth is found. Returns
@@ -315,9 +354,11 @@ class Drain:
                     continue
                 consumed += result == "consumed"
                 shown_dir.unlink_quiet(name)
+        faults.extend(root.take_journal_faults())
         self.faults = []
         self.prior["pending_faults"] = []
         self._record(extra)
+        faults.extend(self.faults)  # what this very Stop could not record is told now, not lost
         return Outcome(notice=self._notice(faults))
 
     @staticmethod

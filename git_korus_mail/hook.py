@@ -1,7 +1,8 @@
 """`git-korus-mail drain`: the entry point Claude Code runs at every hook event.
 
 Reads the hook payload on stdin, answers in the event's own JSON on stdout, and
-only then (after the flush) writes the display markers. Imports nothing heavy:
+only then (after the flush) writes the display markers. The exit code is decided
+before them: 0 once the output is out, whatever fails after (docs/HOOKS.md). Imports nothing heavy:
 see the hot-path test (`python -X importtime`) and bench/.
 """
 
@@ -36,8 +37,10 @@ def main(argv):
     except ValueError as exc:
         sys.stderr.write(f"git korus-mail: {exc}\n")
         return 129
-    data = sys.stdin.buffer.read(MAX_STDIN) if sys.stdin is not None else b""
+    data = sys.stdin.buffer.read(MAX_STDIN + 1) if sys.stdin is not None else b""
     try:
+        if len(data) > MAX_STDIN:
+            raise claude.BadPayload(f"stdin is over {MAX_STDIN // (1024 * 1024)} MiB")
         payload = claude.read_payload(data)
     except claude.BadPayload as exc:
         sys.stderr.write(f"git korus-mail: drain: {exc}\n")
@@ -56,11 +59,26 @@ def main(argv):
         traceback.print_exc()
         _emit(claude.fault_output(payload.event, f"korus-mail: drain failed at {payload.event}: "
                                                  f"{type(exc).__name__}: {exc}"))
-        return 0  # the JSON above is the report; a non-zero exit would make Claude Code drop it
+        return 0  # the JSON above is the report; its exit code says the output is valid (docs/HOOKS.md)
     out = _format(payload.event, outcome)
     if out is not None:
-        _emit(out)
-    outcome.commit()
+        try:
+            _emit(out)
+        except OSError as exc:
+            # the client has no output from us: mark nothing shown, and say the run failed
+            sys.stderr.write(f"git korus-mail: drain: output not written ({exc.strerror or exc}); "
+                             f"nothing marked shown\n")
+            return 1
+    # From here the exit code is 0, whatever happens: the client has the output and acts on it,
+    # so a failure now is reported (stderr, and the next Stop's notice), never fatal (docs/HOOKS.md).
+    try:
+        late = outcome.commit()
+    except Exception as exc:  # noqa: BLE001 - a bug after the output: said on stderr, exit stays 0
+        import traceback
+        traceback.print_exc()
+        late = [f"after the output: {type(exc).__name__}: {exc}"]
+    for fault in late:
+        sys.stderr.write(f"git korus-mail: drain at {payload.event}: {fault}\n")
     return 0
 
 

@@ -11,6 +11,7 @@ import sys
 
 from git_korus_mail import keys, message, presence
 from git_korus_mail.errors import MailError, UsageError
+from git_korus_mail.store import MSG_SUFFIX
 
 MAX_DESTINATIONS = 8
 
@@ -168,17 +169,31 @@ def run(clone, args, out):
             failed += 1
             results.append({"to": t.dest, "ok": False, "error": t.error})
             continue
+        msg, box = None, None
         try:
             msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl, session=session)
             box = root.box(t.key.name, create=True, path=t.key.path)
             box.publish(msg, message.encode(msg))
-            _record_sent(root, clone, msg, t)
-            root.journal("sent", id=msg["id"], box=t.key.name, sender=sender["path"], kind=kind)
-            results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
-                            "expires_at": msg["expires_at"]})
         except (MailError, OSError) as exc:
-            failed += 1
-            results.append({"to": t.dest, "ok": False, "error": str(exc)})
+            # MailError: refused before the link (an id already queued counts: that link is not ours)
+            if isinstance(exc, MailError) or not _is_queued(box, msg):
+                failed += 1
+                results.append({"to": t.dest, "ok": False, "error": str(exc)})
+                continue
+            # the link exists, so the message is queued: what failed after it is a warning
+            warnings = [f"publishing finished with an error: {_why(exc)}"]
+        else:
+            warnings = []
+        # The message is queued once its inbox link exists. What follows is bookkeeping: its
+        # failure is a warning, never "not queued" (a retry would deliver the message twice).
+        try:
+            _record_sent(root, clone, msg, t)
+        except (MailError, OSError) as exc:
+            warnings.append(f"not recorded in this worktree's sent/ (status will not follow it): {_why(exc)}")
+        root.journal("sent", id=msg["id"], box=t.key.name, sender=sender["path"], kind=kind)
+        warnings.extend(root.take_journal_faults())
+        results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
+                        "expires_at": msg["expires_at"], "warnings": warnings})
     off = root.is_off()
     if args["--json"]:
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
@@ -186,11 +201,28 @@ def run(clone, args, out):
         for r in results:
             if r["ok"]:
                 out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]})\n")
+                for w in r["warnings"]:
+                    sys.stderr.write(f"git korus-mail: warning: {r['id']} is queued, but {w}\n")
             else:
                 sys.stderr.write(f"git korus-mail: not queued: {r['error']}\n")
         if off and any(r["ok"] for r in results):
             out.write("note: delivery is off (mail/OFF); it stays queued until `git korus-mail on`\n")
     return 1 if failed else 0
+
+
+def _is_queued(box, msg):
+    """Whether the message's inbox link exists: the one fact that makes it queued."""
+    if box is None or msg is None:
+        return False
+    try:
+        inbox = box.sub("inbox", create=False)
+        return inbox is not None and inbox.exists(msg["id"] + MSG_SUFFIX)
+    except (MailError, OSError):
+        return False
+
+
+def _why(exc):
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 def _record_sent(root, clone, msg, target):

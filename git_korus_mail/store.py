@@ -54,6 +54,13 @@ class MailRoot:
         self.dir = root_dir
         self.path = root_dir.path
         self._tmp = None
+        self.journal_faults = []  # journal appends that failed, for the caller to report
+
+    def take_journal_faults(self):
+        """The journal faults so far, once each (deduplicated, in order)."""
+        out = list(dict.fromkeys(self.journal_faults))
+        self.journal_faults = []
+        return out
 
     @classmethod
     def open(cls, common_dir, create=False):
@@ -86,7 +93,17 @@ class MailRoot:
         return self._tmp
 
     def journal(self, event, **fields):
-        journal.append(self.dir, event, **fields)
+        """Append a journal line; True when written. Never raises for a journal that cannot be
+        written: the journal is history, the links and receipts are the truth, so a failed line
+        must not turn a done move into a reported failure. The fault is kept in
+        `journal_faults` for the caller to report (docs/HOOKS.md)."""
+        try:
+            journal.append(self.dir, event, **fields)
+            return True
+        except (OSError, MailError) as exc:
+            text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            self.journal_faults.append(f"journal line not written ({event}): {text}")
+            return False
 
     # -- boxes ---------------------------------------------------------------
     def boxes_dir(self, create=False):
