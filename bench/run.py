@@ -665,12 +665,12 @@ def bench_imports(world, conds, prof):
                                lambda i: payload("UserPromptSubmit", "bench-imp", web), runs)
         sessions = {}
 
-        def fresh(i):
+        def fresh(i, sessions=sessions):
             sessions["s"] = f"bench-impq-{uuid.uuid4().hex}"
             return payload("UserPromptSubmit", sessions["s"], full)
 
         queued = import_profile(world, env, [world.tool, "drain"], full, fresh, runs,
-                                after=lambda i: forget_session(common, full_key, sessions["s"]))
+                                after=lambda i, sessions=sessions: forget_session(common, full_key, sessions["s"]))
         bare = import_profile(world, env, ["-c", "pass"], web, lambda i: b"", runs)
         result[cname] = {"empty": empty, "queued": queued, "bare": bare}
         names = {n for n, *_ in empty}
@@ -792,7 +792,7 @@ def render(mode, world, base, conds, mach, started, elapsed):
     L.append(f"- `python3` on PATH (NOT used): {mach['python3_on_path']}")
     L.append("")
     L.append("## Conditions\n")
-    for cname, env in conds:
+    for cname, _env in conds:
         if cname == "cached":
             L.append("- **cached** — bytecode cached, as after a normal install: `PYTHONDONTWRITEBYTECODE` unset "
                      "and `PYTHONPYCACHEPREFIX` set to a bench-owned dir (so the repo stays untouched); warm-up "
@@ -849,7 +849,7 @@ def render(mode, world, base, conds, mach, started, elapsed):
         labels = [lab for lab, *_ in next(iter(bd.values()))]
         for k, lab in enumerate(labels):
             cells = []
-            for cn, rows in bd.items():
+            for rows in bd.values():
                 _, med, hi = rows[k]
                 delta = med - rows[0][1]
                 cells.append(f"{ms(med)} / {ms(hi)} | {'' if k == 0 else f'+{delta * 1000:.1f}'}")

@@ -35,4 +35,9 @@ else
   echo "tests/run.sh: no Claude Code CLI (npm missing?); the e2e tests will skip" >&2
 fi
 
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# Lint first, in the log: a name that no longer exists fails here, not at pytest start-up.
+echo "+ ruff check ." >&2
+.venv/bin/ruff check .
+
+# -rs: every skip says why (a shell or tool missing here).
+exec .venv/bin/python -m pytest -p no:cacheprovider -rs "$@"

@@ -478,7 +478,7 @@ def test_chaos_concurrent_stop_drains_killed_at_random(clone):
                     if stops[by_pid[pid]].poll() is None:
                         stops[by_pid[pid]].send_signal(signal.SIGKILL)
                         targeted += 1
-        for j, (rc, _out, err) in enumerate(_finish(stops)):
+        for rc, _out, err in _finish(stops):
             assert rc in (0, -signal.SIGKILL), err
         if ended:
             span = 0.5 * span + 0.5 * max(t for j, t in ended.items() if stops[j].returncode == 0) \

@@ -23,6 +23,20 @@ if str(HERE) not in sys.path:  # so test modules can `import driver, mockapi` in
 from driver import Claude  # noqa: E402
 from mockapi import MockAPI  # noqa: E402
 
+INSTALLER = HERE / "install-claude.sh"
+
+
+def _pinned_version() -> str:
+    """The version install-claude.sh pins (its VERSION= line): one place says it."""
+    for line in INSTALLER.read_text(encoding="utf-8").splitlines():
+        if line.startswith("VERSION="):
+            return line.split("=", 1)[1].strip().strip('"\'')
+    raise RuntimeError(f"{INSTALLER} has no VERSION= line")
+
+
+PINNED_VERSION = _pinned_version()
+INSTALL_HINT = f"install it with: export KORUS_E2E_CLAUDE=$(bash {INSTALLER.relative_to(HERE.parent.parent)})"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: end-to-end test that runs the real claude CLI against a mock API")

@@ -364,8 +364,8 @@ def test_discarded_sessions_leave_mail_queued(mail, mockapi, runners):
         mockapi.set_script([text("too late", delay=4)])
         before = set(mail.box_b.shown_sessions())
         proc = acct.start("hello", cwd=mail.b)
-        proc.wait_until(lambda: any(msg_id in mail.box_b.shown(s)
-                                    for s in set(mail.box_b.shown_sessions()) - before),
+        proc.wait_until(lambda before=before: any(msg_id in mail.box_b.shown(s)
+                                                  for s in set(mail.box_b.shown_sessions()) - before),
                         timeout=30, what="a display marker from SessionStart")
         proc.kill()
         (sid,) = set(mail.box_b.shown_sessions()) - before
