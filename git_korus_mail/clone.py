@@ -34,8 +34,20 @@ class Clone:
     @property
     def worktrees(self):
         if self._worktrees is None:
-            self._worktrees = gitrepo.list_worktrees(self.common_dir)
+            self._worktrees = self._with_own_main(gitrepo.list_worktrees(self.common_dir))
         return self._worktrees
+
+    def _with_own_main(self, wts):
+        """A main worktree made with --separate-git-dir is recorded nowhere in its git dir:
+        git and pygit2 both guess it from the git dir's path, and guess wrong. Run from inside
+        it, we know it (the fast walk followed its .git file): use that, so `list`, `send`
+        and `install` key it as its own drain does."""
+        loc = self.location
+        if (loc.worktree and loc.git_dir == self.common_dir and wts and wts[0].is_main
+                and wts[0].path != loc.worktree):
+            wts[0].path = loc.worktree
+            wts[0].name = os.path.basename(loc.worktree)
+        return wts
 
     def worktree_keys(self):
         """[(Worktree, Key)] for every worktree, main first."""

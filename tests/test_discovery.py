@@ -190,3 +190,70 @@ def test_repository_owned_by_another_user_is_a_clear_error(clone):
     assert proc.returncode == 1
     assert proc.stderr.startswith("git korus-mail: ") and "another user" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# -- the on-disk key format, pinned with values computed outside the product ----------
+# Each digest is the first 24 hex digits of `printf %s '<path>' | sha256sum`, run by hand
+# in a shell; the slugs were worked out by hand from the rule in docs/CONTRACT.md. A change
+# to the digest, its length, the normalization or the slug rule strands every queued message
+# (its box is looked up under a new name), so it must turn this test red.
+PINNED_KEYS = [
+    ("/srv/work/api", "api-0b860e31e543c8e780736591"),
+    ("/srv/work/api/", "api-0b860e31e543c8e780736591"),   # no trailing separator
+    ("/home/dev/My Project/web", "web-8ad0f4cdd7ffe44cf21ac1ef"),
+    ("/tmp/Ünïcode-Wt", "ncode-wt-5784b832cb6a8051e7051658"),  # non-ASCII dropped from the slug only
+    ("/r", "r-6588117f7b5162325520a436"),
+]
+
+
+@pytest.mark.parametrize("path,name", PINNED_KEYS)
+def test_box_key_format_is_pinned(path, name):
+    assert keys.key_of_root(path).name == name
+
+
+def _sha256sum(text):
+    """The digest as coreutils computes it, not as the product does."""
+    proc = subprocess.run(["sha256sum"], input=text.encode("utf-8"), capture_output=True, check=True)
+    return proc.stdout.decode().split()[0][:24]
+
+
+def test_box_directory_on_disk_is_named_by_the_pinned_format(clone):
+    from helpers import run_cli
+    run_cli("send", "--to", "../web", "hello", cwd=clone.main, check=True)
+    web = os.path.realpath(clone.web)
+    boxes = sorted(p.name for p in (clone.mail_root / "box").iterdir())
+    assert f"web-{_sha256sum(web)}" in boxes, boxes
+    assert (clone.mail_root / "box" / f"web-{_sha256sum(web)}" / "path").read_text().strip() == web
+
+
+def _porcelain_worktrees(path):
+    out = git_out("worktree", "list", "--porcelain", cwd=path)
+    return [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("worktree ")]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_key_from_git_worktree_list_equals_key_from_fast_walk(layouts, layout):
+    path = str(layouts[layout])
+    fast = discover.fast_locate(path)  # the hook's own walk (raises NotModelled where it would not be used)
+    fast_key = keys.key_for(path, location=fast)
+    # the `git worktree list` entry that holds this path: the deepest one (a submodule sits inside main)
+    real = os.path.realpath(path)
+    holders = [w for w in _porcelain_worktrees(path)
+               if real == os.path.realpath(w) or real.startswith(os.path.realpath(w).rstrip("/") + "/")]
+    if fast.worktree is None:
+        # a bare repository: no worktree holds it, and it keys on its own path
+        assert fast_key.path == keys.normalize(real)
+        return
+    assert fast_key.name == f"{keys.slug(fast_key.path)}-{_sha256sum(fast_key.path)}"
+    # what send, list and install address: the product's own worktree list, run from here
+    from git_korus_mail.clone import Clone
+    assert fast_key in [k for _wt, k in Clone(cwd=path).worktree_keys()], layout
+    listed = [os.path.realpath(w) for w in _porcelain_worktrees(path)]
+    if layout.startswith(("separate-git-dir", "submodule")) and not holders:
+        # this git lists such a main worktree as its git dir (for --separate-git-dir nothing in the
+        # git dir records the worktree at all); the product's list above must still be right
+        assert listed[0] == fast.common_dir, listed
+        return
+    holder = max(holders, key=lambda w: len(os.path.realpath(w)))
+    git_key = keys.key_of_root(os.path.realpath(holder))
+    assert git_key == fast_key, (layout, holder, fast_key)
