@@ -126,6 +126,19 @@ Print a completion script for the shell.
 """,
 }
 
+# Not in COMMANDS: `drain` is dispatched before docopt and parses its one option by hand.
+DRAIN_USAGE = """\
+usage:
+  git-korus-mail drain [--repo=<path>]
+
+The hook entry point: Claude Code runs it at every hook event, with the event's JSON
+on stdin, and reads the answer (hook JSON, or nothing) on stdout. Run by the stub that
+`git korus-mail install` writes; not meant to be run by hand.
+
+options:
+  --repo=<path>   the clone whose queue to use (for a session outside any clone)
+"""
+
 EXIT_USAGE = 129   # as git does
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -134,10 +147,15 @@ EXIT_INTERRUPTED = 130
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["drain"]:
+        if "-h" in argv or "--help" in argv:
+            sys.stdout.write(DRAIN_USAGE)
+            return 0
         from git_korus_mail import hook  # the hot path: no docopt, no pygit2
         return hook.main(argv[1:])
     try:
-        return _main(argv)
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit: a closed pipe must reach the handler below
+        return status
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         return EXIT_INTERRUPTED

@@ -24,7 +24,7 @@ import sys
 from contextlib import contextmanager
 
 from git_korus_mail import claude
-from git_korus_mail.errors import MailError
+from git_korus_mail.errors import MailError, UsageError
 
 STUB_NAME = "claude-hook"
 HOOKS_SUBDIR = "hooks"
@@ -332,7 +332,7 @@ def _locked(hooks_dir):
 def _scope(args):
     scope = args.get("--scope") or "local"
     if scope not in ("local", "user"):
-        raise MailError(f"--scope {scope}: expected local or user")
+        raise UsageError(f"--scope {scope!r}: expected local or user")
     return scope
 
 

@@ -14,6 +14,9 @@ from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.store import MSG_SUFFIX
 
 MAX_DESTINATIONS = 8
+# How far past the limit an oversized stdin body is read, only to report its real size
+# (never kept): a body piped from a runaway command must not be read forever.
+SIZE_PROBE_BYTES = 64 * 1024 * 1024
 
 
 class Target:
@@ -29,10 +32,24 @@ def read_body(arg):
     if arg is None and sys.stdin is not None and sys.stdin.isatty():
         raise MailError("no body: give it as an argument, or pipe it in with `-`")
     raw = sys.stdin.buffer.read(message.MAX_BODY_BYTES + 1) if sys.stdin is not None else b""
+    if len(raw) > message.MAX_BODY_BYTES:
+        raise MailError(f"body is {_stdin_size(len(raw))} bytes, over the {message.MAX_BODY_BYTES}-byte limit: "
+                        f"send a summary and a file path instead")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MailError(f"body is not valid UTF-8 (byte {exc.start})") from None
+
+
+def _stdin_size(already):
+    """The whole size of stdin (counted, not kept), or "more than N" past the probe's end."""
+    size = already
+    while size <= SIZE_PROBE_BYTES:
+        chunk = sys.stdin.buffer.read(1024 * 1024)
+        if not chunk:
+            return str(size)
+        size += len(chunk)
+    return f"more than {SIZE_PROBE_BYTES}"
 
 
 def check_body(body):
@@ -147,14 +164,14 @@ def run(clone, args, out):
     """Returns the exit status: 0 only when every destination was queued."""
     dests = args["--to"] or []
     if len(dests) > MAX_DESTINATIONS:
-        raise MailError(f"{len(dests)} destinations; at most {MAX_DESTINATIONS}")
+        raise UsageError(f"{len(dests)} destinations; at most {MAX_DESTINATIONS} (--to ... --to)")
     kind = args["--kind"] or "note"
     if not message.valid_kind(kind):
-        raise MailError(f"--kind {kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
+        raise UsageError(f"--kind {kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
     ttl = _ttl(args["--ttl"])
     session = args.get("--session")
     if session is not None and not message.valid_session(session):
-        raise MailError(f"--session {session!r}: not a session id")
+        raise UsageError(f"--session {session!r}: not a session id")
     body = read_body(args["<body>"])
     check_body(body)
     targets = resolve(clone, dests, create=args.get("--create", False),
