@@ -28,7 +28,8 @@ __git_korus_mail_options ()
 {
 	case $1 in
 	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --json' ;;
-	list|status|doctor) echo '--repo= --json' ;;
+	list|status)      echo '--repo= --all --json' ;;
+	doctor)           echo '--repo= --json' ;;
 	off|on|drain)     echo '--repo=' ;;
 	install)          echo '--repo= --scope= --urgent --force' ;;
 	uninstall)        echo '--repo= --scope= --purge --yes' ;;

@@ -264,6 +264,10 @@ if not set -q __git_korus_mail_completion_loaded
             -f -l create -d 'Allow a path that is no worktree of this clone'
         complete -c $c -n '__git_korus_mail_using send list status doctor' \
             -f -l json -d 'Machine-readable output'
+        complete -c $c -n '__git_korus_mail_using list status' \
+            -f -l all -d 'Show every entry, not only the latest'
+        complete -c $c -n '__git_korus_mail_using list status' \
+            -f -l all -d 'Show every entry, not only the latest'
 
         # install / uninstall
         complete -c $c -n '__git_korus_mail_using install uninstall' \

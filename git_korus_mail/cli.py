@@ -47,23 +47,25 @@ options:
 """,
     "list": """\
 usage:
-  git-korus-mail list [--repo=<path>] [--json]
+  git-korus-mail list [--repo=<path>] [--all] [--json]
 
 Every box: each worktree of the clone, then any other box.
 
 options:
   --repo=<path>   the clone whose queue to read
-  --json          machine-readable
+  --all           every session of each box (otherwise the latest 5, and how many more)
+  --json          machine-readable (always every session)
 """,
     "status": """\
 usage:
-  git-korus-mail status [--repo=<path>] [--json]
+  git-korus-mail status [--repo=<path>] [--all] [--json]
 
 This worktree's box, the fate of the mail it sent, and recent journal events.
 
 options:
   --repo=<path>   the clone whose queue to read
-  --json          machine-readable
+  --all           every message sent from here (otherwise the latest 50, and how many more)
+  --json          machine-readable (sent_total counts what --all would show)
 """,
     "off": """\
 usage:
@@ -256,8 +258,8 @@ def _run(command, args, clone, out):
     if command in ("list", "status"):
         from git_korus_mail import report
         if command == "list":
-            return report.run_list(clone, args["--json"], out)
-        return report.run_status(clone, args["--json"], out)
+            return report.run_list(clone, args["--json"], out, show_all=args["--all"])
+        return report.run_status(clone, args["--json"], out, show_all=args["--all"])
     if command in ("off", "on"):
         from git_korus_mail import report
         return report.run_switch(clone, command == "off", out)

@@ -14,6 +14,8 @@ from git_korus_mail.fsafe import NotRegular, TooLarge
 from git_korus_mail.message import human_age, utc_stamp
 
 COUNTED = ("inbox", "claiming", "seen", "expired")
+SESSIONS_SHOWN = 5   # per box in `list`, unless --all
+SENT_SHOWN = 50      # messages in `status`, unless --all
 
 
 def settle(box):
@@ -80,7 +82,12 @@ def collect_list(clone):
             "delivery": "off" if (root and root.is_off()) else "on", "boxes": rows}
 
 
-def run_list(clone, as_json, out):
+def _more(n, what):
+    """The line that says a listing was cut: how many were left out, and how to see them."""
+    return f"... and {n} more {what} (--all shows every one)"
+
+
+def run_list(clone, as_json, out, show_all=False):
     data = collect_list(clone)
     if as_json:
         out.write(json.dumps(data, indent=2) + "\n")
@@ -106,8 +113,12 @@ def run_list(clone, as_json, out):
                   f"{'  (' + ', '.join(flags) + ')' if flags else ''}\n")
         out.write(f"    inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
                   f"{'  oldest unread ' + human_age(oldest) if oldest is not None else ''}\n")
-        for s in row["sessions"][:5]:
+        sessions = row["sessions"] if show_all else row["sessions"][:SESSIONS_SHOWN]
+        for s in sessions:
             out.write(f"    session {s['session']}  {s['state']}  last {s['last_event']} at {s['at']}\n")
+        if len(sessions) < len(row["sessions"]):
+            n = len(row["sessions"]) - len(sessions)
+            out.write(f"    {_more(n, 'session' if n == 1 else 'sessions')}\n")
     return 0
 
 
@@ -171,13 +182,14 @@ def _shown_by(box, mid):
     return out
 
 
-def collect_status(clone, sent_limit=50, events=10):
+def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
+    """`sent_limit` None: every sent record. `sent_total` counts them all either way."""
     now = time.time()
     root = clone.mail_root()
     data = {"as_of": utc_stamp(now), "mail_root": root.path if root else os.path.join(clone.common_dir, "mail"),
             "delivery": "off" if (root and root.is_off()) else "on",
             "this": {"key": clone.own_key.name, "path": clone.own_key.path},
-            "box": None, "sent": [], "journal": []}
+            "box": None, "sent": [], "sent_total": 0, "journal": []}
     if root is None:
         return data
     box = root.box(clone.own_key.name)
@@ -190,7 +202,9 @@ def collect_status(clone, sent_limit=50, events=10):
             b.repair()
     quarantines = {}
     if box is not None:
-        sent = sorted(box.names("sent"), reverse=True)[:sent_limit]
+        every = sorted(box.names("sent"), reverse=True)
+        data["sent_total"] = len(every)
+        sent = every if sent_limit is None else every[:sent_limit]
         for name in sent:
             try:
                 data_b, _ = box.sub("sent").read_regular(name, 64 * 1024)
@@ -207,8 +221,8 @@ def collect_status(clone, sent_limit=50, events=10):
     return data
 
 
-def run_status(clone, as_json, out):
-    d = collect_status(clone)
+def run_status(clone, as_json, out, show_all=False):
+    d = collect_status(clone, sent_limit=None if show_all else SENT_SHOWN)
     if as_json:
         out.write(json.dumps(d, indent=2) + "\n")
         return 0
@@ -240,6 +254,9 @@ def run_status(clone, as_json, out):
             elif state == "missing":
                 detail = f" ({f.get('detail')})"
             out.write(f"  {rec['id']} -> {rec.get('path')}  {ui.bold(state)}{detail}  (as of {f['as_of']})\n")
+    if d["sent_total"] > len(d["sent"]):
+        n = d["sent_total"] - len(d["sent"])
+        out.write(f"  {_more(n, 'message' if n == 1 else 'messages')}\n")
     if d["journal"]:
         out.write("latest events:\n")
         for ev in d["journal"]:

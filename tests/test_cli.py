@@ -64,3 +64,33 @@ def test_closed_stdout_pipe_is_quiet(clone, args):
         os.close(w)
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert direct.returncode == 0 and direct.stderr == "", (direct.returncode, direct.stderr)
+
+
+def test_list_says_how_many_sessions_it_left_out_and_all_shows_them(clone):
+    from helpers import hook
+    for i in range(7):
+        hook("UserPromptSubmit", clone.web, f"sess-{i}")
+    cut = run_cli("list", cwd=clone.main, check=True).stdout
+    assert cut.count("    session sess-") == 5
+    assert "    ... and 2 more sessions (--all shows every one)\n" in cut
+    full = run_cli("list", "--all", cwd=clone.main, check=True).stdout
+    assert full.count("    session sess-") == 7 and "more sessions" not in full
+
+
+def test_status_says_how_many_sent_messages_it_left_out_and_all_shows_them(clone):
+    import json
+    run_cli("send", "--to", "../web", "first", cwd=clone.main, check=True)
+    from git_korus_mail import keys
+    sent = clone.mail_root / "box" / keys.key_for(str(clone.main)).name / "sent"
+    [rec_file] = list(sent.iterdir())
+    rec = json.loads(rec_file.read_text())
+    for i in range(51):  # older records of the same shape as send writes
+        old = dict(rec, id=f"0000-{i:04d}")
+        (sent / f"{old['id']}.json").write_text(json.dumps(old))
+    cut = run_cli("status", cwd=clone.main, check=True).stdout
+    assert cut.count(" -> ") == 50
+    assert "  ... and 2 more messages (--all shows every one)\n" in cut
+    full = run_cli("status", "--all", cwd=clone.main, check=True).stdout
+    assert full.count(" -> ") == 52 and "more message" not in full
+    data = json.loads(run_cli("status", "--json", cwd=clone.main, check=True).stdout)
+    assert data["sent_total"] == 52 and len(data["sent"]) == 50

@@ -348,6 +348,8 @@ while zpty -r z line; do
   line=${line%$'\r'*}
   [[ $line == *'<<KM-END>>'* ]] && break
   [[ $line == *'<<KM>>'* ]] && print -r -- "${line#*<<KM>>}"
+  # what zsh prints on the terminal when the completion function itself fails
+  [[ $line == *(parse error|command not found|not found:|bad pattern|(eval):)* ]] && print -r -- "<<KM-ERROR>>${line}"
 done
 zpty -d z
 """
@@ -380,7 +382,10 @@ def zsh_complete(repo, line, mode="fpath", cwd=None, tmp_path=None, env=None):
     driver.write_text(ZSH_DRIVER)
     p = run(["zsh", "-f", str(driver), mode, str(target), line], repo, cwd=cwd, env=env)
     assert p.returncode == 0, p.stderr
-    return sorted(set(p.stdout.splitlines()))
+    lines = p.stdout.splitlines()
+    errors = [ln for ln in lines if ln.startswith("<<KM-ERROR>>")]
+    assert not errors, f"zsh printed errors completing {line!r}: {errors}"
+    return sorted(set(lines))
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed (Debian: zsh)")
@@ -404,6 +409,17 @@ def test_zsh_options_of_each_subcommand(repo, tmp_path):
             continue
         got = set(zsh_complete(repo, f"git-korus-mail {sub} --", tmp_path=tmp_path))
         assert got == opts, sub
+
+
+@needs_zsh
+def test_zsh_send_options_complete_without_errors(repo, tmp_path):
+    # `git korus-mail send --<TAB>` once printed "(eval):1: parse error near `)'": a colon in the
+    # body's message made _arguments evaluate the rest as an action
+    for line in ("git-korus-mail send --", "git-korus-mail send --to . ", "git-korus-mail send "):
+        zsh_complete(repo, line, tmp_path=tmp_path)
+    if zsh_has_git(repo):
+        assert "--to" in zsh_complete(repo, "git korus-mail send --", tmp_path=tmp_path)
+        zsh_complete(repo, "git korus-mail send --to . ", tmp_path=tmp_path)
 
 
 @needs_zsh
