@@ -180,7 +180,7 @@ class Drain:
         text, blocks, deferred = (None, [], remaining)
         if batch:
             from git_korus_mail import render
-            budget = render.EVENT_CAP - sum(len(x) + 2 for x in lines)
+            budget = render.EVENT_CAP - sum(render.units(x) + 2 for x in lines)
             text, blocks, deferred = render.render_batch(batch, self.key.path, self.now, remaining, budget=budget,
                                                          now=self.now)
         if text:

@@ -9,6 +9,11 @@ What a body (or a sender field) could try, and what stops it:
 - flood the context: caps on every line, every message and the whole event,
   measured on the rendered text. A cut body says so and names the file on disk;
   messages that do not fit wait for the next event — deferred, never dropped.
+
+Every cap counts UTF-16 code units, as Claude Code measures its 10,000 inline limit
+(a JavaScript string's length): a character outside the BMP, such as most emoji, is two.
+Counted in code points, an emoji-heavy batch under our cap went past that limit and
+reached the model as a 2 KB preview.
 """
 
 import os
@@ -16,6 +21,7 @@ import time
 
 from git_korus_mail.message import human_age, parse_stamp, utc_stamp
 
+# in UTF-16 code units (see above)
 EVENT_CAP = 8000      # whole rendered context per event: well below Claude Code's 10,000 inline limit
 MESSAGE_CAP = 3000    # one message's block, header and frame included
 LINE_CAP = 400        # one rendered body line
@@ -43,6 +49,13 @@ _EXTRA = (
 _ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
+def units(text):
+    """Length of `text` in UTF-16 code units: the measure of every cap here."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for ch in text if ch > "\uffff")
+
+
 def _needs_escape(ch):
     o = ord(ch)
     if 0x20 <= o < 0x7F:
@@ -64,30 +77,35 @@ def _esc(ch):
 
 
 def _escape(line, cap):
-    """(text, characters of `line` shown, cut?) with len(text) <= cap, the cut note included."""
+    """(text, characters of `line` shown, cut?) with units(text) <= cap, the cut note included."""
     out = []
     used = 0
     for ch in line:
-        piece = _esc(ch) if _needs_escape(ch) else ch
-        if used + len(piece) > cap:
+        if _needs_escape(ch):
+            piece = _esc(ch)
+            width = len(piece)  # an escape is ASCII
+        else:
+            piece = ch
+            width = 2 if ch > "\uffff" else 1
+        if used + width > cap:
             break
         out.append(piece)
-        used += len(piece)
+        used += width
     else:
         return "".join(out), len(line), False
     # Cut: drop shown characters (one piece each) until the note, which counts the rest, fits too.
     while True:
-        note = f" …[line cut: {len(line) - len(out)} more chars]"
+        note = f" …[line cut: {len(line) - len(out)} more chars]"  # ASCII and one BMP character
         if used + len(note) <= cap or not out:
             break
-        used -= len(out.pop())
+        used -= units(out.pop())
     if used + len(note) > cap:
         note = "…"[:max(0, cap - used)]  # a cap too small even for the note
     return "".join(out) + note, len(out), True
 
 
 def escape_line(line, cap):
-    """Escape one line (no newlines in it) and cut it to `cap` rendered characters, the cut note
+    """Escape one line (no newlines in it) and cut it to `cap` UTF-16 units, the cut note
     included. Returns (text, cut?).
 
     Works only as far as the cap: a 1 MiB line costs no more than a short one."""
@@ -118,7 +136,7 @@ def _cut_note(shown, total, full_path, seen_path):
 
 
 def _body_lines(body, room):
-    """Body lines, prefixed and escaped, taking at most `room` characters (each with its newline).
+    """Body lines, prefixed and escaped, taking at most `room` UTF-16 units (each with its newline).
     Returns (lines, characters of the body shown, cut?)."""
     lines = []
     used = 0
@@ -139,7 +157,7 @@ def _body_lines(body, room):
             return lines, min(shown, n), True
         text, line_shown, cut = _escape(raw, line_cap)
         lines.append(BODY_PREFIX + text)
-        used += len(BODY_PREFIX) + len(text) + 1
+        used += len(BODY_PREFIX) + units(text) + 1
         shown += line_shown if cut else min(end + 1, n) - start
         any_cut = any_cut or cut
         if end >= n:
@@ -148,7 +166,7 @@ def _body_lines(body, room):
 
 
 def render_message(msg, index_label, nonce, full_path, seen_path, cap, now):
-    """The framed block for one message, at most `cap` characters (None if even the header won't fit).
+    """The framed block for one message, at most `cap` UTF-16 units (None if even the header won't fit).
 
     Every field that came from the file is escaped, the ones a parser checked too: a check that
     lets something through (a trailing newline past a `$`, junk after a stamp) must not become
@@ -169,7 +187,7 @@ def render_message(msg, index_label, nonce, full_path, seen_path, cap, now):
             f"kind {field(msg['kind'], 40)} · sent {field(sent, 64)} ({age} ago) · {ttl}\n")
     body = msg["body"]
     n = len(body)
-    fixed = len(head) + len(close_line)
+    fixed = units(head) + len(close_line)
     room = cap - fixed
     if room < 40:
         return None
@@ -177,14 +195,14 @@ def render_message(msg, index_label, nonce, full_path, seen_path, cap, now):
     note = ""
     if truncated:
         # the note's room is taken only when it is needed; sized for its longest count
-        room = cap - fixed - len(_cut_note(n, n, full_path, seen_path)) - 1
+        room = cap - fixed - units(_cut_note(n, n, full_path, seen_path)) - 1
         if room < 40:
             return None
         lines, shown, truncated = _body_lines(body, room)
         if truncated:
             note = _cut_note(shown, n, full_path, seen_path) + "\n"
     out = head + "\n".join(lines) + "\n" + note + close_line
-    assert len(out) <= cap, (len(out), cap)
+    assert units(out) <= cap, (units(out), cap)
     return Rendered(msg["id"], out, truncated, n)
 
 
@@ -193,7 +211,7 @@ def new_nonce():
 
 
 def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP, now=None):
-    """Render as many of `items` as fit in `budget` characters, in order.
+    """Render as many of `items` as fit in `budget` UTF-16 units, in order.
 
     items: [(msg, full_path, seen_path)]. Returns (text or None, [Rendered], deferred count).
     Nothing is dropped: what does not fit is counted as deferred."""
@@ -203,7 +221,7 @@ def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP,
     intro = (f"korus-mail: mail for this worktree ({field(worktree_path)}), as of {utc_stamp(as_of)}.\n"
              f"{PREAMBLE}\n")
     tail_room = 160
-    left = budget - len(intro) - tail_room
+    left = budget - units(intro) - tail_room
     blocks = []
     for i, (msg, full_path, seen_path) in enumerate(items):
         label = f"{i + 1}/{total_waiting}" if total_waiting < 10_000 else f"{i + 1}"
@@ -216,7 +234,7 @@ def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP,
         if r.truncated and blocks and cap < MESSAGE_CAP:
             break  # cut only for want of the room earlier messages took: it waits, to be shown whole or cut less
         blocks.append(r)
-        left -= len(r.text) + 2
+        left -= units(r.text) + 2
     if not blocks:
         return None, [], len(items) + remaining_after
     deferred = len(items) - len(blocks) + remaining_after
@@ -224,7 +242,7 @@ def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP,
     if deferred:
         text += (f"\n\n{deferred} more message{'s' if deferred != 1 else ''} wait{'s' if deferred == 1 else ''};"
                  f" the next hook event shows them.")
-    assert len(text) <= budget, (len(text), budget)
+    assert units(text) <= budget, (units(text), budget)
     return text, blocks, deferred
 
 
