@@ -29,6 +29,7 @@ SKIP_SUFFIX = ".skip"
 MAX_PENDING_FAULTS = 10
 PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at PostToolUse
 MAX_EXAMINED = 200  # files one event reads or quarantines: a flood of junk costs many events, not one long one
+READ_BUDGET = 16 * 1024 * 1024  # message bytes one event reads (the first message always): bounds its memory
 
 
 class Outcome:
@@ -240,16 +241,18 @@ class Drain:
 
     def _load_batch(self, candidates, shown_dir):
         """Read candidates oldest first until a render's worth is found. Returns
-        ([(msg, path, seen_path)], skipped, number examined). Bounded by the batch, not the inbox."""
+        ([(msg, path, seen_path, BodyView)], skipped, number examined). Bounded by the batch, not the
+        inbox, and in memory: each body is trimmed to what can be rendered as soon as it is parsed,
+        and one event reads at most READ_BUDGET bytes of messages (the rest wait for the next)."""
         from git_korus_mail import render
         box = self.box
-        batch, skipped, examined = [], 0, 0
+        batch, skipped, examined, read = [], 0, 0, 0
         inbox_path = box.sub("inbox").path
         seen_path = os.path.join(box.dir.path, "seen")
         # enough to fill one event even when every message is small
         want = render.EVENT_CAP // 200
         for msg_id in candidates:
-            if len(batch) >= want or examined >= MAX_EXAMINED:
+            if len(batch) >= want or examined >= MAX_EXAMINED or read >= READ_BUDGET:
                 break
             examined += 1
             try:
@@ -268,6 +271,8 @@ class Drain:
             except OSError as exc:
                 self.faults.append(f"cannot read {msg_id}: {exc.strerror}")
                 continue
+            read += st.st_size
+            msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
             if st.st_nlink > 1:
                 why = box.linked_elsewhere(msg_id, st)
                 if why == "in-progress":
@@ -286,7 +291,7 @@ class Drain:
                 skipped += 1
                 continue
             batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
-                          os.path.join(seen_path, msg_id + MSG_SUFFIX)))
+                          os.path.join(seen_path, msg_id + MSG_SUFFIX), view))
         return batch, skipped, examined
 
     def _quarantine(self, name, reason):

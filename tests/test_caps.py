@@ -88,3 +88,79 @@ def test_emoji_mail_through_the_hook_stays_inline(clone):
         assert u16(ctx) <= render.EVENT_CAP < INLINE_LIMIT, u16(ctx)
         seen.update(i for i in ids if i in ctx)
     assert seen == set(ids)
+
+
+# -- one event's memory: read no more of a message than can be rendered -----------------------------
+def _write_huge(clone, count, size):
+    import time as _time
+    from git_korus_mail import keys
+    run_cli("send", "--to", "../web", "the small one", cwd=clone.main, check=True)
+    inbox = clone.mail_root / "box" / keys.key_for(str(clone.web)).name / "inbox"
+    ids = []
+    for i in range(count):
+        m = message.build("y" * size, str(clone.web), "k", {"path": str(clone.main)},
+                          now=_time.time() - 100 + i * 1e-3)
+        (inbox / (m["id"] + ".json")).write_bytes(message.encode(m))
+        ids.append(m["id"])
+    return ids
+
+
+def _drain_peak_kib(cwd, event="SessionStart", session="s1"):
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from helpers import PYTHON
+    payload = json.dumps({"session_id": session, "transcript_path": "", "cwd": str(cwd),
+                          "hook_event_name": event, "source": "startup"}).encode()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as inp:
+        inp.write(payload)
+        inp.seek(0)
+        proc = subprocess.Popen([PYTHON, "-m", "git_korus_mail", "drain"], cwd=cwd, stdin=inp, stdout=out,
+                                stderr=subprocess.DEVNULL)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        assert status == 0
+        out.seek(0)
+        return usage.ru_maxrss, json.loads(out.read() or b"null")
+
+
+def test_one_event_reads_huge_messages_without_holding_them(clone):
+    """16 messages of 7.5 MiB: held whole, one event peaked at 140 MB; trimmed as parsed and
+    with a byte budget per event, it stays under 100 MB (one file's parse and the interpreter)."""
+    _write_huge(clone, 16, 7_500_000)
+    peak, answer = _drain_peak_kib(clone.web)
+    assert peak < 100 * 1024, f"{peak / 1024:.0f} MB"
+    ctx = answer["hookSpecificOutput"]["additionalContext"]
+    assert "more messages wait" in ctx  # the rest are deferred to later events, never dropped
+
+
+def test_a_trimmed_body_still_says_how_long_it_is(clone):
+    import json
+    from git_korus_mail import keys
+    [mid] = _write_huge(clone, 1, 1_000_000)
+    answer, _ = hook("SessionStart", clone.web, "s1")
+    ctx = context_of(answer)
+    assert "of 1000000 characters shown; whole message:" in ctx
+    marker = clone.mail_root / "box" / keys.key_for(str(clone.web)).name / "shown" / "s1" / mid
+    obs = json.loads(marker.read_text())
+    assert obs["truncated"] is True and obs["body_chars"] == 1_000_000
+
+
+def test_a_trimmed_message_renders_exactly_as_the_whole_one():
+    import random
+    rng = random.Random(16)
+    alphabet = ["a", "b", " ", "\n", "\r", "\r\n", "\x1b", EMOJI, "é", "\u202e", "\U000E0041"]
+    bodies = ["\x1b" * 5000 + "\n" + "\U000E0041" * 5000, "\n" * 5000, "\r\n" * 3000, "x" * 10_000 + "\r",
+              "\n".join("L%d " % i + "z" * 500 for i in range(2000))]
+    for _ in range(150):
+        bodies.append("".join(rng.choice(alphabet) * rng.choice([1, 1, 3, 50, 450]) for _ in range(rng.randint(1, 60))))
+    for body in bodies:
+        m = msg(body)
+        light, view = render.trim(m)
+        assert light["body"] == ""
+        for cap in (120, 700, 3000):
+            whole = render.render_message(m, "1/1", "abcdef012345", FULL, SEEN, cap, NOW)
+            cut = render.render_message(light, "1/1", "abcdef012345", FULL, SEEN, cap, NOW, view=view)
+            assert (whole is None) == (cut is None)
+            if whole is not None:
+                assert (cut.text, cut.truncated, cut.body_chars) == (whole.text, whole.truncated, whole.body_chars)
