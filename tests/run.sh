@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: a venv with the package and its test
-# extras, the pinned Claude Code CLI for the end-to-end tests, then pytest.
+# extras, the pinned Claude Code CLI for the end-to-end tests, then pytest: the whole
+# suite on the main Python (.venv), then everything but the e2e tests on every other
+# CPython that requires-python claims (3.9-3.13), each in its own .venv-3.X.
 # README's test command and .ci/run both call exactly this.
+# KORUS_TEST_PYTHONS="3.9 3.13" narrows the matrix (locally; "" skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,5 +42,39 @@ fi
 echo "+ ruff check ." >&2
 .venv/bin/ruff check .
 
+# Every CPython the package claims: the non-e2e suite on each other version (pyenv's, or
+# python3.X on PATH). Missing one fails under CI=true; elsewhere it is skipped, and said.
+find_python() {
+  local v=$1 root newest
+  root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+  newest=$(ls -d "$root/versions/$v".* 2>/dev/null | sort -V | tail -n 1)
+  if [ -n "$newest" ] && [ -x "$newest/bin/python3" ]; then
+    echo "$newest/bin/python3"
+  else
+    command -v "python$v" 2>/dev/null
+  fi
+}
+
+main_version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+status=0
 # -rs: every skip says why (a shell or tool missing here).
-exec .venv/bin/python -m pytest -p no:cacheprovider -rs "$@"
+.venv/bin/python -m pytest -p no:cacheprovider -rs "$@" || status=$?
+
+for v in ${KORUS_TEST_PYTHONS-3.9 3.10 3.11 3.12 3.13}; do
+  [ "$v" = "$main_version" ] && continue  # the full run above was on it
+  if ! py=$(find_python "$v") || [ -z "$py" ]; then
+    if [ "${CI:-}" = true ]; then
+      echo "tests/run.sh: Python $v is missing; CI runs the suite on every supported version" >&2
+      status=1
+    else
+      echo "tests/run.sh: no Python $v here; skipping its run (CI=true would fail)" >&2
+    fi
+    continue
+  fi
+  venv=.venv-$v
+  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+  echo "tests/run.sh: Python $v ($py), without the e2e tests" >&2
+  "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs -m "not e2e" --ignore=tests/e2e "$@" || status=$?
+done
+exit "$status"
