@@ -373,6 +373,40 @@ def _bench_empty_one(world, web, cname, env, event, prof):
                     cname, t["-m"], t["pass"]))
 
 
+# -- 7. the hook command through the stub ------------------------------------------------------
+@guarded("7. stub")
+def bench_stub(world, conds, prof):
+    """What Claude Code runs: `/bin/sh -c "'<stub>' <Event>"`. The stub captures the drain's answer
+    (so a helper that cannot run is reported, docs/HOOKS.md); measured against the drain alone
+    and against an exec-only stub, the stub's form before it captured anything."""
+    from git_korus_mail import claude, install
+    common, paths = world.clone("stub", ["web"])
+    web = paths["web"]
+    hooks = world.base / "stub-hooks"
+    hooks.mkdir()
+    stub = hooks / "claude-hook"
+    stub.write_text(install.render_stub(world.tool, str(paths["main"])))
+    stub.chmod(0o700)
+    exec_stub = hooks / "exec-hook"
+    exec_stub.write_text(f"#!/bin/sh\nshift\nexec {claude.sh_quote(world.tool)} drain \"$@\"\n")
+    exec_stub.chmod(0o700)
+    cname, env = conds[0]
+    for event in ("SessionStart", "UserPromptSubmit"):
+        pl = payload(event, f"bench-stub-{event}", web)
+        chk = check_empty_box(event)
+        s = Cmd("stub", ["/bin/sh", "-c", claude.hook_command(str(stub), event)], web, env, pl, chk)
+        x = Cmd("exec", ["/bin/sh", "-c", claude.hook_command(str(exec_stub), event)], web, env, pl, chk)
+        d = Cmd("drain", [world.tool, "drain"], web, env, pl, chk)
+        log(f"7. stub {event} [{cname}]")
+        t = interleaved([s, x, d], prof["runs"], prof["warmup"])
+        ROWS.append(Row("7", f"stub (captures the answer) {event}, empty box", "drain alone", cname,
+                        t["stub"], t["drain"]))
+        ROWS.append(Row("7", f"exec-only stub (before) {event}, empty box", "drain alone", cname,
+                        t["exec"], t["drain"]))
+        ROWS.append(Row("7", f"stub (captures the answer) {event}, empty box", "exec-only stub (before)", cname,
+                        t["stub"], t["exec"]))
+
+
 # -- 2. drain with 1,000 / 10,000 queued and unseen ------------------------------------------
 @guarded("2. queued drain")
 def bench_queued(world, conds, prof):
@@ -950,7 +984,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "check" if args.check else "full"
     prof = PROFILES[mode]
-    only = set(args.only.split(",")) if args.only else {"1", "2", "3", "4", "5", "6"}
+    only = set(args.only.split(",")) if args.only else {"1", "2", "3", "4", "5", "6", "7"}
 
     for var in SCRUB:  # our own process too: fill_box uses the product's discovery
         os.environ.pop(var, None)
@@ -982,6 +1016,8 @@ def main(argv=None):
         if "6" in only:
             bench_breakdown(world, conds, prof)
             bench_imports(world, conds, prof)
+        if "7" in only:
+            bench_stub(world, conds, prof)
     finally:
         if args.keep:
             log(f"kept {base}")

@@ -149,7 +149,7 @@ def _check_wiring(clone, root, findings):
         findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
                      "git korus-mail install")
         return
-    _check_stub(stub, record.data.get("helper"), findings)
+    _check_stub(stub, record.data.get("helper"), findings, repo=install.repo_anchor(clone))
     for label, problems in install.verify(root, stub, wired):
         if label == stub:
             if problems:
@@ -171,7 +171,7 @@ def _check_wiring(clone, root, findings):
                          "git korus-mail install")
 
 
-def _check_stub(stub, helper, findings):
+def _check_stub(stub, helper, findings, repo=None):
     """The stub runs the helper baked into it; with that gone it falls back to PATH, which
     an editor's Claude Code often lacks. So a gone helper is a fault even when PATH works here."""
     if not helper or not os.path.isfile(stub):
@@ -182,7 +182,7 @@ def _check_stub(stub, helper, findings):
         return
     try:
         with open(stub, "rb") as f:
-            current = f.read() == install.render_stub(helper).encode("utf-8", "surrogateescape")
+            current = f.read() == install.render_stub(helper, repo).encode("utf-8", "surrogateescape")
     except (OSError, MailError):
         current = False
     if current:

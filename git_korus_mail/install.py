@@ -50,6 +50,7 @@ POST_CHECKOUT_TEMPLATE = """\
 # as $1: that is when the new worktree's .claude/settings.local.json gets wired.
 
 helper={helper}
+advice={advice}
 status=0
 legacy="$(dirname "$0")/post-checkout.legacy"
 if [ -f "$legacy" ] && [ -x "$legacy" ]; then
@@ -67,7 +68,7 @@ case "${{1-}}" in
                 echo "git korus-mail: could not wire $PWD; run: git korus-mail install" >&2
         else
             echo "git korus-mail: git-korus-mail not found; $PWD is not wired to the mail drain;" \\
-                 "reinstall: pipx install git-korus-mail && git korus-mail install" >&2
+                 "$advice" >&2
         fi
         ;;
 esac
@@ -92,8 +93,9 @@ def find_helper():
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.abspath(c)
+    from git_korus_mail import advice
     raise MailError("cannot find the git-korus-mail executable to wire the hooks to; "
-                    "install it (pipx install git-korus-mail) and run install again")
+                    f"{advice.advice()}, then run install again")
 
 
 def _template_path():
@@ -105,20 +107,28 @@ def _template_path():
     raise MailError("the hook template claude-hook.sh is missing from this installation; reinstall it")
 
 
-def render_stub(helper):
-    """The stub's text for `helper`. Both values are quoted here, in Python, so the stub
-    stays valid shell and its fault stays valid JSON whatever the path holds."""
+def _json_inside(text):
+    """The inside of a JSON string literal for `text`, ASCII only (the stub adds the quotes)."""
+    return json.dumps(text, ensure_ascii=True)[1:-1]
+
+
+def render_stub(helper, repo=None):
+    """The stub's text for `helper`, with the reinstall advice for this machine (advice.py)
+    baked in: when the stub needs it, the package may not run at all. Every value is quoted
+    here, in Python, so the stub stays valid shell and its fault valid JSON whatever it holds."""
+    from git_korus_mail import advice
     with open(_template_path(), encoding="utf-8") as f:
         text = f.read()
-    fault = (f"git korus-mail: helper not found (was {helper}); mail is not being delivered \u2014 "
-             f"reinstall: pipx install git-korus-mail && git korus-mail install")
     values = {"@HELPER@": claude.sh_quote(helper),
-              "@FAULT_JSON@": claude.sh_quote(json.dumps(fault, ensure_ascii=True))}
-    return re.sub("@HELPER@|@FAULT_JSON@", lambda m: values[m.group(0)], text)
+              "@HELPER_JSON@": claude.sh_quote(_json_inside(helper)),
+              "@ADVICE_JSON@": claude.sh_quote(_json_inside(advice.advice(helper, repo)))}
+    return re.sub("@HELPER_JSON@|@ADVICE_JSON@|@HELPER@", lambda m: values[m.group(0)], text)
 
 
-def render_post_checkout(helper):
+def render_post_checkout(helper, repo=None):
+    from git_korus_mail import advice
     return POST_CHECKOUT_TEMPLATE.format(mark=POST_CHECKOUT_MARK, helper=claude.sh_quote(helper),
+                                         advice=claude.sh_quote(advice.advice(helper, repo)),
                                          env=POST_CHECKOUT_ENV)
 
 
@@ -336,10 +346,10 @@ def _scope(args):
     return scope
 
 
-def write_stub(root, helper, force=False):
-    """Write the stub when absent, different (template or helper changed) or forced."""
+def write_stub(root, helper, force=False, repo=None):
+    """Write the stub when absent, different (template, helper or advice changed) or forced."""
     path = stub_path(root)
-    data = render_stub(helper).encode("utf-8", "surrogateescape")
+    data = render_stub(helper, repo).encode("utf-8", "surrogateescape")
     if not force and _read_bytes(path) == data and os.access(path, os.X_OK):
         return path, "current"
     _write_atomic(path, data, 0o700)
@@ -403,7 +413,7 @@ def install_post_checkout(clone, helper, force, scope_rec):
                          "worktrees are wired only once that hook is committed there; otherwise run "
                          "`git korus-mail install` after `git worktree add`")
     rec = scope_rec.get("post_checkout") or {}
-    data = render_post_checkout(helper).encode("utf-8", "surrogateescape")
+    data = render_post_checkout(helper, repo_anchor(clone)).encode("utf-8", "surrogateescape")
     try:
         created_dir = False
         if not os.path.isdir(hooks_dir):
@@ -456,7 +466,7 @@ def run_install(clone, args, out):
         record = Record.load(hooks_dir)
         if only_own and record.scope("local") is None:
             return 0  # uninstalled since: a stray post-checkout wires nothing
-        stub, state = write_stub(root, helper, force)
+        stub, state = write_stub(root, helper, force, repo=repo_anchor(clone))
         out.write(f"stub  {stub}  {state}  (runs {helper})\n")
         scope_rec = record.scope(scope, create=True)
         record.data["helper"] = helper

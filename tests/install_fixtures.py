@@ -136,3 +136,19 @@ def mkdir700(path):
             p.mkdir()
             p.chmod(stat.S_IRWXU)
     return path
+
+
+def break_helper(helper, how):
+    """Make an installed helper unable to run, as users' machines do:
+    "interpreter-gone": its shebang names a venv interpreter that no longer exists (a pipx venv
+    after its base Python was upgraded): exec fails, the shell says 127;
+    "unimportable": the interpreter runs but cannot import the package (a traceback, exit 1)."""
+    helper = Path(helper)
+    lines = helper.read_text().split("\n", 1)
+    if how == "interpreter-gone":
+        lines[0] = f"#!{helper.parent / 'gone-venv' / 'bin' / 'python'}"
+    elif how == "unimportable":
+        lines[0] = f"#!{sys.executable} -S"  # no site: the venv's site-packages (and our package) vanish
+    else:
+        raise ValueError(how)
+    helper.write_text("\n".join(lines))

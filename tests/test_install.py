@@ -373,3 +373,70 @@ def test_concurrent_installs_leave_one_entry_per_event(clone):
     assert sorted(record["scopes"]["local"]["files"]) == sorted(str(settings_path(w)) for w in worktrees)
     exclude = (clone.common_dir / "info" / "exclude").read_text().splitlines()
     assert exclude.count(".claude/settings.local.json") == 1
+
+
+@pytest.mark.parametrize("how,why", [
+    ("interpreter-gone", "its Python interpreter {interp} is gone"),
+    ("unimportable", "No module named 'git_korus_mail'"),
+])
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_stub_reports_a_helper_that_cannot_run(clone, tmp_path, how, why, shell):
+    from install_fixtures import break_helper
+    helper = make_helper_copy(tmp_path / "venv" / "bin")
+    assert run_cli_with(helper, "install", cwd=clone.main).returncode == 0
+    break_helper(helper, how)
+    why = why.format(interp=helper.parent / "gone-venv" / "bin" / "python")
+    command = load(settings_path(clone.main))["hooks"]
+    for event in EVENTS:
+        cmd = next(h["command"] for g in command[event] for h in g["hooks"] if h["command"].startswith("'"))
+        res = run_stub_with(shell, cmd, clone.web if event == "Stop" else clone.main, event)
+        assert res.returncode == 0, res.stderr
+        if event not in ("SessionStart", "Stop"):
+            assert res.stdout == "", (event, res.stdout)  # said where a reader decides, not every turn
+            continue
+        answer = json.loads(res.stdout)
+        text = answer["systemMessage"]
+        assert text.startswith("git korus-mail: ") and "mail is not being delivered" in text, text
+        assert why in text, text
+        # advice that can work here: this venv's own reinstall, then install for this clone
+        assert "reinstall it: " in text and "pipx install git-korus-mail" not in text, text
+        assert f"{helper} install --repo {os.path.realpath(clone.main)}" in text, text
+        if event == "SessionStart":
+            assert answer["hookSpecificOutput"] == {"hookEventName": "SessionStart", "additionalContext": text}
+        else:
+            assert set(answer) == {"systemMessage"}
+
+
+def run_stub_with(shell, command, cwd, event, stdin=None):
+    import subprocess
+    payload = stdin if stdin is not None else json.dumps(
+        {"session_id": "s-test-1", "transcript_path": "", "cwd": str(cwd), "hook_event_name": event,
+         **({"source": "startup"} if event == "SessionStart" else {})})
+    return subprocess.run([shell, "-c", command], cwd=cwd, input=payload, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_stub_passes_a_good_answer_through_unchanged_and_hands_over_stdin(clone, tmp_path):
+    # a helper that installs for real, and whose drain answers with what it read on stdin
+    helper = tmp_path / "bin" / "git-korus-mail"
+    helper.parent.mkdir()
+    helper.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        "if sys.argv[1:2] == ['drain']:\n"
+        "    got = json.loads(sys.stdin.read())\n"
+        "    sys.stdout.write(json.dumps({'systemMessage': 'saw ' + got['session_id'] + ' \\\\ %s \"q\"',\n"
+        "                                 'args': sys.argv[2:]}) + '\\n')\n"
+        "    sys.exit(int(got.get('rc', 0)))\n"
+        "from git_korus_mail.cli import main\n"
+        "sys.exit(main())\n")
+    helper.chmod(0o755)
+    proc = run_cli_with(helper, "install", cwd=clone.main)
+    assert proc.returncode == 1  # its drain cannot answer install's self-test: it said so
+    cmd = claude.hook_command(stub_of(clone), "UserPromptSubmit", repo="/some/where")
+    for rc in (0, 3):  # an answer from a run that died later is still passed on: it may hold shown mail
+        payload = json.dumps({"session_id": "sess-xyz", "hook_event_name": "UserPromptSubmit", "rc": rc})
+        res = run_stub_with("sh", cmd, clone.main, "UserPromptSubmit", stdin=payload)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == json.dumps({"systemMessage": 'saw sess-xyz \\ %s "q"',
+                                         "args": ["--repo", "/some/where"]}) + "\n"

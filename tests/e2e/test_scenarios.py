@@ -250,10 +250,13 @@ _HOOK_BAD = ("validation failed", "is not a JSON object", "incorrect event name"
 _HOOK_BAD_OURS = ("timed out", "cancelled", "error")
 
 
-def assert_hooks_healthy(log: Path, events=("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd")):
+def assert_hooks_healthy(log: Path, events=("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"),
+                         said: tuple[str, ...] = ()):
     """From Claude Code's --debug-file: each of our hook commands ran at each of `events`,
-    exited 0, and no answer of ours failed to parse or validate."""
-    lines = log.read_text(errors="replace").splitlines()
+    exited 0, and no answer of ours failed to parse or validate. `said`: texts the log quotes
+    from a fault of ours (our report, the helper's traceback on stderr); they may hold words
+    like "Error", and lines quoting them are not failures."""
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if not any(t in ln for t in said)]
     ours = [ln for ln in lines if "claude-hook" in ln or "git-korus-mail" in ln]
     done = {}
     for ln in ours:
@@ -652,4 +655,64 @@ def test_helper_missing_is_not_silent(mail, mockapi, runners, tmp_path):
     assert {"SessionStart", "Stop"} <= {ev for ev, _ in notices}, notices
     assert_answers_valid(acct, sid)
     assert_hooks_healthy(log)
+    assert mail.box_b.ids("inbox") == [msg_id] and mail.box_b.receipts() == {}
+
+
+# --------------------------------------------------------------------------
+# 10. the helper exists but cannot run: the stub says so, in the event's own form
+
+
+def _break(helper: Path, how: str) -> str:
+    """Make the installed helper unable to run; returns the text the fault must name."""
+    first, rest = helper.read_text().split("\n", 1)
+    if how == "interpreter-gone":
+        # what a pipx venv looks like after its base Python is upgraded: exec fails, exit 127
+        gone = helper.parent / "gone-venv" / "bin" / "python"
+        helper.write_text(f"#!{gone}\n{rest}")
+        return f"its Python interpreter {gone} is gone"
+    # the interpreter runs but cannot import the package: a traceback, exit 1
+    helper.write_text(f"#!{sys.executable} -S\n{rest}")
+    return "No module named 'git_korus_mail'"
+
+
+@pytest.mark.parametrize("mode", ["print", "stream-json"])
+@pytest.mark.parametrize("how", ["interpreter-gone", "unimportable"])
+def test_helper_that_cannot_run_is_not_silent(mail, mockapi, runners, tmp_path, how, mode):
+    bindir = tmp_path / "venv" / "bin"
+    bindir.mkdir(parents=True)
+    helper = bindir / "git-korus-mail"
+    shutil.copy2(HELPER, helper)
+    proc = subprocess.run([str(helper), "install"], cwd=str(mail.clone.main), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    why = _break(helper, how)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and not os.path.exists(os.path.join(p, "git-korus-mail")))
+    acct = runners(path=path)
+
+    needle = f"STUCK-{_uid()}"
+    msg_id = mail.send(mail.a, "../b", needle)
+    mockapi.set_script([bash("echo still-working", "a tool call"), text("no mail?")])
+    log = tmp_path / "claude-debug.log"
+    if mode == "print":
+        sid = acct.run("hello", cwd=mail.b, args=["--debug-file", str(log)]).check().session_id
+    else:
+        with acct.stream(cwd=mail.b, args=["--debug-file", str(log)]) as s:
+            s.send("hello")
+            assert s.read_result()["result"] == "no mail?"
+            sid = s.session_id
+            s.close()
+
+    never_reached(mockapi, needle)
+    # the model is told at SessionStart, with the reason and advice that works on this machine
+    first = session_requests(mockapi, sid)[0]
+    ss = [t[t.index(SS_PREFIX):] for t in first.texts("system") if SS_PREFIX in t]
+    assert ss, [t[:300] for t in first.texts("system")]
+    assert "mail is not being delivered" in ss[0] and why in ss[0], ss[0][:600]
+    assert "reinstall it: " in ss[0] and f"{helper} install --repo" in ss[0], ss[0][:600]
+    # and the user, at SessionStart and at Stop
+    notices = [n for n in user_notices(acct, sid) if "korus-mail" in (n[1] or "")]
+    assert {"SessionStart", "Stop"} <= {ev for ev, _ in notices}, notices
+    assert all(why in text for _ev, text in notices), notices
+    assert_answers_valid(acct, sid)
+    assert_hooks_healthy(log, said=("mail is not being delivered", "ModuleNotFoundError"))
     assert mail.box_b.ids("inbox") == [msg_id] and mail.box_b.receipts() == {}
