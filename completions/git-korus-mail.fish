@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send list status off on drain install uninstall doctor completion
+set -g __git_korus_mail_commands send list status forward off on drain install uninstall doctor completion
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -236,6 +236,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -a send -d 'Queue a message for other worktrees'
         complete -c $c -n $top -f -a list -d 'Every box: worktree, counts, sessions'
         complete -c $c -n $top -f -a status -d 'This box and the fate of mail it sent'
+        complete -c $c -n $top -f -a forward -d 'Move a stranded box\'s queued mail to a worktree'
         complete -c $c -n $top -f -a off -d 'Suppress delivery (queued mail is kept)'
         complete -c $c -n $top -f -a on -d 'Resume delivery'
         complete -c $c -n $top -f -a drain -d 'Hook entry point (run by Claude Code)'
@@ -246,7 +247,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send list status off on drain install uninstall doctor' \
+        complete -c $c -n '__git_korus_mail_using send list status forward off on drain install uninstall doctor' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -262,12 +263,16 @@ if not set -q __git_korus_mail_completion_loaded
             -x -l session -d 'Show only to this session id'
         complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
             -f -l create -d 'Allow a path that is no worktree of this clone'
-        complete -c $c -n '__git_korus_mail_using send list status doctor' \
+        complete -c $c -n '__git_korus_mail_using send list status forward doctor' \
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status' \
             -f -l all -d 'Show every entry, not only the latest'
         complete -c $c -n '__git_korus_mail_using list status' \
             -f -l all -d 'Show every entry, not only the latest'
+
+        # forward
+        complete -c $c -n '__git_korus_mail_using forward' \
+            -x -l to -a '(__git_korus_mail_dests)' -d 'Destination worktree'
 
         # install / uninstall
         complete -c $c -n '__git_korus_mail_using install uninstall' \

@@ -16,6 +16,7 @@ commands:
   send        queue a message for other worktrees' sessions
   list        every box: worktree, counts, sessions
   status      this worktree's box, the fate of the mail it sent, recent events
+  forward     move a box's queued mail (one no worktree reads) to a worktree
   off / on    suppress / resume delivery everywhere (queued mail is kept)
   drain       the hook entry point (Claude Code runs it; reads hook JSON on stdin)
   install     wire this clone's worktrees to the drain
@@ -66,6 +67,20 @@ options:
   --repo=<path>   the clone whose queue to read
   --all           every message sent from here (otherwise the latest 50, and how many more)
   --json          machine-readable (sent_total counts what --all would show)
+""",
+    "forward": """\
+usage:
+  git-korus-mail forward [--repo=<path>] <box> --to=<dest> [--json]
+
+Move the queued mail of <box> into the box of <dest>: for a box that no worktree
+reads any more, such as a removed worktree's (`list` and `doctor` flag those).
+Each message keeps its id, so its sender's `status` still finds it. Nothing is deleted.
+
+options:
+  <box>           a box key, a unique key prefix (4+ chars), or the path it was for
+  --to=<dest>     a worktree path, `.`, or a worktree name, as for send
+  --repo=<path>   the clone whose queue to use
+  --json          machine-readable result
 """,
     "off": """\
 usage:
@@ -260,6 +275,9 @@ def _run(command, args, clone, out):
         if command == "list":
             return report.run_list(clone, args["--json"], out, show_all=args["--all"])
         return report.run_status(clone, args["--json"], out, show_all=args["--all"])
+    if command == "forward":
+        from git_korus_mail import forward
+        return forward.run(clone, args, out)
     if command in ("off", "on"):
         from git_korus_mail import report
         return report.run_switch(clone, command == "off", out)

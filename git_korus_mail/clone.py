@@ -28,8 +28,29 @@ class Clone:
             self.own_key = keys.key_of_root(loc.worktree or self.cwd, loc)
         else:
             self.own_key = keys.key_for(self.cwd, location=None if repo_opt else loc)
+        self._own_location = loc if not repo_opt else keys.locate(self.cwd)
         self._worktrees = None
         self._root = None
+
+    def in_worktree(self):
+        """Is the cwd in a worktree of this very clone (not a folder outside, not inside .git)?"""
+        loc = self._own_location
+        return loc is not None and bool(loc.worktree) and loc.common_dir == self.common_dir
+
+    def own_box(self, create=False):
+        """Our own box. Made (and so a moved worktree's queue adopted) only for a worktree of
+        this clone: a command run from /tmp, .git/mail or a bare repository leaves no box behind."""
+        root = self.mail_root(create=create)
+        if root is None:
+            return None
+        if not (create and self.in_worktree()):
+            return root.box(self.own_key.name)
+        loc = self._own_location
+
+        def owner():
+            from git_korus_mail import wtident
+            return wtident.of_location(loc, self.common_dir)
+        return root.box(self.own_key.name, create=True, path=self.own_key.path, owner=owner)
 
     @property
     def worktrees(self):

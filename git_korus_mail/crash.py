@@ -17,6 +17,7 @@ STEPS = (
     "consume:released",
     "expire:claimed", "expire:linked", "expire:unlinked-inbox",
     "break:renamed",
+    "forward:claimed", "forward:recorded", "forward:copied", "forward:unlinked",
 )
 
 

@@ -72,6 +72,7 @@ def collect(clone, now):
     if root.is_off():
         findings.add("delivery", False, root.path, "OFF is present: delivery is suppressed everywhere "
                      "(mail stays queued)", "git korus-mail on")
+    drained = {k.name for wt, k in clone.worktree_keys() if not wt.prunable}
     for name in root.box_names():
         try:
             box = root.box(name)
@@ -80,6 +81,8 @@ def collect(clone, now):
             continue
         if box is None:
             continue
+        if name not in drained:
+            _check_stranded(box, findings)
         _check_claims(box, findings)
         _check_quarantine(box, findings)
         _check_drains(box, findings, now)
@@ -211,6 +214,24 @@ def _check_claims(box, findings):
         elif ".claim.broken-" in name:
             findings.add("claims", False, where, f"{name}: a claim breaker died halfway",
                          "git korus-mail list (it cleans these up)")
+
+
+def _check_stranded(box, findings):
+    """Queued mail in a box that belongs to no worktree (a removed, pruned or moved-away one)."""
+    queued = box.count("inbox")
+    if not queued:
+        return
+    live = [r for r in presence.sessions(box) if r["liveness"] in ("working", "idle")]
+    where = f"box {box.name}"
+    was = box.recorded_path() or "an unknown path"
+    if live:
+        findings.add("stranded", True, where, f"{queued} queued for {was}, no worktree of this clone, "
+                     f"but drained by live session {live[0].get('session')}")
+        return
+    findings.add("stranded", False, where, f"{queued} queued message(s) for {was}, which is no worktree "
+                 f"of this clone: nobody will read them",
+                 f"git korus-mail list (adopts them if their worktree was moved), else "
+                 f"git korus-mail forward {box.name} --to <worktree> (moves them; nothing is deleted)")
 
 
 def _check_quarantine(box, findings):

@@ -86,7 +86,11 @@ class Drain:
             return None
         key = keys.key_for(self.cwd, location=loc_cwd)
         root = MailRoot.open(loc_q.common_dir, create=True)
-        box = root.box(key.name, create=True, path=key.path)
+
+        def owner():  # asked only when the box is new (a moved worktree's first event)
+            from git_korus_mail import wtident
+            return wtident.of_location(loc_cwd, loc_q.common_dir)
+        box = root.box(key.name, create=True, path=key.path, owner=owner)
         return root, box, key
 
     # -- entry -----------------------------------------------------------------

@@ -44,9 +44,40 @@ def _box_row(box, now):
     }
 
 
+def adopt_moved(root, clone):
+    """Every worktree whose older box (under a path it had before `git worktree move`) still
+    holds its mail adopts it now: `list` settles the whole clone, as the drain does one box."""
+    from git_korus_mail import forwarding, wtident
+    by_ident = {}
+    for name in root.box_names():
+        box = root.box(name)
+        ident = forwarding.recorded_worktree(box) if box is not None else None
+        if ident not in (None, wtident.NONE):
+            by_ident.setdefault(ident, []).append(name)
+    if not by_ident:
+        return
+    for wt, k in clone.worktree_keys():
+        if wt.prunable:
+            continue
+        ident = wtident.of_git_dir(wt.admin_dir, clone.common_dir)
+        if not [n for n in by_ident.get(ident, []) if n != k.name]:
+            continue
+        # a box made now adopts on its first use; one that exists already adopts here
+        box = root.box(k.name, create=True, path=k.path, owner=lambda ident=ident: ident)
+        if forwarding.recorded_worktree(box) == ident and forwarding.sources(root, ident, k.name):
+            forwarding.adopt(root, box, ident)
+
+
+def stranded(row):
+    """Queued mail that no worktree reads: a box of no worktree (or of a prunable one)."""
+    return row["counts"]["inbox"] > 0 and (not row["worktree"] or row["prunable"])
+
+
 def collect_list(clone):
     now = time.time()
     root = clone.mail_root()
+    if root is not None:
+        adopt_moved(root, clone)
     rows = []
     done = set()
     for wt, k in clone.worktree_keys():
@@ -78,6 +109,7 @@ def collect_list(clone):
         n = sum(1 for s in row["sessions"] if s["state"] in ("working", "idle"))
         live[row["key"]] = n
         row["live_sessions"] = n
+        row["stranded"] = stranded(row)
     return {"as_of": utc_stamp(now), "mail_root": root.path if root else None,
             "delivery": "off" if (root and root.is_off()) else "on", "boxes": rows}
 
@@ -102,6 +134,9 @@ def run_list(clone, as_json, out, show_all=False):
             flags.append("PRUNABLE")
         if not row["worktree"]:
             flags.append("no worktree")
+        if row["stranded"]:
+            flags.append(f"STRANDED: {row['counts']['inbox']} queued that no worktree reads; "
+                         f"git korus-mail forward {row['key']} --to <worktree>")
         if row["live_sessions"] > 1:
             flags.append(f"{row['live_sessions']} live sessions: both see the same mail")
         if row["quarantined"]:
@@ -122,16 +157,43 @@ def run_list(clone, as_json, out, show_all=False):
     return 0
 
 
-def _message_state(root, rec, quarantines=None):
+def _message_state(root, rec, quarantines=None, now=None):
     """Fate of one sent message, observed now: queued / shown / consumed / expired /
     quarantined (with the drain's reason) / missing (neither its box nor any state holds it).
 
-    `quarantines` caches each box's quarantine records across the sent list."""
-    box = root.box(rec["box"])
+    Follows forwarded/ records (a moved worktree's adopted queue, `forward`) from the box the
+    sender recorded to the box that holds the message now. `quarantines` caches each box's
+    quarantine records across the sent list."""
+    from git_korus_mail import forwarding
     mid = rec["id"]
-    if box is None:
-        return {"state": "missing", "detail": f"its box {rec['box']} no longer exists"}
+    name = rec["box"]
+    moved = []
+    while len(moved) < forwarding.MAX_HOPS:
+        box = root.box(name)
+        if box is None:
+            return _moved({"state": "missing", "detail": f"its box {name} no longer exists"}, moved)
+        state = _state_in(box, mid, {} if quarantines is None else quarantines, now)
+        if state is not None:
+            return _moved(state, moved)
+        fwd = forwarding.forward_record(box, mid)
+        if fwd is None or fwd["box"] in moved or fwd["box"] == rec["box"]:
+            return _moved({"state": "missing", "detail": f"in no state of box {name}"}, moved)
+        name = fwd["box"]
+        moved.append(name)
+    return _moved({"state": "missing", "detail": "forwarded too many times to follow"}, moved)
+
+
+def _moved(state, moved):
+    if moved:
+        state["moved_to"] = moved
+    return state
+
+
+def _state_in(box, mid, quarantines, now):
     name = mid + ".json"
+    inbox = box.sub("inbox", create=False)
+    if inbox is not None and inbox.exists(name):
+        box.expire_due(now, ids=[mid])  # report settled state: due mail is expired first
     receipts = box.sub("receipts", create=False)
     if receipts is not None and receipts.exists(name):
         try:
@@ -144,20 +206,17 @@ def _message_state(root, rec, quarantines=None):
     expired = box.sub("expired", create=False)
     if expired is not None and expired.exists(name):
         return {"state": "expired", "unread": True}
-    inbox = box.sub("inbox", create=False)
     if inbox is not None and inbox.exists(name):
         shown = _shown_by(box, mid)
         if shown:
             return {"state": "shown", "shown": shown}
         return {"state": "queued"}
-    if quarantines is None:
-        quarantines = {}
     if box.name not in quarantines:
         quarantines[box.name] = box.quarantine_reasons()
     reason = quarantines[box.name].get(name)
     if reason is not None:
         return {"state": "quarantined", "reason": reason}
-    return {"state": "missing", "detail": f"in no state of box {box.name}"}
+    return None
 
 
 def _shown_by(box, mid):
@@ -192,7 +251,7 @@ def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
             "box": None, "sent": [], "sent_total": 0, "journal": []}
     if root is None:
         return data
-    box = root.box(clone.own_key.name)
+    box = clone.own_box(create=True)  # a moved worktree's first command adopts its queue here
     if box is not None:
         settle(box)
         data["box"] = _box_row(box, now)
@@ -201,24 +260,49 @@ def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
         if b is not None and name != clone.own_key.name:
             b.repair()
     quarantines = {}
-    if box is not None:
-        every = sorted(box.names("sent"), reverse=True)
-        data["sent_total"] = len(every)
-        sent = every if sent_limit is None else every[:sent_limit]
-        for name in sent:
-            try:
-                data_b, _ = box.sub("sent").read_regular(name, 64 * 1024)
-                rec = json.loads(data_b)
-            except (OSError, ValueError, AttributeError, NotRegular, TooLarge):
-                continue
-            target = root.box(rec.get("box", ""))
-            if target is not None and target.sub("inbox").exists(rec["id"] + ".json"):
-                target.expire_due(now, ids=[rec["id"]])
-            rec["fate"] = _message_state(root, rec, quarantines)
-            rec["fate"]["as_of"] = utc_stamp(time.time())
-            data["sent"].append(rec)
+    every = _sent_entries(root, box, clone)
+    data["sent_total"] = len(every)
+    for entry in (every if sent_limit is None else every[:sent_limit]):
+        rec = _load_sent(entry)
+        if rec is None:
+            continue
+        rec["fate"] = _message_state(root, rec, quarantines, now)
+        rec["fate"]["as_of"] = utc_stamp(time.time())
+        data["sent"].append(rec)
     data["journal"] = journal.read(root.dir, limit=events)
     return data
+
+
+def _sent_entries(root, box, clone):
+    """What we sent, newest first, as (name, dir, record or None): our box's sent/ (read
+    later, only as many as are shown), and for a sender outside every worktree (which keeps
+    no box) the mail root's sent/, where its records carry its path."""
+    out = []
+    sent = box.sub("sent", create=False) if box is not None else None
+    if sent is not None:
+        out.extend((n, sent, None) for n in sent.names() if n.endswith(".json") and not n.startswith("."))
+    shared = root.dir.sub_or_none("sent") if not clone.in_worktree() else None
+    if shared is not None:
+        for n in shared.names():
+            rec = _load_sent((n, shared, None)) if n.endswith(".json") and not n.startswith(".") else None
+            if rec is not None and rec.get("from") == clone.own_key.path:
+                out.append((n, shared, rec))
+    out.sort(key=lambda e: e[0], reverse=True)
+    return out
+
+
+def _load_sent(entry):
+    name, d, rec = entry
+    if rec is not None:
+        return rec
+    try:
+        data_b, _ = d.read_regular(name, 64 * 1024)
+        rec = json.loads(data_b)
+    except (OSError, ValueError, NotRegular, TooLarge):
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("box"), str):
+        return None
+    return rec
 
 
 def run_status(clone, as_json, out, show_all=False):
@@ -253,6 +337,8 @@ def run_status(clone, as_json, out, show_all=False):
                 state = f"quarantined: {f.get('reason')}"
             elif state == "missing":
                 detail = f" ({f.get('detail')})"
+            if f.get("moved_to"):
+                detail += f" (moved to box {f['moved_to'][-1]})"
             out.write(f"  {rec['id']} -> {rec.get('path')}  {ui.bold(state)}{detail}  (as of {f['as_of']})\n")
     if d["sent_total"] > len(d["sent"]):
         n = d["sent_total"] - len(d["sent"])

@@ -20,10 +20,11 @@ SIZE_PROBE_BYTES = 64 * 1024 * 1024
 
 
 class Target:
-    __slots__ = ("dest", "key", "path", "error")
+    __slots__ = ("dest", "key", "path", "error", "git_dir")
 
-    def __init__(self, dest, key=None, path=None, error=None):
+    def __init__(self, dest, key=None, path=None, error=None, git_dir=None):
         self.dest, self.key, self.path, self.error = dest, key, path, error
+        self.git_dir = git_dir  # the worktree's admin dir (common dir for main): its identity
 
 
 def read_body(arg):
@@ -70,14 +71,14 @@ def resolve(clone, dests, create=False, all_worktrees=False):
     if all_worktrees:
         for wt, k in wt_keys:
             if k != clone.own_key and not wt.prunable:
-                out.append(Target(wt.path, k, wt.path))
+                out.append(Target(wt.path, k, wt.path, git_dir=wt.admin_dir))
         if not out:
             raise MailError("no other worktree in this clone")
         return out
     for dest in dests:
         if dest == "all":
             live = presence.live_boxes(root) if root is not None else {}
-            found = [Target(wt.path, k, wt.path) for wt, k in wt_keys
+            found = [Target(wt.path, k, wt.path, git_dir=wt.admin_dir) for wt, k in wt_keys
                      if k != clone.own_key and not wt.prunable and k.name in live]
             if not found:
                 out.append(Target(dest, error="no other worktree has a live session "
@@ -118,7 +119,7 @@ def _resolve_one(clone, dest, wt_keys, box_names, create):
                 if wt.prunable:
                     return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone); "
                                           f"worktrees that exist: {known}")
-                return Target(dest, k, wt.path)
+                return Target(dest, k, wt.path, git_dir=wt.admin_dir)
         if k.name in box_names or create:
             return Target(dest, k, k.path)
         return Target(dest, error=f"{dest}: not a worktree of this clone (its worktrees: {known}); "
@@ -132,7 +133,7 @@ def _resolve_one(clone, dest, wt_keys, box_names, create):
         if wt.prunable:
             return Target(dest, error=f"{dest}: worktree is prunable (its directory is gone); "
                                           f"worktrees that exist: {known}")
-        return Target(dest, k, wt.path)
+        return Target(dest, k, wt.path, git_dir=wt.admin_dir)
     if len(named) > 1:
         return Target(dest, error=f"{dest}: ambiguous worktree name: " + ", ".join(wt.path for wt, _ in named))
     if len(dest) >= 4:
@@ -148,7 +149,9 @@ def _resolve_one(clone, dest, wt_keys, box_names, create):
                 # a removed or prunable worktree's box: nobody drains it (its mail can be forwarded)
                 return Target(dest, error=f"{dest}: box {name} belongs to no worktree "
                                           f"({path or 'path unknown'} is gone); worktrees that exist: {known}")
-            return Target(dest, keys.Key(path or name, name, None), path)
+            wt = next((wt for wt, k in wt_keys if k.name == name), None)
+            return Target(dest, keys.Key(path or name, name, None), path,
+                          git_dir=wt.admin_dir if wt is not None else None)
         if len(hits) > 1:
             return Target(dest, error=f"{dest}: ambiguous key prefix: " + ", ".join(sorted(hits)))
     return Target(dest, error=f"{dest}: no worktree, name or box key matches; worktrees: {known}")
@@ -189,7 +192,7 @@ def run(clone, args, out):
         msg, box = None, None
         try:
             msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl, session=session)
-            box = root.box(t.key.name, create=True, path=t.key.path)
+            box = root.box(t.key.name, create=True, path=t.key.path, owner=owner_of(clone, t))
             box.publish(msg, message.encode(msg))
         except (MailError, OSError) as exc:
             # MailError: refused before the link (an id already queued counts: that link is not ours)
@@ -242,12 +245,26 @@ def _why(exc):
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
+def owner_of(clone, target):
+    """The destination's worktree identity, for a box this send makes first (see wtident)."""
+    if target.git_dir is None:
+        return None
+
+    def owner():
+        from git_korus_mail import wtident
+        return wtident.of_git_dir(target.git_dir, clone.common_dir)
+    return owner
+
+
 def _record_sent(root, clone, msg, target):
-    """Index the message in the sender's own box, so `status` can follow it to its fate."""
-    own = root.box(clone.own_key.name, create=True, path=clone.own_key.path)
+    """Index the message so `status` can follow it to its fate: in the sender's own box when
+    it is a worktree (or already has a box), else in the mail root's sent/, so a sender in
+    /tmp, .git/mail or a bare repository leaves no box behind that nobody drains."""
+    own = clone.own_box(create=True)
+    sent = own.sub("sent") if own is not None else root.dir.sub("sent", create=True)
     rec = {"id": msg["id"], "box": target.key.name, "path": target.path, "sent_at": msg["sent_at"],
-           "expires_at": msg["expires_at"], "kind": msg["kind"]}
-    own.sub("sent").create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(), sync=False)
+           "expires_at": msg["expires_at"], "kind": msg["kind"], "from": clone.own_key.path}
+    sent.create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(), sync=False)
 
 
 def _ttl(value):

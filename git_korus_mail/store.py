@@ -30,11 +30,12 @@ MAIL_DIR = "mail"
 OFF_FILE = "OFF"
 TMP_MAX_AGE = 36 * 3600
 MSG_SUFFIX = ".json"
+WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 
 BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", "receipts", "shown", "sessions", "notices",
-               "quarantine", "sent")
+               "quarantine", "sent", "forwarded")
 
 
 def staging_name(msg_id):
@@ -111,8 +112,11 @@ class MailRoot:
             return self.dir.sub("box", create=True)
         return self.dir.sub_or_none("box")
 
-    def box(self, key_name, create=False, path=None):
-        """The box named `key_name`; None when it does not exist and create is False."""
+    def box(self, key_name, create=False, path=None, owner=None):
+        """The box named `key_name`; None when it does not exist and create is False.
+
+        `owner`, when given, is a callable returning the worktree identity (wtident) the box
+        belongs to: a box first made for it adopts the queue of that worktree's older box."""
         boxes = self.boxes_dir(create=create)
         if boxes is None:
             return None
@@ -120,11 +124,26 @@ class MailRoot:
         if d is None:
             return None
         box = Box(self, key_name, d)
-        # the box name is a hash of this very path, so its presence is all to check (one stat
-        # per hook event, not a read); write_replace makes it complete or absent, never torn
-        if create and path is not None and not d.exists("path"):
-            d.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), self.tmp)
+        # `worktree` is the last file a box's first use writes, so its presence says all of it
+        # was done: one stat per hook event, not a read, and no scan unless the box is new
+        if create and path is not None and not d.exists(WORKTREE_FILE):
+            self._first_use(box, path, owner)
         return box
+
+    def _first_use(self, box, path, owner):
+        """Record the path, adopt a moved worktree's queue, then record the worktree identity.
+
+        A process killed anywhere in here leaves `worktree` absent, so the next one redoes it all
+        (each step is idempotent: see forwarding)."""
+        if not box.dir.exists("path"):
+            # the box name is a hash of this very path; write_replace: complete or absent, never torn
+            box.dir.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), self.tmp)
+        if owner is None:
+            return  # who it belongs to is for a caller that knows (the drain always does)
+        from git_korus_mail import forwarding  # only for a new box: off the hot path
+        ident = owner()
+        if forwarding.adopt(self, box, ident):
+            forwarding.write_worktree(box, ident)
 
     def box_names(self):
         boxes = self.boxes_dir()
@@ -474,16 +493,30 @@ class Box:
     def _repair_one(self, msg_id):
         """After a dead owner's claim is gone: complete its move if it had decided one."""
         name = msg_id + MSG_SUFFIX
-        inbox = self.sub("inbox")
-        if not inbox.exists(name):
+        if not self.sub("inbox").exists(name):
             return
+        if self.complete_decided(msg_id):
+            return
+        forwarded = self.sub("forwarded", create=False)
+        if forwarded is not None and forwarded.exists(name):
+            from git_korus_mail import forwarding  # a dead forwarder decided a move: finish it
+            forwarding.finish(self, msg_id)
+
+    def complete_decided(self, msg_id):
+        """Finish a consume (its receipt exists) or an expiry (its expired link exists) that a
+        process decided and did not complete. True when one was decided."""
+        name = msg_id + MSG_SUFFIX
         if self.sub("receipts").exists(name):
             # the consumer died before its journal line (it writes it after the move)
             if self._finish_move(msg_id, "seen"):
                 self._journal_repaired_consume(msg_id)
-        elif self.sub("expired").exists(name):
+            return True
+        expired = self.sub("expired", create=False)
+        if expired is not None and expired.exists(name):
             if self._finish_move(msg_id, "expired"):
                 self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
+            return True
+        return False
 
     def _journal_repaired_consume(self, msg_id):
         """Journal a consume that a dead process decided (its receipt names the session)."""

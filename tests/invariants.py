@@ -14,7 +14,10 @@ touching the store is idle (or dead) and a clean drain has run:
   tests that kill senders at random instants inside a write);
 - the journal records `consumed` at most once per id, and only for an id with a
   receipt from that same session;
-- every `sent/` record names a message that exists in its target box.
+- every `sent/` record (in a box, or the mail root's for senders outside every
+  worktree) names a message that exists in its target box, or in the box that the
+  target's `forwarded/` records lead to;
+- a message with a `forwarded/` record is no longer queued in that source box.
 
 It returns a summary (ids per state, debris found) for step-specific assertions.
 """
@@ -26,10 +29,10 @@ import stat
 
 from git_korus_mail.message import Invalid, parse
 
-ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock"}
+ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent"}
 STATES = ("inbox", "seen", "expired")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
-STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
+STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
 
 class Summary(dict):
@@ -235,13 +238,29 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     summary.journal = recs
     summary.consumed_journal = consumed
 
-    # -- sent records point at real messages -------------------------------------------
+    # -- forwarded records: the move finished ------------------------------------------
+    forwards = {}
     for bname in _ls(boxes):
-        for name in _ls(os.path.join(boxes, bname, "sent")):
-            rec = json.loads(_read(os.path.join(boxes, bname, "sent", name))[0])
-            target = summary.get(rec.get("box"))
+        for name in _ls(os.path.join(boxes, bname, "forwarded")):
+            rec = json.loads(_read(os.path.join(boxes, bname, "forwarded", name))[0])
+            assert rec.get("id") == name[:-5] and isinstance(rec.get("box"), str), f"{bname}/forwarded/{name}"
+            assert rec["id"] not in summary[bname]["inbox"], (
+                f"{bname}: {rec['id']} is forwarded to {rec['box']} and still queued here (move left half done)")
+            forwards[(bname, rec["id"])] = rec["box"]
+    summary.forwards = forwards
+
+    # -- sent records point at real messages -------------------------------------------
+    sent_dirs = [os.path.join(boxes, b, "sent") for b in _ls(boxes)] + [os.path.join(mail_root, "sent")]
+    for d in sent_dirs:
+        for name in _ls(d):
+            rec = json.loads(_read(os.path.join(d, name))[0])
+            box, hops = rec.get("box"), 0
+            while box in summary and not any(rec["id"] in summary[box][s] for s in STATES) and hops < 16:
+                box, hops = forwards.get((box, rec["id"])), hops + 1
+            target = summary.get(box)
             assert target is not None and any(rec["id"] in target[s] for s in STATES), (
-                f"{bname}/sent/{name}: the message it records is in no state of box {rec.get('box')}")
+                f"{os.path.relpath(d, mail_root)}/{name}: the message it records is in no state of box "
+                f"{rec.get('box')} (nor where it was forwarded)")
     return summary
 
 

@@ -116,3 +116,239 @@ def test_send_to_a_prunable_worktree_is_refused_and_names_those_that_exist(clone
         assert os.path.realpath(clone.web) in line and f"{os.path.realpath(stale)}," not in line, line
         assert not line.endswith(os.path.realpath(stale)), line
     assert files(box_of(clone, stale) / "inbox") == queued
+
+
+# -- git worktree move: the moved worktree keeps its mail ------------------------------------
+def journal(clone, event=None):
+    path = clone.mail_root / "journal.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [r for r in recs if event is None or r.get("event") == event]
+
+
+def token_of(clone, wt_id):
+    return (clone.common_dir / "worktrees" / wt_id / "korus-mail-id").read_text().strip()
+
+
+def test_a_moved_worktree_keeps_its_queue_and_its_sent_history(clone):
+    back = send_id(clone, "--to", str(clone.main), "--", "web wrote this before the move", cwd=clone.web)
+    msg_id = send_id(clone, "--to", "web", "--", "waiting in web")
+    old = box_of(clone, clone.web)
+    # the on-disk record of whose box it is: git's admin dir id and our token kept in it
+    assert (old / "worktree").read_text() == f"worktrees/web {token_of(clone, 'web')}\n"
+    assert len(token_of(clone, "web")) == 24
+    assert (box_of(clone, clone.main) / "worktree").read_text() == "main\n"
+    moved = clone.base / "web-moved"
+    git("worktree", "move", str(clone.web), str(moved), cwd=clone.main)
+
+    ans, _ = hook("SessionStart", moved, "sess-moved-1")
+    assert "waiting in web" in context_of(ans)
+    hook("Stop", moved, "sess-moved-1")
+    new = box_of(clone, moved)
+    assert files(new / "seen") == [msg_id + ".json"] and files(old / "inbox") == []
+    assert (new / "worktree").read_text() == f"worktrees/web {token_of(clone, 'web')}\n"
+    assert not (old / "worktree").exists()
+    [adopted] = journal(clone, "adopted")
+    assert (adopted["id"], adopted["box"], adopted["source"]) == (msg_id, new.name, old.name)
+    fate = sent_fates(clone)[msg_id]
+    assert fate["state"] == "consumed" and fate["moved_to"] == [new.name], fate
+    assert back in sent_fates(clone, cwd=moved), "the moved worktree's sent history stayed behind"
+
+
+def test_the_first_command_in_a_moved_worktree_adopts(clone):
+    msg_id = send_id(clone, "--to", "web", "--", "for web")
+    moved = clone.base / "elsewhere"
+    git("worktree", "move", str(clone.web), str(moved), cwd=clone.main)
+    assert run_cli("status", cwd=moved).returncode == 0
+    assert files(box_of(clone, moved) / "inbox") == [msg_id + ".json"]
+    assert [r["id"] for r in journal(clone, "adopted")] == [msg_id]
+    run_cli("status", cwd=moved)
+    hook("SessionStart", moved, "sess-x")
+    assert len(journal(clone, "adopted")) == 1, "adopted twice"
+
+
+def test_moving_the_whole_clone_keeps_the_main_checkouts_mail(clone):
+    msg_id = send_id(clone, "--to", str(clone.main), "--", "for main", cwd=clone.web)
+    new_main = clone.base / "api-moved"
+    os.rename(clone.main, new_main)
+    git("worktree", "repair", cwd=new_main)
+    ans, _ = hook("SessionStart", new_main, "sess-main-1")
+    assert "for main" in context_of(ans)
+    hook("Stop", new_main, "sess-main-1")
+    mail_root = new_main / ".git" / "mail"
+    from git_korus_mail import keys
+    assert (mail_root / "box" / keys.key_for(str(new_main)).name / "seen" / (msg_id + ".json")).exists()
+
+
+def _live_claim(clone, box, msg_id):
+    """A claim held by a process that is alive (a sleeping child), as a slow Stop's would be."""
+    import subprocess
+    from git_korus_mail import claims
+    holder = subprocess.Popen(["sleep", "600"])
+    owner = claims.me("consume", "sess-holder")
+    owner["pid"], owner["start"] = holder.pid, claims._proc_start_time(holder.pid)
+    d = box / "claiming"
+    d.mkdir(mode=0o700, exist_ok=True)
+    (d / (msg_id + claims.CLAIM_SUFFIX)).write_text(json.dumps(owner, sort_keys=True))
+    (d / (msg_id + claims.CLAIM_SUFFIX)).chmod(0o600)
+    return holder
+
+
+def test_moving_a_worktree_while_one_of_its_messages_is_claimed(clone):
+    import invariants
+    held = send_id(clone, "--to", "web", "--", "held by a live claim")
+    free = send_id(clone, "--to", "web", "--", "free to move")
+    old = box_of(clone, clone.web)
+    holder = _live_claim(clone, old, held)
+    try:
+        moved = clone.base / "web-moved"
+        git("worktree", "move", str(clone.web), str(moved), cwd=clone.main)
+        new = box_of(clone, moved)
+        ans, _ = hook("SessionStart", moved, "sess-a")
+        text = context_of(ans)
+        assert "free to move" in text and "held by a live claim" not in text
+        assert files(old / "inbox") == [held + ".json"] and not (new / "worktree").exists()
+        assert sent_fates(clone)[held]["state"] == "queued"
+        hook("Stop", moved, "sess-a")
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder died without consuming: the next event retries the adoption and breaks its claim
+    ans, _ = hook("SessionStart", moved, "sess-b")
+    assert "held by a live claim" in context_of(ans) and "free to move" not in context_of(ans)
+    hook("Stop", moved, "sess-b")
+    s = invariants.check(clone.mail_root)
+    assert s[new.name]["receipts"][free]["session"] == "sess-a"
+    assert s[new.name]["receipts"][held]["session"] == "sess-b"
+    assert sorted(r["id"] for r in journal(clone, "adopted")) == sorted([held, free])
+    assert (new / "worktree").exists() and not (old / "worktree").exists()
+
+
+def test_moving_a_worktree_whose_consumer_died_after_its_receipt_does_not_deliver_twice(clone):
+    import invariants
+    msg_id = send_id(clone, "--to", "web", "--", "consumed before the move")
+    hook("SessionStart", clone.web, "sess-a")
+    proc = run_cli("drain", cwd=clone.web, env={"KORUS_MAIL_CRASH_AT": "consume:receipt"},
+                   input=json.dumps({"session_id": "sess-a", "cwd": str(clone.web), "hook_event_name": "Stop"}))
+    assert proc.returncode == -9
+    moved = clone.base / "web-moved"
+    git("worktree", "move", str(clone.web), str(moved), cwd=clone.main)
+    ans, _ = hook("SessionStart", moved, "sess-b")
+    assert "consumed before the move" not in (context_of(ans) or "")
+    hook("Stop", moved, "sess-b")
+    s = invariants.check(clone.mail_root)
+    assert s[box_of(clone, clone.web).name]["receipts"][msg_id]["session"] == "sess-a"
+    assert not journal(clone, "adopted")
+    assert sent_fates(clone)[msg_id]["state"] == "consumed"
+
+
+def test_an_event_in_an_existing_box_never_reaches_the_adoption_code(clone):
+    """The adoption check is the stat of the box's `worktree` file: an event with nothing moved
+    imports neither the identity nor the forwarding module, so it runs no git and scans no boxes."""
+    import subprocess
+    import sys
+    payload = json.dumps({"session_id": "s-hot", "cwd": str(clone.web), "hook_event_name": "UserPromptSubmit"})
+
+    def imported(cwd):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "git_korus_mail", "drain"], cwd=cwd,
+                              input=payload.replace(str(clone.web), str(cwd)), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+
+    first = imported(clone.web)  # the box is new: its first use looks for an older box
+    assert "git_korus_mail.forwarding" in first and "git_korus_mail.wtident" in first
+    later = imported(clone.web)
+    assert "git_korus_mail.forwarding" not in later and "git_korus_mail.wtident" not in later, later
+
+
+# -- removed, then re-added under the same name: a new worktree, flagged mail ---------------
+def test_a_readded_worktree_does_not_inherit_and_the_stranded_box_is_flagged_then_forwarded(clone):
+    feature = clone.add_worktree("feature")
+    msg_id = send_id(clone, "--to", "feature", "--", "for the old feature")
+    old = box_of(clone, feature)
+    git("worktree", "remove", str(feature), cwd=clone.main)
+    again = clone.base / "other" / "feature"
+    git("worktree", "add", "-q", str(again), "-b", "feature2", cwd=clone.main)
+    assert (clone.common_dir / "worktrees" / "feature").is_dir()  # git reused the admin dir name
+    ans, _ = hook("SessionStart", again, "sess-new")
+    assert "for the old feature" not in context_of(ans)
+    assert files(old / "inbox") == [msg_id + ".json"]
+
+    listing = run_cli("list", cwd=clone.main)
+    [row] = [r for r in json.loads(run_cli("list", "--json", cwd=clone.main).stdout)["boxes"]
+             if r["key"] == old.name]
+    assert row["stranded"] and "STRANDED: 1 queued" in listing.stdout
+    assert f"git korus-mail forward {old.name} --to" in listing.stdout
+    doc = run_cli("doctor", "--json", cwd=clone.main)
+    assert doc.returncode == 1
+    [finding] = [f for f in json.loads(doc.stdout)["findings"] if f["check"] == "stranded"]
+    assert not finding["ok"] and old.name in finding["where"] and "forward" in finding["fix"]
+    assert files(old / "inbox") == [msg_id + ".json"], "doctor or list deleted queued mail"
+
+    proc = run_cli("forward", str(feature), "--to", str(again), cwd=clone.main)  # named by its old path
+    assert proc.returncode == 0 and "forwarded 1 message from" in proc.stdout, proc.stderr
+    ans, _ = hook("SessionStart", again, "sess-new")
+    assert "for the old feature" in context_of(ans)
+    hook("Stop", again, "sess-new")
+    fate = sent_fates(clone)[msg_id]
+    assert fate["state"] == "consumed" and fate["moved_to"] == [box_of(clone, again).name]
+    assert [r["id"] for r in journal(clone, "forwarded")] == [msg_id]
+    assert not any(f["check"] == "stranded" and not f["ok"]
+                   for f in json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)["findings"])
+
+
+@pytest.mark.parametrize("args,code,needle", [
+    (["no-such-box", "--to", "web"], 129, "no such box"),
+    (["{web}", "--to", "web"], 1, "nothing to forward"),
+    (["{gone}", "--to", "gone"], 1, "worktrees that exist"),
+    (["{gone}", "--to", "all"], 129, "one worktree"),
+])
+def test_forward_refuses_what_it_cannot_do_and_keeps_the_mail(clone, args, code, needle):
+    gone = clone.add_worktree("gone")
+    msg_id = send_id(clone, "--to", "gone", "--", "kept")
+    send_id(clone, "--to", "web", "--", "web has a box too")
+    git("worktree", "remove", str(gone), cwd=clone.main)
+    names = {"{web}": box_of(clone, clone.web).name, "{gone}": box_of(clone, gone).name}
+    proc = run_cli("forward", *[names.get(a, a) for a in args], cwd=clone.main)
+    assert proc.returncode == code and needle in proc.stderr.splitlines()[0], proc.stderr
+    assert files(box_of(clone, gone) / "inbox") == [msg_id + ".json"]
+
+
+# -- a sender outside every worktree leaves no box behind -------------------------------------
+def _boxes(clone):
+    return files(clone.mail_root / "box")
+
+
+@pytest.mark.parametrize("where", ["tmp", "git-dir"])
+def test_a_sender_outside_every_worktree_leaves_no_box(clone, tmp_path, where):
+    send_id(clone, "--to", "web", "--", "make the mail root")
+    before = _boxes(clone)
+    if where == "tmp":
+        cwd, repo = tmp_path / "outside", ["--repo", str(clone.main)]
+        cwd.mkdir()
+    else:
+        cwd, repo = clone.mail_root, []
+    msg_id = send_id(clone, *repo, "--to", str(clone.web), "--", "from outside", cwd=cwd)
+    assert _boxes(clone) == before, "a box was left for a sender no drain will ever serve"
+    assert (clone.mail_root / "sent" / (msg_id + ".json")).exists()
+    proc = run_cli("status", "--json", *repo, cwd=cwd)
+    fates = {r["id"]: r["fate"]["state"] for r in json.loads(proc.stdout)["sent"]}
+    assert fates == {msg_id: "queued"}, fates
+    assert msg_id not in sent_fates(clone), "another sender's status lists it"
+
+
+def test_a_sender_in_a_bare_repository_leaves_no_box(tmp_path):
+    from helpers import Clone
+    src = Clone(tmp_path)
+    bare = tmp_path / "bare.git"
+    git("clone", "-q", "--bare", str(src.main), str(bare), cwd=tmp_path)
+    wt = tmp_path / "bw"
+    git("worktree", "add", "-q", str(wt), "-b", "bw", cwd=bare)
+    proc = run_cli("send", "--to", "bw", "--json", "--", "from the bare dir", cwd=bare)
+    assert proc.returncode == 0, proc.stderr
+    msg_id = json.loads(proc.stdout)["results"][0]["id"]
+    from git_korus_mail import keys
+    assert files(bare / "mail" / "box") == [keys.key_for(str(wt)).name]
+    fates = {r["id"]: r["fate"]["state"] for r in json.loads(run_cli("status", "--json", cwd=bare).stdout)["sent"]}
+    assert fates == {msg_id: "queued"}
+    ans, _ = hook("SessionStart", wt, "sess-bw")
+    assert "from the bare dir" in context_of(ans)

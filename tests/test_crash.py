@@ -12,6 +12,8 @@ Scenarios by family:
   consume:*  a Stop hook killed while consuming what it was shown
   expire:*   a showing hook (or `list`) killed while moving an expired message aside
   break:*    a Stop hook (or a showing hook's repair) killed while breaking a dead owner's claim
+  forward:*  the first drain in a moved worktree killed while adopting its old box's queue
+             (and `forward` killed while moving a removed worktree's queue)
 """
 
 import json
@@ -22,7 +24,7 @@ import sys
 
 import pytest
 
-from helpers import PYTHON, context_of, run_cli
+from helpers import PYTHON, context_of, git, run_cli
 from git_korus_mail import claims, crash, keys
 from git_korus_mail.message import parse, utc_stamp
 
@@ -325,8 +327,54 @@ def scenario_break(c, step, via="Stop"):
     assert_consumed_once(c, msg_id, S1)
 
 
+def _first_move_state(old, new, first, step):
+    """Where the first message stands after a kill at `step` while moving it from box `old`
+    to box `new`: (claimed in old, decision recorded in old, in old inbox, in new inbox)."""
+    name = first + ".json"
+    return ((old / "claiming" / (first + claims.CLAIM_SUFFIX)).exists(), (old / "forwarded" / name).exists(),
+            (old / "inbox" / name).exists(), (new / "inbox" / name).exists())
+
+
+MOVE_STATES = {
+    "forward:claimed": (True, False, True, False),
+    "forward:recorded": (True, True, True, False),
+    "forward:copied": (True, True, True, True),
+    "forward:unlinked": (True, True, False, True),
+}
+
+
+def assert_moved_once(c, ids, old, new, event, session):
+    """Every id consumed once, in the new box, by `session`; journaled as moved at most once."""
+    s = settle_and_check(c)
+    for msg_id in ids:
+        assert msg_id in s[new.name]["seen"] and s[new.name]["receipts"][msg_id]["session"] == session
+        assert not any(msg_id in s[old.name][st] for st in ("inbox", "seen", "expired")), msg_id
+        assert len(journal_events(c, event, msg_id)) <= 1
+        assert len(journal_events(c, "consumed", msg_id)) <= 1
+    fates = {r["id"]: r["fate"] for r in json.loads(run_cli("status", "--json", cwd=c.main).stdout)["sent"]}
+    assert all(fates[i]["state"] == "consumed" for i in ids), fates
+
+
+def scenario_forward(c, step):
+    """`git worktree move`, then the moved worktree's first drain is killed while adopting."""
+    ids = [send(c, body=f"before the move {i}") for i in range(2)]
+    old = box_dir(c)
+    moved = c.base / "web-moved"
+    git("worktree", "move", str(c.web), str(moved), cwd=c.main)
+    new = c.mail_root / "box" / keys.key_for(str(moved)).name
+    proc = drain("SessionStart", moved, S1, env=crash_env(step))
+    assert_killed(proc, step)
+    assert _first_move_state(old, new, min(ids), step) == MOVE_STATES[step]
+    assert not (new / "worktree").exists(), "adoption recorded as done by a killed process"
+    text = answer_text(clean("SessionStart", moved, S1))
+    assert all(text.count(f"id {i}") == 1 for i in ids), text
+    clean("Stop", moved, S1)
+    assert (new / "worktree").exists() and not (old / "worktree").exists()
+    assert_moved_once(c, ids, old, new, "adopted", S1)
+
+
 SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume,
-             "expire": scenario_expire, "break": scenario_break}
+             "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward}
 
 
 @pytest.mark.parametrize("step", crash.STEPS)
@@ -344,6 +392,34 @@ def test_killed_expiring_via_list(step, clone):
 @pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("break:")])
 def test_killed_breaking_via_repair(step, clone):
     scenario_break(clone, step, via="SessionStart")
+
+
+@pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("forward:")])
+def test_killed_forwarding_a_removed_worktrees_queue(step, clone):
+    """`forward` killed at each step: `list` completes a recorded decision, a second `forward`
+    moves the rest; each message reaches the destination once and keeps its id."""
+    c = clone
+    gone = c.add_worktree("gone")
+    ids = []
+    for i in range(2):
+        proc = run_cli("send", "--to", "gone", "--json", "--", f"for gone {i}", cwd=c.main, check=True)
+        ids.append(json.loads(proc.stdout)["results"][0]["id"])
+    old = c.mail_root / "box" / keys.key_for(str(gone)).name
+    git("worktree", "remove", str(gone), cwd=c.main)
+    proc = run_cli("forward", old.name, "--to", "web", cwd=c.main, env=crash_env(step))
+    assert_killed(proc, step)
+    new = box_dir(c)
+    assert _first_move_state(old, new, min(ids), step) == MOVE_STATES[step]
+    assert run_cli("list", cwd=c.main).returncode == 0  # settles the old box: its repair finishes a decision
+    first_done = step != "forward:claimed"
+    assert (new / "inbox" / (min(ids) + ".json")).exists() == first_done
+    assert (old / "inbox" / (min(ids) + ".json")).exists() == (not first_done)
+    again = run_cli("forward", old.name, "--to", "web", cwd=c.main)
+    assert again.returncode == 0, again.stderr
+    text = answer_text(clean("SessionStart", c.web, S1))
+    assert all(text.count(f"id {i}") == 1 for i in ids), text
+    clean("Stop", c.web, S1)
+    assert_moved_once(c, ids, old, new, "forwarded", S1)
 
 
 @pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("send:")])
