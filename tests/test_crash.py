@@ -518,3 +518,22 @@ def test_killed_processes_staging_files_are_swept_after_36h(clone):
     clean("SessionStart", c.web, S2)
     assert ls(c.mail_root / "tmp") == []
     settle_and_check(c)
+
+
+def test_a_copy_consumed_before_the_repair_is_never_placed_again(clone):
+    """Killed after the copy reached the destination: the destination's session consumes it
+    before anyone repairs the source. The repair then only unlinks the source entry."""
+    c = clone
+    gone = c.add_worktree("gone")
+    proc = run_cli("send", "--to", "gone", "--json", "--", "copied, then killed", cwd=c.main, check=True)
+    msg_id = json.loads(proc.stdout)["results"][0]["id"]
+    old = c.mail_root / "box" / keys.key_for(str(gone)).name
+    git("worktree", "remove", str(gone), cwd=c.main)
+    assert_killed(run_cli("forward", old.name, "--to", "web", cwd=c.main, env=crash_env("forward:copied")),
+                  "forward:copied")
+    assert msg_id in answer_text(clean("SessionStart", c.web, S1))
+    clean("Stop", c.web, S1)
+    assert state_of(c, msg_id) == ["seen"]
+    s = settle_and_check(c)  # `list` repairs the old box: the recorded move completes without a copy
+    assert state_of(c, msg_id) == ["seen"] and msg_id not in s[old.name]["inbox"]
+    assert not answer_text(clean("SessionStart", c.web, S2)).count(f"id {msg_id}")
