@@ -168,12 +168,6 @@ class Drain:
                 return Outcome(context=f"korus-mail: delivery is off for this clone (as of {utc_stamp(self.now)});"
                                        f" queued mail waits until `git korus-mail on`.")
             return Outcome()
-        notices, notice_names = ([], [])
-        if self.event == "SessionStart":
-            from git_korus_mail import render
-            notices, notice_names = self._notices()
-            if notices:
-                lines.append(render.render_expiry_notice(notices))
         shown_dir = box.sub("shown").sub(self.session, create=True)
         already = set(shown_dir.names())
         ids, odd = box.inbox_ids()
@@ -182,6 +176,13 @@ class Drain:
         candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
         batch, skips, examined = self._load_batch(candidates, shown_dir) if candidates else ([], 0, 0)
         remaining = len(candidates) - examined
+        notices, notice_names = ([], [])
+        if self.event == "SessionStart":
+            # read only now: what the batch load just expired is told to this very session
+            from git_korus_mail import render
+            notices, notice_names = self._notices()
+            if notices:
+                lines.append(render.render_expiry_notice(notices, os.path.join(box.dir.path, "expired")))
         text, blocks, deferred = (None, [], remaining)
         if batch:
             from git_korus_mail import render
@@ -316,6 +317,7 @@ class Drain:
             except (OSError, ValueError, NotRegular, TooLarge):
                 continue
             if isinstance(rec, dict):
+                rec["id"] = name[:-len(MSG_SUFFIX)] if name.endswith(MSG_SUFFIX) else name  # the file's own name
                 out.append(rec)
                 names.append(name)
         return out, names

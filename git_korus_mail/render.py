@@ -280,13 +280,33 @@ def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP,
     return text, blocks, deferred
 
 
-def render_expiry_notice(notices):
-    """One line telling the recipient what expired unread (nobody is told otherwise)."""
-    by_sender = {}
-    for n in notices:
-        by_sender[n.get("from") or "unknown sender"] = by_sender.get(n.get("from") or "unknown sender", 0) + 1
-    parts = [f"{field(s, 120)} ×{c}" for s, c in sorted(by_sender.items(), key=lambda kv: -kv[1])[:5]]
-    more = len(by_sender) - len(parts)
-    return (f"korus-mail: {len(notices)} message{'s' if len(notices) != 1 else ''} to this worktree expired unread"
-            f" since your last session (from {', '.join(parts)}{f', and {more} more senders' if more > 0 else ''}).")
+NOTICE_LINES = 10  # expired messages named one by one; the rest are counted by sender
+
+
+def render_expiry_notice(notices, kept_in=None):
+    """What expired unread (nobody is told otherwise): each message by id, sender, sent time and
+    the file its body is kept in, up to NOTICE_LINES; then the rest counted by sender."""
+    n = len(notices)
+    head = (f"korus-mail: {n} message{'s' if n != 1 else ''} to this worktree expired unread; "
+            f"nothing was consumed, and {'their bodies are' if n != 1 else 'its body is'} kept:")
+    lines = [head]
+    for rec in notices[:NOTICE_LINES]:
+        mid = rec.get("id")
+        where = f"{kept_in.rstrip('/')}/{mid}.json" if kept_in and mid else None
+        # every line outside a frame is marked as the drain's own, as the rest of its output is
+        lines.append(f"korus-mail: expired {field(mid, 80)} from {field(rec.get('from') or 'unknown sender', 120)}"
+                     f" sent {field(rec.get('sent_at'), 40)}, expired {field(rec.get('expired_at'), 40)}"
+                     f"; body in {field(where, 300)}")
+    rest = notices[NOTICE_LINES:]
+    if rest:
+        by_sender = {}
+        for rec in rest:
+            s = rec.get("from") or "unknown sender"
+            by_sender[s] = by_sender.get(s, 0) + 1
+        parts = [f"{field(s, 120)} ×{c}" for s, c in sorted(by_sender.items(), key=lambda kv: -kv[1])[:5]]
+        more = len(by_sender) - len(parts)
+        lines.append(f"korus-mail: and {len(rest)} more expired (from {', '.join(parts)}"
+                     f"{f', and {more} more senders' if more > 0 else ''})"
+                     f"{f', all in {field(kept_in, 300)}' if kept_in else ''}")
+    return "\n".join(lines)
 

@@ -435,13 +435,14 @@ class Box:
 
     def _write_notice(self, msg_id):
         """Remember an unread expiry so the recipient's next SessionStart is told (the seed: nobody was)."""
-        sender = None
+        sender = sent_at = None
         try:
             msg, _ = self.load(msg_id, "expired")
             sender = (msg.get("from") or {}).get("path")
+            sent_at = msg.get("sent_at")
         except (OSError, Invalid, NotRegular, TooLarge):
             pass  # the notice is best-effort detail; the expiry itself stands
-        note = {"id": msg_id, "from": sender, "expired_at": utc_stamp(time.time())}
+        note = {"id": msg_id, "from": sender, "sent_at": sent_at, "expired_at": utc_stamp(time.time())}
         try:
             self.sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
         except FileExistsError:

@@ -327,8 +327,25 @@ def test_labels_drop_the_total_past_ten_thousand():
 
 
 def test_expiry_notice_escapes_senders():
-    notes = [{"from": "/evil\x1b[31m\n"}] * 3 + [{"from": None}] + [{"from": f"/s{i}"} for i in range(8)]
-    text = render.render_expiry_notice(notes)
-    assert text.startswith("korus-mail: 12 messages to this worktree expired unread")
+    notes = ([{"id": f"e{i}", "from": f"/s{i}"} for i in range(render.NOTICE_LINES)]
+             + [{"id": "x", "from": "/evil\x1b[31m\n"}] * 3 + [{"id": "y", "from": None}]
+             + [{"id": f"z{i}", "from": f"/t{i}"} for i in range(8)])
+    text = render.render_expiry_notice(notes, "/box/expired")
+    assert text.startswith(f"korus-mail: {len(notes)} messages to this worktree expired unread")
     assert "/evil\\u001b[31m\\u000a ×3" in text and "unknown sender ×1" in text and "and 5 more senders" in text
-    assert not any(forbidden(c) for c in text) and "\n" not in text
+    assert "korus-mail: and 12 more expired (" in text and text.endswith(", all in /box/expired")
+    assert not any(forbidden(c) for c in text.replace("\n", ""))
+
+
+def test_expiry_notice_names_each_message():
+    notes = [{"id": "m1", "from": "/srv/api", "sent_at": "2026-11-28T10:00:00.000000Z",
+              "expired_at": "2026-12-01T10:00:00.000000Z"},
+             {"id": "m2\nforged", "from": None}]
+    text = render.render_expiry_notice(notes, "/c/.git/mail/box/web-0123/expired")
+    lines = text.split("\n")
+    assert lines[0] == ("korus-mail: 2 messages to this worktree expired unread; nothing was consumed, "
+                        "and their bodies are kept:")
+    assert lines[1] == ("korus-mail: expired m1 from /srv/api sent 2026-11-28T10:00:00.000000Z, expired 2026-12-01T10:00:00.000000Z"
+                        "; body in /c/.git/mail/box/web-0123/expired/m1.json")
+    assert lines[2].startswith("korus-mail: expired m2\\u000aforged from unknown sender sent -, expired -; body in ")
+    assert len(lines) == 3

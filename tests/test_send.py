@@ -273,3 +273,28 @@ def test_git_dir_env(clone):
     data = json.loads(proc.stdout)
     assert data["mail_root"] == str(clone.mail_root)
     assert {r["slug"]: r["counts"]["inbox"] for r in data["boxes"]}["web"] == 1
+
+
+def test_the_session_whose_start_expires_mail_is_told_at_once_naming_each_message(clone):
+    from helpers import hook
+    from git_korus_mail import keys
+    ids = []
+    for body in ("stale one", "stale two"):
+        run_cli("send", "--to", "../web", body, cwd=clone.main, check=True)
+    for f in inbox(clone, clone.web):
+        msg = json.loads(f.read_text())
+        msg["expires_at"] = "2000-01-01T00:00:00.000000Z"  # due: this SessionStart's drain expires it
+        f.write_text(json.dumps(msg))
+        ids.append((msg["id"], msg["sent_at"]))
+    answer, _ = hook("SessionStart", clone.web, "sess-first")
+    ctx = answer["hookSpecificOutput"]["additionalContext"]
+    box = clone.mail_root / "box" / keys.key_for(str(clone.web)).name
+    assert "2 messages to this worktree expired unread" in ctx, ctx
+    for msg_id, sent_at in ids:
+        kept = box / "expired" / f"{msg_id}.json"
+        assert kept.exists()
+        assert (f"korus-mail: expired {msg_id} from {os.path.realpath(clone.main)} sent {sent_at}, expired " in ctx
+                and f"; body in {os.path.realpath(kept)}" in ctx), ctx
+    assert "stale one" not in ctx  # named, not shown: expired mail is never displayed as mail
+    answer, _ = hook("SessionStart", clone.web, "sess-second")
+    assert "expired unread" not in answer["hookSpecificOutput"]["additionalContext"]  # told once
