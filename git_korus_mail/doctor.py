@@ -159,7 +159,7 @@ def _check_wiring(clone, root, findings):
                 findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
             continue
         if problems:
-            findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
+            findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(label))
         else:
             findings.add("wiring", True, label, "wired, and the stub answers SessionStart")
     for wt in skipped:
@@ -172,6 +172,18 @@ def _check_wiring(clone, root, findings):
         else:
             findings.add("wiring", False, hook, "no post-checkout hook of ours: new worktrees are not wired",
                          "git korus-mail install")
+
+
+def _wiring_fix(path):
+    """Advice that can succeed: install never touches a settings file it cannot parse, so
+    running it again alone would fail the same way."""
+    try:
+        install.read_settings(path)
+    except MailError:
+        return f"fix {path} by hand (it must be a JSON object), then run `git korus-mail install`"
+    except OSError as exc:
+        return f"make {path} readable ({exc.strerror}), then run `git korus-mail install`"
+    return "git korus-mail install"
 
 
 def _check_stub(stub, helper, findings, repo=None):

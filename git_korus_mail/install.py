@@ -478,9 +478,16 @@ def run_install(clone, args, out):
         else:
             anchor = repo_anchor(clone)
             wired = [(user_settings_path(), anchor, anchor)]
+        not_wired = []
         try:
-            for path, repo, _cwd in wired:
-                state = wire_file(path, stub, repo, force, scope_rec["files"])
+            for path, repo, cwd in wired:
+                try:
+                    state = wire_file(path, stub, repo, force, scope_rec["files"])
+                except MailError as exc:
+                    # one broken settings file must not leave the worktrees after it unwired
+                    not_wired.append((cwd, str(exc)))
+                    out.write(f"settings  {path}  NOT WIRED\n")
+                    continue
                 out.write(f"settings  {path}  {state}\n")
         finally:
             record.save()  # what was written so far must be undoable, even after a failure
@@ -497,13 +504,16 @@ def run_install(clone, args, out):
     results = verify(root, stub, wired, run_stub=not only_own)
     failed = any(problems for _label, problems in results)
     if only_own:
-        for path, _repo, _cwd in wired:
-            report.write(f"git korus-mail: wired {path} to the mail drain\n")
-        if not failed:
+        for path, _repo, cwd in wired:
+            if all(cwd != c for c, _why in not_wired):
+                report.write(f"git korus-mail: wired {path} to the mail drain\n")
+        if not failed and not not_wired:
             return 0
         out = report
     write_table(results, out)
-    return 1 if failed else 0
+    for cwd, why in not_wired:
+        sys.stderr.write(f"git korus-mail: not wired: {cwd}: {why}\n")
+    return 1 if failed or not_wired else 0
 
 
 # -- verification -------------------------------------------------------------------------

@@ -440,3 +440,33 @@ def test_stub_passes_a_good_answer_through_unchanged_and_hands_over_stdin(clone,
         assert res.returncode == 0, res.stderr
         assert res.stdout == json.dumps({"systemMessage": 'saw sess-xyz \\ %s "q"',
                                          "args": ["--repo", "/some/where"]}) + "\n"
+
+
+def test_install_wires_every_worktree_it_can_and_names_each_it_could_not(clone):
+    docs = clone.add_worktree("docs")
+    later = clone.add_worktree("zz-later")  # after the broken one in git's order
+    bad_web = write_foreign(clone.web, '{"model": "opus",,}\n')
+    bad_docs = write_foreign(docs, '["a list, not an object"]\n')
+    before = {p: p.read_bytes() for p in (bad_web, bad_docs)}
+    proc = install(clone.main, check=False)
+    assert proc.returncode == 1
+    for wt in (clone.main, later):  # wired, before and after the broken ones
+        assert claude.check_settings(load(settings_path(wt)), stub_of(clone)) == [], wt
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("git korus-mail: not wired: ")]
+    assert len(errors) == 2, proc.stderr
+    assert any(os.path.realpath(clone.web) in ln and "not valid JSON" in ln for ln in errors), errors
+    assert any(os.path.realpath(docs) in ln and "not a JSON object" in ln for ln in errors), errors
+    assert all("fix it and run install again" in ln for ln in errors), errors
+    assert {p: p.read_bytes() for p in before} == before  # never touched
+
+    # doctor's advice can succeed: fix the named file, then install
+    from test_doctor import doctor, failing
+    rc, data = doctor(clone.main)
+    fixes = {f["where"]: f["fix"] for f in failing(data, "wiring")}
+    assert fixes[str(bad_web)] == (f"fix {bad_web} by hand (it must be a JSON object), "
+                                   f"then run `git korus-mail install`"), fixes
+    bad_web.write_text("{}\n")
+    bad_docs.write_text("{}\n")
+    assert install(clone.main, check=False).returncode == 0
+    rc, data = doctor(clone.main)
+    assert not failing(data, "wiring"), failing(data, "wiring")
