@@ -119,6 +119,14 @@ def _more(n, what):
     return f"... and {n} more {what} (--all shows every one)"
 
 
+def _e(value):
+    """A value read from disk (a name, a path, a field), as text safe for a terminal or an agent's
+    context: every control, bidi or invisible character escaped by the drain's own rules."""
+    from git_korus_mail import render
+    text, _cut = render.escape_line(str(value), 1 << 20)
+    return text
+
+
 def run_list(clone, as_json, out, show_all=False):
     data = collect_list(clone)
     if as_json:
@@ -142,15 +150,15 @@ def run_list(clone, as_json, out, show_all=False):
         if row["quarantined"]:
             flags.append(f"{row['quarantined']} quarantined")
         oldest = row["oldest_unread_age_s"]
-        head = ui.bold(row["slug"])
-        out.write(f"{head}  {row['path'] or '?'}"
-                  f"{'  [' + row['branch'] + ']' if row['branch'] else ''}"
+        head = ui.bold(_e(row["slug"]))
+        out.write(f"{head}  {_e(row['path'] or '?')}"
+                  f"{'  [' + _e(row['branch']) + ']' if row['branch'] else ''}"
                   f"{'  (' + ', '.join(flags) + ')' if flags else ''}\n")
         out.write(f"    inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
                   f"{'  oldest unread ' + human_age(oldest) if oldest is not None else ''}\n")
         sessions = row["sessions"] if show_all else row["sessions"][:SESSIONS_SHOWN]
         for s in sessions:
-            out.write(f"    session {s['session']}  {s['state']}  last {s['last_event']} at {s['at']}\n")
+            out.write(f"    session {_e(s['session'])}  {_e(s['state'])}  last {_e(s['last_event'])} at {_e(s['at'])}\n")
         if len(sessions) < len(row["sessions"]):
             n = len(row["sessions"]) - len(sessions)
             out.write(f"    {_more(n, 'session' if n == 1 else 'sessions')}\n")
@@ -310,15 +318,15 @@ def run_status(clone, as_json, out, show_all=False):
     if as_json:
         out.write(json.dumps(d, indent=2) + "\n")
         return 0
-    out.write(f"mail root {d['mail_root']}  (as of {d['as_of']})\n")
+    out.write(f"mail root {_e(d['mail_root'])}  (as of {d['as_of']})\n")
     out.write(f"delivery  {d['delivery']}\n")
-    out.write(f"this worktree  {d['this']['path']}  key {d['this']['key']}\n")
+    out.write(f"this worktree  {_e(d['this']['path'])}  key {_e(d['this']['key'])}\n")
     if d["box"]:
         c = d["box"]["counts"]
         out.write(f"  inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
                   f"  (as of {d['as_of']})\n")
         for ev, last in sorted(d["box"]["last_drain"].items()):
-            out.write(f"  last {ev} drain at {last['at']} (session {last['session']})\n")
+            out.write(f"  last {_e(ev)} drain at {_e(last['at'])} (session {_e(last['session'])})\n")
     else:
         out.write("  no mail has been sent here yet\n")
     if d["sent"]:
@@ -327,27 +335,27 @@ def run_status(clone, as_json, out, show_all=False):
             f = rec["fate"]
             detail = ""
             if f["state"] == "consumed":
-                detail = f" by session {f.get('session')} at {f.get('at')}"
+                detail = f" by session {_e(f.get('session'))} at {_e(f.get('at'))}"
             elif f["state"] == "shown":
-                detail = " to " + ", ".join(f"{s.get('session')} at {s.get('at')}" for s in f["shown"])
+                detail = " to " + ", ".join(f"{_e(s.get('session'))} at {_e(s.get('at'))}" for s in f["shown"])
             elif f["state"] == "expired":
                 detail = " unread"
             state = f["state"]
             if state == "quarantined":
-                state = f"quarantined: {f.get('reason')}"
+                state = f"quarantined: {_e(f.get('reason'))}"
             elif state == "missing":
-                detail = f" ({f.get('detail')})"
+                detail = f" ({_e(f.get('detail'))})"
             if f.get("moved_to"):
-                detail += f" (moved to box {f['moved_to'][-1]})"
-            out.write(f"  {rec['id']} -> {rec.get('path')}  {ui.bold(state)}{detail}  (as of {f['as_of']})\n")
+                detail += f" (moved to box {_e(f['moved_to'][-1])})"
+            out.write(f"  {_e(rec['id'])} -> {_e(rec.get('path'))}  {ui.bold(state)}{detail}  (as of {f['as_of']})\n")
     if d["sent_total"] > len(d["sent"]):
         n = d["sent_total"] - len(d["sent"])
         out.write(f"  {_more(n, 'message' if n == 1 else 'messages')}\n")
     if d["journal"]:
         out.write("latest events:\n")
         for ev in d["journal"]:
-            rest = " ".join(f"{k}={v}" for k, v in sorted(ev.items()) if k not in ("at", "event"))
-            out.write(f"  {ev.get('at')}  {ev.get('event')}  {rest}\n")
+            rest = " ".join(f"{_e(k)}={_e(v)}" for k, v in sorted(ev.items()) if k not in ("at", "event"))
+            out.write(f"  {_e(ev.get('at'))}  {_e(ev.get('event'))}  {rest}\n")
     return 0
 
 

@@ -254,3 +254,37 @@ def test_send_on_a_full_disk_says_not_queued_only_when_nothing_is_queued(small_d
         assert len(after) == len(before) + 1 and proc.stdout.startswith("queued ")
     else:
         assert "not queued" in proc.stderr and after == before
+
+
+# -- honest reports: nothing from disk reaches a terminal raw ---------------------------------------
+RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\u200b", "\r")
+
+
+def test_status_and_list_escape_every_name_and_field_from_disk(clone):
+    run_cli("send", "--to", "../web", "hello", cwd=clone.main, check=True)
+    root = clone.mail_root
+    own = root / "box" / keys.key_for(str(clone.main)).name
+    web = root / "box" / keys.key_for(str(clone.web)).name
+    with open(root / "journal.jsonl", "a") as j:
+        j.write(json.dumps({"at": "2026-01-01T00:00:00.000000Z\x1b[2J", "event": "sent\x1b]0;pwned\x07",
+                            "id": "\u202eevil", "\x1b[31mkey": "v\r\x9b"}) + "\n")
+    (own / "sessions").mkdir(mode=0o700, exist_ok=True)
+    (own / "sessions" / "evil.json").write_text(json.dumps({
+        "session": "\x1b[2Jsess", "state": "idle\x07", "last_event": "\u202eStop", "at": "2026\u200b",
+        "events": {"Stop\x1b[1m": "2099-01-01T00:00:00Z\x1b"}}))
+    os.chmod(own / "sessions" / "evil.json", 0o600)
+    sent = sorted((own / "sent").iterdir())[0]
+    rec = json.loads(sent.read_text())
+    rec["path"] = "/w\x1b[5mblink"
+    sent.write_text(json.dumps(rec))
+    (web / "path").write_text("/tmp/\x1b]8;;http://x\x07link\n")
+    odd = root / "box" / "evil\x1b[31m-0123456789abcdef01234567"
+    odd.mkdir(mode=0o700)
+    (odd / "path").write_text("/p\x1b[31m\n")
+    os.chmod(odd / "path", 0o600)
+    for cmd in (["status"], ["list"]):
+        proc = run_cli(*cmd, cwd=clone.main, env={"NO_COLOR": "1"})
+        assert proc.returncode == 0, proc.stderr
+        raw = [c for c in RAW if c in proc.stdout]
+        assert not raw, (cmd, raw, proc.stdout)
+        assert "\\u001b" in proc.stdout, (cmd, proc.stdout)
