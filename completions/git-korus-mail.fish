@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send list status forward off on drain install uninstall doctor completion
+set -g __git_korus_mail_commands send list status forward off on drain install uninstall doctor release completion
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -243,11 +243,12 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -a install -d 'Wire Claude Code hooks to the drain'
         complete -c $c -n $top -f -a uninstall -d 'Remove what install added'
         complete -c $c -n $top -f -a doctor -d 'Check wiring, permissions, claims, clock'
+        complete -c $c -n $top -f -a release -d 'Let go of a claim whose owner is gone'
         complete -c $c -n $top -f -a completion -d 'Print a shell completion script'
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send list status forward off on drain install uninstall doctor' \
+        complete -c $c -n '__git_korus_mail_using send list status forward off on drain install uninstall doctor release' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send

@@ -70,30 +70,41 @@ def me(purpose, session=None):
 
 def owner_is_dead(owner):
     """True only when the owner provably no longer runs; unsure means alive."""
-    if not isinstance(owner, dict):
-        return False
+    return judge(owner)[0] == "dead"
+
+
+def judge(owner):
+    """(verdict, what is known) about a claim's owner. verdict: "dead" (provably gone), "alive"
+    (a process with its pid and start time runs here) or "unknown" (nothing here can tell: such a
+    claim is never broken automatically; `git korus-mail release` lets a person who knows do it)."""
+    if not isinstance(owner, dict) or not owner:
+        return "unknown", "its owner record is unreadable or mangled"
     mine = me("check")
     if owner.get("host") != mine["host"]:
-        return False  # another machine sharing the store: we cannot see its processes
+        # another machine sharing the store: we cannot see its processes
+        return "unknown", f"it was taken on host {owner.get('host')!r}, not this one ({mine['host']!r})"
     if owner.get("boot") and mine["boot"] and owner["boot"] != mine["boot"]:
-        return True   # the machine rebooted since the claim: every process of then is gone
+        return "dead", "the machine has rebooted since it was taken"
     if owner.get("pidns") != mine["pidns"]:
-        return False  # another pid namespace (a container): its pids mean nothing here
+        # another pid namespace (a container): its pids mean nothing here
+        return "unknown", f"it was taken in another pid namespace ({owner.get('pidns')!r})"
     pid = owner.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return False
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return "unknown", f"its record names no usable pid ({pid!r})"
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return True
+        return "dead", f"pid {pid} no longer runs"
     except PermissionError:
         pass  # exists, another user's process: compare start times below
     start = owner.get("start")
     if start is not None:
         now_start = _proc_start_time(pid)
         if now_start is not None and now_start != start:
-            return True  # the pid was reused by a newer process
-    return False
+            return "dead", f"pid {pid} now belongs to a newer process"  # the pid was reused
+        if now_start is not None:
+            return "alive", f"pid {pid} runs, with the start time the claim recorded"
+    return "alive", f"pid {pid} runs (its start time could not be compared, so a reused pid is not ruled out)"
 
 
 def parse_owner(data):
@@ -159,3 +170,30 @@ def break_dead(claiming_dir, msg_id, seen_owner):
         return False
     claiming_dir.unlink_quiet(aside)
     return True
+
+
+def release_as_seen(claiming_dir, msg_id, seen_data):
+    """Remove a claim a person released (`git korus-mail release`), only if it still holds exactly
+    `seen_data`, the bytes they were shown (None when it could not be read). Renamed aside first,
+    like break_dead, so a claim that changed meanwhile is put back. True when removed, False when
+    it had changed, None when it was already gone."""
+    name = msg_id + CLAIM_SUFFIX
+    aside = f"{name}.broken-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        claiming_dir.rename_to(name, claiming_dir, aside)
+    except FileNotFoundError:
+        return None
+    try:
+        taken, _st = claiming_dir.read_regular(aside, 64 * 1024)
+    except (OSError, NotRegular, TooLarge):
+        taken = None
+    if taken != seen_data:
+        try:
+            claiming_dir.link_to(aside, claiming_dir, name)
+        except FileExistsError:
+            pass  # a newer claim holds it now; the receipt still admits only one consumer
+        claiming_dir.unlink_quiet(aside)
+        return False
+    claiming_dir.unlink_quiet(aside)
+    return True
+

@@ -22,6 +22,7 @@ commands:
   install     wire this clone's worktrees to the drain
   uninstall   remove what install added (queued mail is kept)
   doctor      check wiring, permissions, claims, quarantine and clock
+  release     let go of a claim whose owner you know is gone (doctor names them)
   completion  print a shell completion script (bash, zsh, fish)
 
 `git korus-mail <command> -h` shows a command's usage; `git help korus-mail` the manual.
@@ -134,6 +135,18 @@ Check the wiring, the mail root, claims, quarantine and the clock; exit 0 only w
 options:
   --repo=<path>   the clone to check
   --json          machine-readable
+""",
+    "release": """\
+usage:
+  git-korus-mail release [--repo=<path>] <id>
+
+Release the claim on message <id>, for a claim whose owner you know is gone: one that
+doctor says cannot be proven dead (taken on another host, in another pid namespace,
+or with a mangled record). The store never does this by itself. The release is
+journaled, and a claim whose owner is running on this machine is refused.
+
+options:
+  --repo=<path>   the clone whose queue to use
 """,
     "completion": """\
 usage:
@@ -290,6 +303,9 @@ def _run(command, args, clone, out):
     if command == "doctor":
         from git_korus_mail import doctor
         return doctor.run(clone, args, out)
+    if command == "release":
+        from git_korus_mail import release
+        return release.run(clone, args, out)
     raise AssertionError(command)
 
 

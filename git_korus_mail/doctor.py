@@ -213,18 +213,28 @@ def _check_claims(box, findings):
         return
     for name in sorted(claiming.names()):
         where = f"box {box.name}"
+        shown = _e(name)
         if name.endswith(claims.CLAIM_SUFFIX):
-            owner = claims.read_owner(claiming, name[:-len(claims.CLAIM_SUFFIX)])
+            msg_id = name[:-len(claims.CLAIM_SUFFIX)]
+            owner = claims.read_owner(claiming, msg_id)
             if owner is None:
                 continue  # released while we looked
-            who = f"pid {owner.get('pid')} ({owner.get('purpose') or '?'}, session {owner.get('session') or '-'})"
-            if claims.owner_is_dead(owner):
-                findings.add("claims", False, where, f"claim {name} is held by {who}, which is dead",
+            who = (f"pid {_e(owner.get('pid'))} ({_e(owner.get('purpose') or '?')}, "
+                   f"session {_e(owner.get('session') or '-')})")
+            verdict, known = claims.judge(owner)
+            if verdict == "dead":
+                findings.add("claims", False, where, f"claim {shown} is held by {who}, which is dead: {_e(known)}",
                              "git korus-mail list (reading a box finishes or undoes a dead owner's move)")
+            elif verdict == "alive":
+                findings.add("claims", True, where, f"claim {shown} held by {who}: {_e(known)}; a move in progress")
             else:
-                findings.add("claims", True, where, f"claim {name} held by live {who}: a move in progress")
+                findings.add("claims", False, where,
+                             f"claim {shown} is held by {who}, and nothing here can tell whether it still runs: "
+                             f"{_e(known)}. It is never broken automatically, so its message stays queued "
+                             f"until the claim is released",
+                             f"if you know that process is gone: git korus-mail release {_e(msg_id)}")
         elif ".claim.broken-" in name:
-            findings.add("claims", False, where, f"{name}: a claim breaker died halfway",
+            findings.add("claims", False, where, f"{shown}: a claim breaker died halfway",
                          "git korus-mail list (it cleans these up)")
 
 
@@ -244,6 +254,12 @@ def _check_stranded(box, findings):
                  f"of this clone: nobody will read them",
                  f"git korus-mail list (adopts them if their worktree was moved), else "
                  f"git korus-mail forward {box.name} --to <worktree> (moves them; nothing is deleted)")
+
+
+def _e(value):
+    """A name or field from disk, escaped as the drain escapes it."""
+    from git_korus_mail import render
+    return render.escape_line(str(value), 1 << 16)[0]
 
 
 def _check_quarantine(box, findings):

@@ -56,6 +56,11 @@ class Outcome:
         return faults
 
 
+def render_field(value):
+    from git_korus_mail import render
+    return render.field(value, 200)
+
+
 def _why(exc):
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
@@ -360,8 +365,14 @@ class Drain:
                 if result == "held":
                     from git_korus_mail import claims
                     owner = claims.read_owner(box.sub("claiming"), name) or {}
-                    faults.append(f"message {name} is claimed by live process {owner.get('pid')}; "
-                                  f"it stays queued and is retried at the next Stop")
+                    verdict, known = claims.judge(owner)
+                    if verdict == "alive":
+                        faults.append(f"message {name} is claimed by live process {render_field(owner.get('pid'))}; "
+                                      f"it stays queued and is retried at the next Stop")
+                    else:  # say what is known, and the way out a person has
+                        faults.append(f"message {name} is claimed by a process that cannot be proven dead "
+                                      f"({render_field(known)}); it stays queued. If you know that process is "
+                                      f"gone: git korus-mail release {name}")
                     continue
                 consumed += result == "consumed"
                 shown_dir.unlink_quiet(name)

@@ -491,6 +491,17 @@ class Box:
                     fixed += 1
         return fixed
 
+    def finish_released(self, msg_id):
+        """After a person released a claim (`release`): complete the move its owner had decided, if
+        any. Returns the message's state now: "queued", "consumed", "expired" or "gone"."""
+        self._repair_one(msg_id)
+        name = msg_id + MSG_SUFFIX
+        if self.sub("inbox").exists(name):
+            return "queued"
+        if self.sub("receipts").exists(name):
+            return "consumed"
+        return "expired" if self.sub("expired").exists(name) else "gone"
+
     def _repair_one(self, msg_id):
         """After a dead owner's claim is gone: complete its move if it had decided one."""
         name = msg_id + MSG_SUFFIX

@@ -1,0 +1,75 @@
+"""`release <id>`: let go of a claim whose owner a person knows is gone.
+
+The store breaks a claim only when its owner is provably dead (claims.judge). A claim
+taken on another host, in another pid namespace, or with a mangled owner record can
+never be proven so, and it holds its message forever. `doctor` names such claims;
+this command is the way out: run by a person, never automatically, and journaled.
+A claim whose owner provably runs here is refused: that is a move in progress.
+"""
+
+from git_korus_mail import claims, message
+from git_korus_mail.errors import MailError
+from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.render import escape_line
+
+NEXT = {
+    "queued": "the message is queued again; the next hook event shows it",
+    "consumed": "its consume had been decided (a receipt exists): it is now in seen/",
+    "expired": "its expiry had been decided: it is now in expired/",
+    "gone": "the message is no longer in the inbox",
+}
+
+
+def _e(value):
+    return escape_line(str(value), 1 << 12)[0]
+
+
+def run(clone, args, out):
+    msg_id = args["<id>"]
+    if not message.valid_id(msg_id):
+        raise MailError(f"{_e(msg_id)!s}: not a message id (doctor prints the id of each claim)")
+    root = clone.mail_root()
+    boxes = []
+    for name in root.box_names() if root is not None else []:
+        box = root.box(name)
+        claiming = box.sub("claiming", create=False) if box is not None else None
+        if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
+            boxes.append(box)
+    if not boxes:
+        raise MailError(f"no claim on {msg_id} in any box of this clone: nothing to release")
+    status = 0
+    for box in boxes:
+        status = max(status, _release(root, box, msg_id, out))
+    return status
+
+
+def _release(root, box, msg_id, out):
+    claiming = box.sub("claiming")
+    try:
+        data, _st = claiming.read_regular(msg_id + claims.CLAIM_SUFFIX, 64 * 1024)
+    except FileNotFoundError:
+        out.write(f"{msg_id} in box {box.name}: the claim is gone already (released or finished)\n")
+        return 0
+    except (OSError, NotRegular, TooLarge):
+        data = None
+    owner = claims.parse_owner(data) if data is not None else None
+    verdict, known = claims.judge(owner)
+    who = (f"pid {_e(owner.get('pid'))} on host {_e(owner.get('host'))} ({_e(owner.get('purpose') or '?')})"
+           if owner else "an unreadable owner")
+    if verdict == "alive":
+        raise MailError(f"not released: the claim on {msg_id} in box {box.name} is held by {who}, which "
+                        f"{_e(known)}: a move in progress, not a dead claim")
+    result = claims.release_as_seen(claiming, msg_id, data)
+    if result is None:
+        out.write(f"{msg_id} in box {box.name}: the claim is gone already (released or finished)\n")
+        return 0
+    if result is False:
+        raise MailError(f"not released: the claim on {msg_id} in box {box.name} changed while releasing it; "
+                        f"run doctor again")
+    root.journal("claim-released", id=msg_id, box=box.name, by="git korus-mail release", verdict=verdict,
+                 owner_pid=owner.get("pid") if owner else None, owner_host=owner.get("host") if owner else None,
+                 owner_session=owner.get("session") if owner else None)
+    state = box.finish_released(msg_id)
+    out.write(f"released the claim on {msg_id} in box {box.name}, held by {who}"
+              f" ({'it was dead' if verdict == 'dead' else 'not provably dead'}: {_e(known)}); {NEXT[state]}\n")
+    return 0
