@@ -47,6 +47,15 @@ def _proc_start_time(pid):
         return None
 
 
+def proc_start_time(pid):
+    """A process's start time (clock ticks since boot), None when /proc does not show it."""
+    return _proc_start_time(pid)
+
+
+def boot_id():
+    return _read_text("/proc/sys/kernel/random/boot_id")
+
+
 def _pid_ns():
     try:
         return os.readlink("/proc/self/ns/pid")
@@ -60,7 +69,7 @@ def me(purpose, session=None):
     return {
         "pid": pid,
         "start": _proc_start_time(pid),
-        "boot": _read_text("/proc/sys/kernel/random/boot_id"),
+        "boot": boot_id(),
         "pidns": _pid_ns(),
         "host": os.uname().nodename,  # not socket.gethostname(): importing socket costs the hot path
         "purpose": purpose,

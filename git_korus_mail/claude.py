@@ -10,7 +10,10 @@ Facts this follows (Claude Code 2.1.332, observed):
 - context over 10,000 characters is not sent inline (it is saved to a file), so the
   drain's cap sits well below it;
 - a wrong type in the output drops the whole output: we print only our own keys
-  and only strings.
+  and only strings;
+- the session id survives `--resume` and `--continue`, so it does not tell two
+  processes apart; every hook's environment names the Claude Code process in
+  CLAUDE_PID and its account in CLAUDE_CONFIG_DIR (`launch_of`, `account_of`).
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
@@ -59,6 +62,25 @@ def read_payload(data):
         raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
     source = raw.get("source") if isinstance(raw.get("source"), str) else None
     return Payload(event, session, cwd, source, raw)
+
+
+def launch_of(environ):
+    """The Claude Code process running this hook (launch.Launch), from CLAUDE_PID; a
+    launch.NoLaunch when Claude Code named none (a hand-run drain, an older client)."""
+    from git_korus_mail.launch import Launch, NoLaunch
+    raw = environ.get("CLAUDE_PID")
+    if not raw:
+        return NoLaunch("CLAUDE_PID is not set")
+    try:
+        pid = int(raw)
+    except ValueError:
+        return NoLaunch("CLAUDE_PID is not a process id")
+    return Launch.of_process("claude", pid)
+
+
+def account_of(environ):
+    """Which Claude Code account (config dir) the session runs under, when it says."""
+    return environ.get("CLAUDE_CONFIG_DIR") or None
 
 
 def context_output(event, text, notice=None):

@@ -6,26 +6,27 @@ measured ways a first version breaks, and where each is answered here:
 1. exclusion that does not exclude — consumption goes through store.Box.consume
    (exclusive claim, exclusive receipt);
 2. showing is not consuming — `show` never consumes; only `stop` does, and only
-   what this very session was shown (a session discarded after SessionStart
+   what this very launch was shown (a session discarded after SessionStart
    never reaches Stop, so its mail stays queued);
-3. a marker minted before the emit — markers are written by `Shown.commit`, which
+3. a marker minted before the emit — markers are written by `Outcome.commit`, which
    the caller runs only after the output is written and flushed; a marker is
-   keyed by (session, message), so one session's marker cannot consume for another;
+   keyed by (session, launch, message), so neither another session's marker nor
+   one left by a killed launch of the same session id can consume (markers.py);
 4. the one-shot wake-up — not built (no urgent tier yet).
 """
 
-import errno
 import os
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail import crash, keys, presence
+from git_korus_mail import crash, keys, markers, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.launch import NoLaunch
 from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_session
 from git_korus_mail.store import MSG_SUFFIX, MailRoot
 
-SKIP_SUFFIX = ".skip"
+SKIP_SUFFIX = markers.SKIP_SUFFIX
 MAX_PENDING_FAULTS = 10
 PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at PostToolUse
 MAX_EXAMINED = 200  # files one event reads or quarantines: a flood of junk costs many events, not one long one
@@ -73,12 +74,17 @@ def session_dir_name(session):
 
 
 class Drain:
-    def __init__(self, event, session, cwd, repo_opt=None, source=None):
+    """One hook event. `launch` is the client process that runs it (launch.Launch), handed in
+    by the client module; without one (NoLaunch) mail is shown but never consumed."""
+
+    def __init__(self, event, session, cwd, repo_opt=None, source=None, launch=None, account=None):
         self.event = event
         self.session = session_dir_name(session)
         self.cwd = cwd
         self.repo_opt = repo_opt
         self.source = source
+        self.launch = launch if launch is not None else NoLaunch("no client process was named")
+        self.account = account
         self.now = time.time()
         self.faults = []
 
@@ -116,6 +122,7 @@ class Drain:
             return Outcome()
         self.root, self.box, self.key = opened
         self.prior = presence.load(self.box, self.session) or {}
+        self.shown = None
         try:
             if self.event == "Stop":
                 return self._stop()
@@ -148,7 +155,8 @@ class Drain:
         if extra:
             ext.update(extra)
         try:
-            self.prior = presence.record(self.box, self.session, self.event, self.cwd, prior=self.prior, extra=ext)
+            self.prior = presence.record(self.box, self.session, self.event, self.cwd, launch=self.launch,
+                                         account=self.account, prior=self.prior, extra=ext)
         except OSError as exc:
             # presence is bookkeeping; delivery must not fail for it, but it must not be silent either
             self.faults.append(f"presence not recorded: {exc.strerror}")
@@ -173,8 +181,8 @@ class Drain:
                 return Outcome(context=f"korus-mail: delivery is off for this clone (as of {utc_stamp(self.now)});"
                                        f" queued mail waits until `git korus-mail on`.")
             return Outcome()
-        shown_dir = box.sub("shown").sub(self.session, create=True)
-        already = set(shown_dir.names())
+        shown_dir = self._markers()
+        already = shown_dir.names()
         ids, odd = box.inbox_ids()
         for name in odd[:MAX_EXAMINED]:  # the rest wait for later events: each event's work is bounded
             self._quarantine(name, "not a message file name")
@@ -213,22 +221,21 @@ class Drain:
             # unconsumed, to be shown again: never consumed unseen, never lost.
             faults = []
             crash.point("show:emitted")
-            # The marker proves that THIS session displayed the message; written only now,
+            # The marker proves that THIS launch displayed the message; written only now,
             # after the output is out (the seed's repair that minted it first lost mail).
             for b in blocks:
-                obs = {"session": self.session, "event": self.event, "at": utc_stamp(self.now),
-                       "chars": len(b.text), "truncated": b.truncated, "body_chars": b.body_chars}
+                obs = {"session": self.session, "launch": self.launch.tag, "event": self.event,
+                       "at": utc_stamp(self.now), "chars": len(b.text), "truncated": b.truncated,
+                       "body_chars": b.body_chars}
                 try:
-                    shown_dir.create_staged(b.msg_id, json.dumps(obs, sort_keys=True).encode(), root.tmp,
-                                            "marker", sync=False)
-                except FileExistsError:
-                    pass
+                    shown_dir.mark(b.msg_id, obs)
                 except (OSError, MailError) as exc:
                     faults.append(f"display marker for {b.msg_id} not written ({_why(exc)}); "
                                   f"it stays queued and is shown again")
             crash.point("show:marked")
             for b in blocks:
-                root.journal("shown", id=b.msg_id, box=box.name, session=self.session, hook_event=self.event)
+                root.journal("shown", id=b.msg_id, box=box.name, session=self.session, launch=self.launch.tag,
+                             hook_event=self.event)
             try:
                 notices_dir = box.sub("notices", create=False)
                 if notices_dir is not None:
@@ -236,6 +243,8 @@ class Drain:
                         notices_dir.unlink_quiet(name)
             except (OSError, MailError) as exc:
                 faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
+            if self.event == "SessionStart":
+                self._sweep()  # a new launch is when an old one's markers are most likely stale
             return faults + root.take_journal_faults()
         return Outcome(context=context, commit=commit, report=self._report_late)
 
@@ -243,11 +252,24 @@ class Drain:
         """Queue faults met after the output for the next Stop's notice. Returns what failed here."""
         pending = (list(self.prior.get("pending_faults") or []) + faults)[-MAX_PENDING_FAULTS:]
         try:
-            self.prior = presence.record(self.box, self.session, self.event, self.cwd, prior=self.prior,
+            self.prior = presence.record(self.box, self.session, self.event, self.cwd, launch=self.launch,
+                                         account=self.account, prior=self.prior,
                                          extra={"pending_faults": pending})
         except (OSError, MailError) as exc:
             return [f"presence not recorded: {_why(exc)}"]
         return []
+
+    def _markers(self):
+        if self.shown is None:
+            self.shown = markers.LaunchMarkers(self.box.sub("shown"), self.session, self.launch, self.root.tmp)
+        return self.shown
+
+    def _sweep(self):
+        """Clear a few marker directories of launches that are gone: bounded work per event."""
+        try:
+            markers.sweep(self.box.sub("shown"), self._markers().name, self.now)
+        except (OSError, MailError):
+            pass  # housekeeping only: stale markers authorize nothing, they merely wait
 
     def _load_batch(self, candidates, shown_dir):
         """Read candidates oldest first until a render's worth is found. Returns
@@ -294,10 +316,7 @@ class Drain:
                 box.expire(msg_id, msg)
                 continue
             if msg.get("session") and msg["session"] != self.session:
-                try:
-                    shown_dir.create_exclusive(msg_id + SKIP_SUFFIX, b"", sync=False)
-                except FileExistsError:
-                    pass
+                shown_dir.skip(msg_id)
                 skipped += 1
                 continue
             batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
@@ -327,7 +346,7 @@ class Drain:
                 names.append(name)
         return out, names
 
-    # -- Stop: consume exactly what this session was shown -------------------------
+    # -- Stop: consume exactly what this launch was shown -------------------------
     def _stop(self):
         box, root = self.box, self.root
         box.sub("inbox")  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
@@ -343,39 +362,53 @@ class Drain:
             self._record(extra)
             return Outcome(notice=self._notice(faults))
         extra["off_told"] = False
-        shown_dir = box.sub("shown").sub_or_none(self.session)
-        consumed = 0
-        if shown_dir is not None:
-            for name in sorted(shown_dir.names()):
-                if name.endswith(SKIP_SUFFIX) or name.startswith("."):
-                    continue
-                try:
-                    data, _ = shown_dir.read_regular(name, 64 * 1024)
-                    observation = json.loads(data)
-                except (OSError, ValueError, NotRegular, TooLarge) as exc:
-                    from git_korus_mail import render
-                    faults.append(f"display marker {render.field(name, 80)} unreadable ({exc}); "
-                                  f"message left queued")
-                    continue
-                try:
-                    result = box.consume(name, self.session, observation)
-                except OSError as exc:
-                    faults.append(f"consuming {name} failed: {exc.strerror or exc}; it stays queued")
-                    continue
-                if result == "held":
-                    from git_korus_mail import claims
-                    owner = claims.read_owner(box.sub("claiming"), name) or {}
-                    verdict, known = claims.judge(owner)
-                    if verdict == "alive":
-                        faults.append(f"message {name} is claimed by live process {render_field(owner.get('pid'))}; "
-                                      f"it stays queued and is retried at the next Stop")
-                    else:  # say what is known, and the way out a person has
-                        faults.append(f"message {name} is claimed by a process that cannot be proven dead "
-                                      f"({render_field(known)}); it stays queued. If you know that process is "
-                                      f"gone: git korus-mail release {name}")
-                    continue
-                consumed += result == "consumed"
-                shown_dir.unlink_quiet(name)
+        shown_dir = self._markers()
+        if not self.launch.known:
+            # nothing ties these markers to a process whose model saw the mail: consume none
+            left = len(shown_dir.shown_ids())
+            if left and not self.prior.get("nolaunch_told"):
+                faults.append(f"{left} message(s) shown but left queued: this hook run cannot tell which "
+                              f"client process it serves ({self.launch.why}), so no display is proven; "
+                              f"they are shown again in the next session")
+                extra["nolaunch_told"] = True
+            ids = []
+        else:
+            ids = shown_dir.shown_ids()
+        record = self.launch.record() if ids else None
+        for name in ids:
+            try:
+                observation = shown_dir.read(name)
+            except (OSError, ValueError, NotRegular, TooLarge) as exc:
+                from git_korus_mail import render
+                faults.append(f"display marker {render.field(name, 80)} unreadable ({exc}); "
+                              f"message left queued")
+                continue
+            if not isinstance(observation, dict) or observation.get("launch") != self.launch.tag \
+                    or observation.get("session") != self.session:
+                from git_korus_mail import render
+                faults.append(f"display marker {render.field(name, 80)} was not written by this launch; "
+                              f"message left queued")
+                shown_dir.drop(name)
+                continue
+            try:
+                result = box.consume(name, self.session, observation, launch=record)
+            except OSError as exc:
+                faults.append(f"consuming {name} failed: {exc.strerror or exc}; it stays queued")
+                continue
+            if result == "held":
+                from git_korus_mail import claims
+                owner = claims.read_owner(box.sub("claiming"), name) or {}
+                verdict, known = claims.judge(owner)
+                if verdict == "alive":
+                    faults.append(f"message {name} is claimed by live process {render_field(owner.get('pid'))}; "
+                                  f"it stays queued and is retried at the next Stop")
+                else:  # say what is known, and the way out a person has
+                    faults.append(f"message {name} is claimed by a process that cannot be proven dead "
+                                  f"({render_field(known)}); it stays queued. If you know that process is "
+                                  f"gone: git korus-mail release {name}")
+                continue
+            shown_dir.drop(name)
+        self._sweep()
         faults.extend(root.take_journal_faults())
         self.faults = []
         self.prior["pending_faults"] = []
@@ -390,19 +423,9 @@ class Drain:
         text = "korus-mail: " + "; ".join(faults)
         return text[:2000]
 
-    # -- SessionEnd: drop markers of mail never consumed; it stays queued -----------
+    # -- SessionEnd: drop this launch's markers of mail never consumed; it stays queued -----
     def _end(self):
-        shown = self.box.sub("shown", create=False)
-        if shown is not None:
-            d = shown.sub_or_none(self.session)
-            if d is not None:
-                for name in d.names():
-                    d.unlink_quiet(name)
-                d.close()
-                try:
-                    os.rmdir(self.session, dir_fd=shown.fd)
-                except OSError as exc:
-                    if exc.errno not in (errno.ENOTEMPTY, errno.ENOENT, errno.EEXIST):
-                        raise
+        if self.box.sub("shown", create=False) is not None:
+            self._markers().clear()
         self._record()
         return Outcome()

@@ -53,7 +53,8 @@ def main(argv):
     from git_korus_mail import drain
     try:
         outcome = drain.Drain(payload.event, payload.session, payload.cwd, repo_opt=repo,
-                              source=payload.source).run()
+                              source=payload.source, launch=claude.launch_of(os.environ),
+                              account=claude.account_of(os.environ)).run()
     except Exception as exc:  # noqa: BLE001 - reported to the user below, never swallowed
         import traceback
         traceback.print_exc()

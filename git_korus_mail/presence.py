@@ -2,11 +2,11 @@
 
 Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
 write). `send --to all` and `list` read them. A session is live while its state
-is not closed and its Claude Code process (CLAUDE_PID) still runs; with no pid
-recorded it counts as live for a day after its last event.
+is not closed and its client process (the launch the caller names; for Claude Code,
+CLAUDE_PID) still runs; with no pid recorded it counts as live for a day after its
+last event.
 """
 
-import os
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
@@ -19,8 +19,9 @@ STATE_AFTER = {"SessionStart": "idle", "UserPromptSubmit": "working", "PostToolU
                "Stop": "idle", "SessionEnd": "closed"}
 
 
-def record(box, session, event, cwd, prior=None, extra=None):
-    """Rewrite this session's presence after an event; returns the record."""
+def record(box, session, event, cwd, launch=None, account=None, prior=None, extra=None):
+    """Rewrite this session's presence after an event; returns the record. `launch` is the
+    client process (launch.Launch) and `account` the client's config dir, when known."""
     now = time.time()
     rec = dict(prior or {})
     events = dict(rec.get("events") or {})
@@ -29,8 +30,9 @@ def record(box, session, event, cwd, prior=None, extra=None):
         "session": session,
         "box": box.name,
         "cwd": cwd,
-        "claude_pid": _int(os.environ.get("CLAUDE_PID")) or rec.get("claude_pid"),
-        "config_dir": os.environ.get("CLAUDE_CONFIG_DIR") or rec.get("config_dir"),
+        "claude_pid": (launch.pid if launch is not None and launch.pid else None) or rec.get("claude_pid"),
+        "config_dir": account or rec.get("config_dir"),
+        "launch": launch.tag if launch is not None else rec.get("launch"),
         "boot": rec.get("boot") or claims.me("presence")["boot"],
         "last_event": event,
         "at": utc_stamp(now),
@@ -102,10 +104,3 @@ def live_boxes(root):
         if live:
             out[name] = live
     return out
-
-
-def _int(v):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None

@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from git_korus_mail import journal, presence, ui
+from git_korus_mail import journal, markers, presence, ui
 from git_korus_mail.fsafe import NotRegular, TooLarge
 from git_korus_mail.message import human_age, utc_stamp
 
@@ -207,7 +207,9 @@ def _state_in(box, mid, quarantines, now):
         try:
             data, _ = receipts.read_regular(name, 64 * 1024)
             r = json.loads(data)
-            return {"state": "consumed", "session": r.get("session"), "at": r.get("consumed_at"),
+            return {"state": "consumed", "session": r.get("session"),
+                    "launch": (r.get("launch") or {}).get("tag") if isinstance(r.get("launch"), dict) else None,
+                    "at": r.get("consumed_at"),
                     "shown_at": (r.get("observed") or {}).get("at")}
         except (OSError, ValueError, AttributeError, NotRegular, TooLarge):  # report what we can
             return {"state": "consumed"}
@@ -232,18 +234,19 @@ def _shown_by(box, mid):
     if d is None:
         return []
     out = []
-    for sid in d.names():
-        sd = d.sub_or_none(sid)
+    for name in d.names():
+        sid, launch = markers.split_name(name)  # shown/<session>@<launch>/ (markers.py)
+        sd = d.sub_or_none(name)
         if sd is None:
             continue
         try:
             data, _ = sd.read_regular(mid, 64 * 1024)
             obs = json.loads(data)
-            out.append({"session": sid, "at": obs.get("at"), "event": obs.get("event")})
+            out.append({"session": sid, "launch": launch, "at": obs.get("at"), "event": obs.get("event")})
         except FileNotFoundError:
             continue
         except (OSError, ValueError, AttributeError, NotRegular, TooLarge):
-            out.append({"session": sid})
+            out.append({"session": sid, "launch": launch})
         finally:
             sd.close()
     return out

@@ -316,8 +316,9 @@ class Box:
         return out
 
     # -- consume -----------------------------------------------------------
-    def consume(self, msg_id, session, observation):
-        """Consume a message this session was shown. Returns one of:
+    def consume(self, msg_id, session, observation, launch=None):
+        """Consume a message this session's launch was shown (`launch`: its record, for the
+        receipt; see launch.py). Returns one of:
         "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
         process holds its claim: try again at a later Stop)."""
         inbox = self.sub("inbox")
@@ -334,6 +335,7 @@ class Box:
             receipt = {
                 "id": msg_id,
                 "session": session,
+                "launch": launch,
                 "consumed_at": utc_stamp(time.time()),
                 "observed": observation,
                 "pid": owner["pid"],
@@ -350,6 +352,7 @@ class Box:
             crash.point("consume:receipt")
             if self._finish_move(msg_id, "seen"):
                 self.root.journal("consumed", id=msg_id, box=self.name, session=session,
+                                  launch=(launch or {}).get("tag"),
                                   shown_at=observation.get("at") if isinstance(observation, dict) else None)
         finally:
             self._release(msg_id, owner)

@@ -5,6 +5,8 @@ developer's machine leaks in and nothing of the tests leaks out. Helpers that te
 import live in helpers.py.
 """
 
+import os
+
 import pytest
 
 from helpers import Clone
@@ -24,6 +26,9 @@ def hermetic_env(tmp_path_factory, monkeypatch):
                 "CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "KORUS_MAIL_CRASH_AT", "NO_COLOR",
                 "CLAUDE_PROJECT_DIR"):
         monkeypatch.delenv(var, raising=False)
+    # Every drain a test runs belongs to one client launch: this pytest process stands in for
+    # Claude Code's (CLAUDE_PID). Tests of several launches, or of none, set their own.
+    monkeypatch.setenv("CLAUDE_PID", str(os.getpid()))
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
     return home
 

@@ -78,3 +78,20 @@ def context_of(answer):
     if not answer:
         return None
     return (answer.get("hookSpecificOutput") or {}).get("additionalContext")
+
+
+def proc_start_ticks(pid):
+    """Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), read here, not by the product."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def launch_dir(session, pid=None, start=None):
+    """The display-marker directory name of `session` in the launch of process `pid` (default:
+    this pytest process, which conftest names as every test's CLAUDE_PID), computed from /proc
+    independently of the product: `<session>@<pid>-<start ticks>-<boot id[:8]>`."""
+    pid = os.getpid() if pid is None else pid
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    start = proc_start_ticks(pid) if start is None else start
+    return f"{session}@{pid}-{start}-{boot[:8]}"

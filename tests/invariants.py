@@ -189,17 +189,26 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
 
         shown = os.path.join(bdir, "shown")
         markers = {}
-        for sess in _ls(shown):
-            for name in _ls(os.path.join(shown, sess)):
+        for launch_dir in _ls(shown):
+            # shown/<session>@<launch>/: one directory per launch of a session (docs/CONTRACT.md)
+            sess, _, launch = launch_dir.rpartition("@")
+            assert sess and launch, f"{bname}/shown/{launch_dir}: not a <session>@<launch> directory"
+            for name in _ls(os.path.join(shown, launch_dir)):
                 if name.endswith(".skip"):
                     continue
-                data, _ = _read(os.path.join(shown, sess, name))
+                data, _ = _read(os.path.join(shown, launch_dir, name))
                 try:
                     obs = json.loads(data)
                 except ValueError:
-                    raise AssertionError(f"{bname}/shown/{sess}/{name}: partial display marker "
+                    raise AssertionError(f"{bname}/shown/{launch_dir}/{name}: partial "
+                                         f"{'launch record' if name == '.launch' else 'display marker'} "
                                          f"({len(data)} bytes)") from None
-                assert obs.get("session") == sess, f"{bname}/shown/{sess}/{name}: marker of another session"
+                if name == ".launch":
+                    assert obs.get("tag") == launch and obs.get("session") == sess, \
+                        f"{bname}/shown/{launch_dir}/.launch: record of another launch: {obs}"
+                    continue
+                assert obs.get("session") == sess and obs.get("launch") == launch, \
+                    f"{bname}/shown/{launch_dir}/{name}: marker of another session or launch"
                 markers.setdefault(name, set()).add(sess)
         info["markers"] = markers
 

@@ -24,7 +24,7 @@ import sys
 
 import pytest
 
-from helpers import PYTHON, context_of, git, run_cli
+from helpers import PYTHON, context_of, git, launch_dir, run_cli
 from git_korus_mail import claims, crash, keys
 from git_korus_mail.message import parse, utc_stamp
 
@@ -120,7 +120,7 @@ def journal_events(c, event, msg_id):
 
 
 def marker(c, session, msg_id):
-    return box_dir(c) / "shown" / session / msg_id
+    return box_dir(c) / "shown" / launch_dir(session) / msg_id
 
 
 def dead_pid():

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from helpers import context_of, hook, run_cli
+from helpers import context_of, hook, launch_dir, run_cli
 from git_korus_mail import keys
 
 
@@ -56,7 +56,10 @@ def test_show_then_consume_exactly_what_was_shown(clone):
     receipt = json.loads((b / "receipts" / (first + ".json")).read_text())
     assert receipt["session"] == "s1" and receipt["observed"]["event"] == "SessionStart"
     assert receipt["observed"]["chars"] > 0 and receipt["consumed_at"].endswith("Z")
-    assert names(b / "shown" / "s1") == []
+    assert names(b / "shown" / launch_dir("s1")) == [".launch"]
+    # the receipt names the launch (this pytest process stands in for Claude Code) as well as the session
+    assert receipt["launch"]["pid"] == os.getpid() and receipt["launch"]["client"] == "claude"
+    assert "s1@" + receipt["launch"]["tag"] == launch_dir("s1")
 
 
 def test_session_start_never_consumes_and_discarded_sessions_lose_nothing(clone):
@@ -100,7 +103,8 @@ def test_session_end_drops_markers_and_keeps_mail(clone):
     hook("SessionStart", clone.web, "s1")
     hook("SessionEnd", clone.web, "s1")
     b = box_dir(clone, clone.web)
-    assert names(b / "inbox") == [mid + ".json"] and not (b / "shown" / "s1").exists()
+    assert names(b / "inbox") == [mid + ".json"] and (b / "shown" / launch_dir("s1")).is_dir() is False
+    assert names(b / "shown") == []
     rec = json.loads((b / "sessions" / "s1.json").read_text())
     assert rec["state"] == "closed"
     assert "unread at exit" in context_of(hook("SessionStart", clone.web, "s2")[0])

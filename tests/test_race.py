@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from helpers import PYTHON, run_cli
+from helpers import PYTHON, launch_dir, run_cli
 from git_korus_mail import keys, message
 from git_korus_mail.store import MailRoot
 
@@ -100,8 +100,8 @@ def _racer(session, cwd, mode, barrier, conn):
     results = []
     orig = store.Box.consume
 
-    def recording(self, msg_id, sess, observation):
-        r = orig(self, msg_id, sess, observation)
+    def recording(self, msg_id, sess, observation, launch=None):
+        r = orig(self, msg_id, sess, observation, launch=launch)
         results.append((msg_id, r))
         return r
 
@@ -116,6 +116,9 @@ def _racer(session, cwd, mode, barrier, conn):
         return r
 
     claims.acquire = acquire
+    # every racer runs under the launch conftest names (this test's pytest process), as hook.py would
+    from git_korus_mail.launch import Launch
+    launch = Launch.of_process("claude", int(os.environ["CLAUDE_PID"]))
     _apply_mode(mode)
     conn.send(("ready", os.getpid()))
     while True:
@@ -125,13 +128,13 @@ def _racer(session, cwd, mode, barrier, conn):
         try:
             barrier.wait(BARRIER_TIMEOUT)
             if cmd == "show":
-                out = drain.Drain("SessionStart", session, cwd).run()
+                out = drain.Drain("SessionStart", session, cwd, launch=launch).run()
                 out.commit()  # what hook.py does after writing and flushing the output
                 conn.send(("ok", out.context or ""))
             elif cmd == "noop":
                 conn.send(("ok", None))
             else:
-                out = drain.Drain("Stop", session, cwd).run()
+                out = drain.Drain("Stop", session, cwd, launch=launch).run()
                 conn.send(("ok", (list(results), out.notice, lost[0])))
                 results.clear()
                 lost[0] = 0
@@ -217,9 +220,9 @@ class Store:
     def mark_shown(self, session, msg_id):
         """A display marker, as `Shown.commit` writes it (for the big run, where showing each
         message to 16 sessions through the renderer would only slow the race down)."""
-        d = self.dir / "shown" / session
+        d = self.dir / "shown" / launch_dir(session)
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
-        obs = {"session": session, "event": "SessionStart", "at": message.utc_stamp(time.time()),
+        obs = {"session": session, "launch": launch_dir(session).split("@")[1], "event": "SessionStart", "at": message.utc_stamp(time.time()),
                "chars": 100, "truncated": False, "body_chars": 10}
         (d / msg_id).write_text(json.dumps(obs, sort_keys=True))
 
@@ -286,7 +289,7 @@ def _race(clone, mode, rounds, msgs_per_round=1, method="fork", via_show=False, 
                 for sess, ctx in shown.items():
                     for i in ids:
                         assert i in ctx, f"{sess} was not shown {i}"
-                        assert (st.dir / "shown" / sess / i).exists(), "no marker after the commit"
+                        assert (st.dir / "shown" / launch_dir(sess) / i).exists(), "no marker after the commit"
             else:
                 for sess in racers.sessions:
                     for i in ids:
@@ -385,7 +388,7 @@ def test_false_refusal_leaves_the_message_queued(clone):
         assert proc.returncode == 0, proc.stderr
         assert f"claimed by live process {holder.pid}" in proc.stdout
         assert st.where(msg_id) == ["inbox"] and st.receipt(msg_id) is None
-        assert (st.dir / "shown" / "sess-refused" / msg_id).exists(), "the refusal dropped the marker"
+        assert (st.dir / "shown" / launch_dir("sess-refused") / msg_id).exists(), "the refusal dropped the marker"
     finally:
         holder.kill()
         holder.wait()

@@ -1,0 +1,90 @@
+"""A launch: one run of the client process that carries a session.
+
+A session id is not a launch. Claude Code keeps the id across `--resume` and
+`--continue`, so two processes, one after the other, can carry the same id, and a
+process killed with SIGKILL runs no SessionEnd. Display markers must therefore say
+which *process* displayed a message, not only which session id it had (see
+docs/CONTRACT.md, "Display markers").
+
+Client-free: the client module (claude.py) knows where its process id comes from
+and hands it here; this module knows only processes. A launch is the client's pid
+plus that process's start time (field 22 of /proc/<pid>/stat, clock ticks since
+boot) and the boot id, so neither a reused pid nor a reboot can pass for it.
+Reading it costs one small /proc read per hook event (the boot id is a second).
+"""
+
+import os
+
+from git_korus_mail import claims
+
+UNKNOWN_TAG = "unknown"
+
+
+class Launch:
+    """A client process as far as we can identify it. `known` is False when the client
+    named no process we can see: then nothing may be consumed on its word (see `NoLaunch`)."""
+
+    __slots__ = ("client", "pid", "start", "boot")
+    known = True
+
+    def __init__(self, client, pid, start, boot):
+        self.client = client
+        self.pid = pid
+        self.start = start  # None on a system without /proc (the pid alone is then the identity)
+        self.boot = boot
+
+    @classmethod
+    def of_process(cls, client, pid):
+        """The launch of a running process `pid`; a NoLaunch when it cannot be identified."""
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return NoLaunch("the client gave no process id")
+        start = claims.proc_start_time(pid)
+        if start is None and os.path.isdir("/proc/self"):
+            # a /proc that does not list the pid: that process does not run (here)
+            return NoLaunch(f"its process {pid} does not run here", pid=pid)
+        return cls(client, pid, start, claims.boot_id())
+
+    @property
+    def tag(self):
+        """`<pid>-<start>-<boot id[:8]>`: the launch's part of a marker directory name."""
+        start = "x" if self.start is None else str(self.start)
+        return f"{self.pid}-{start}-{(self.boot or 'x')[:8]}"
+
+    def record(self):
+        """What a marker directory, a marker and a receipt say about the launch. Shaped like a
+        claim owner (pid, start, boot, pidns, host), so claims.owner_is_dead judges it."""
+        mine = claims.me("launch")
+        return {"client": self.client, "tag": self.tag, "pid": self.pid, "start": self.start,
+                "boot": self.boot, "pidns": mine["pidns"], "host": mine["host"]}
+
+
+class NoLaunch:
+    """No identifiable client process (a hand-run drain, or a client that names none).
+
+    The conservative reading: mail is shown and marked so this session is not shown it
+    again, but no Stop consumes on such a marker, since nothing ties it to a model that saw it."""
+
+    __slots__ = ("why", "pid")
+    known = False
+    start = None
+    tag = UNKNOWN_TAG
+
+    def __init__(self, why, pid=None):
+        self.why = why
+        self.pid = pid  # the process the client named, if any (presence reports it gone)
+
+    def record(self):
+        return None
+
+
+def parse_tag(tag):
+    """(pid, start or None, boot prefix or None) from a tag; None when it is not one."""
+    parts = tag.split("-")
+    if len(parts) != 3 or not parts[0].isdigit():
+        return None
+    start = None
+    if parts[1] != "x":
+        if not parts[1].isdigit():
+            return None
+        start = int(parts[1])
+    return int(parts[0]), start, (None if parts[2] == "x" else parts[2])
