@@ -19,6 +19,7 @@ See bench/README.md for what each row means.
 """
 
 import argparse
+import glob
 import json
 import math
 import multiprocessing
@@ -177,7 +178,10 @@ class World:
         env = {k: v for k, v in os.environ.items() if k not in SCRUB}
         env.update(HOME=str(self.home), GIT_CONFIG_NOSYSTEM="1", CLAUDE_CONFIG_DIR=str(self.home / ".claude"),
                    GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="bench@example.invalid",
-                   GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.invalid")
+                   GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.invalid",
+                   # every hook names its client process, as Claude Code's do: this bench process
+                   # stands in for it, so each drain pays for identifying its launch
+                   CLAUDE_PID=str(os.getpid()))
         self.env_inherited = env
         cached = dict(env)
         cached.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -289,7 +293,8 @@ def fill_box(common_dir, recipient, n, sender_path, journal=False, sent_records=
 def forget_session(common_dir, key_name, session):
     """Drop a session's display markers and presence so the next fresh session starts clean."""
     box = Path(common_dir) / "mail" / "box" / key_name
-    shutil.rmtree(box / "shown" / session, ignore_errors=True)
+    for d in glob.glob(str(box / "shown" / (glob.escape(session) + "@*"))):  # shown/<session>@<launch>/
+        shutil.rmtree(d, ignore_errors=True)
     try:
         os.unlink(box / "sessions" / (session + ".json"))
     except FileNotFoundError:
