@@ -17,6 +17,10 @@
     # A stream session runs SessionStart before any user message, so
     # `s = runner.stream(cwd=proj); s.wait_for_path(...); s.kill()` works too.
 
+    with runner.terminal(cwd=proj, resume=sid) as t:      # the interactive terminal UI, in a pty
+        t.wait_for_text("? for shortcuts"); t.type("hi\r")  # (trust and API-key dialogs pre-accepted)
+        t.kill()
+
 Facts (Claude Code 2.1.332): a `-p` run against the mock takes ~0.5-0.8 s;
 hook commands run as `/bin/sh -c CMD` (dash on Debian: no bash-isms, also
 with `"shell": "bash"` or SHELL=/bin/bash) in a session/process group of
@@ -30,11 +34,16 @@ Claude Code), plus what the CLI needs to work offline against the mock.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import queue
+import re
 import signal
+import struct
 import subprocess
+import termios
 import tempfile
 import threading
 import time
@@ -396,6 +405,116 @@ class StreamSession(ClaudeProcess):
             self.cleanup()
 
 
+class TerminalSession(ClaudeProcess):
+    """The interactive terminal UI, run in a pseudo-terminal as a person's terminal would.
+
+    Everything it draws is kept in ``output`` (raw) and ``screen_text()`` (escape sequences
+    removed); ``type()`` writes keystrokes. Dialogs the first start of a project shows (folder
+    trust, the custom API key) are accepted beforehand in the config dir (``accept_dialogs``),
+    since no hook runs before they are answered."""
+
+    _ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
+
+    def __init__(self, argv: list[str], cwd: str, env: dict, config_dir: str, rows: int = 40, cols: int = 120):
+        self.argv, self.cwd, self.config_dir = argv, cwd, config_dir
+        self.started = time.monotonic()
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        try:
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
+                                         start_new_session=True, close_fds=True)
+        finally:
+            os.close(slave)
+        self._master = master
+        self._chunks: list[bytes] = []
+        self._q: "queue.Queue[str | None]" = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self._master, 65536)
+            except OSError:  # EIO once the terminal's last holder is gone
+                break
+            if not data:
+                break
+            self._chunks.append(data)
+
+    @property
+    def output(self) -> str:
+        return b"".join(self._chunks).decode("utf-8", "replace")
+
+    _MOVES = re.compile(r"\x1b\[(\d*)([CGB])")
+
+    def screen_text(self) -> str:
+        """The output without escape sequences. The UI draws blanks by moving the cursor:
+        a move right or to a column becomes spaces and a move down a newline, so words stay apart."""
+        def blank(m: "re.Match[str]") -> str:
+            n = int(m.group(1) or 1)
+            return {"C": " " * n, "G": " ", "B": "\n" * n}[m.group(2)]
+        return self._ANSI.sub("", self._MOVES.sub(blank, self.output))
+
+    @property
+    def stdout(self) -> str:
+        return self.screen_text()
+
+    @property
+    def stderr(self) -> str:
+        return "(a terminal: stderr is in the screen text)"
+
+    def type(self, text: str) -> None:
+        os.write(self._master, text.encode())
+
+    def wait_for_text(self, needle: str, timeout: float = 30.0) -> None:
+        self.wait_until(lambda: needle in self.screen_text(), timeout, what=f"{needle!r} on the screen")
+
+    def kill(self, tree: bool = True) -> int:
+        kill_group(self.proc, signal.SIGKILL, tree=tree)
+        rc = self.proc.wait(10)
+        self._reader.join(5)
+        return rc
+
+    def wait(self, timeout: float = DEFAULT_TIMEOUT) -> int:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise ClaudeTimeout(f"claude did not exit within {timeout}s\n" + self.describe()) from None
+        self._reader.join(5)
+        return rc
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.kill()
+        else:
+            kill_group(self.proc, signal.SIGKILL, tree=False)
+        if self._master >= 0:
+            try:
+                os.close(self._master)
+            except OSError:
+                pass
+            self._master = -1
+
+
+def accept_dialogs(config_dir: str | os.PathLike, project: str | os.PathLike, api_key: str) -> None:
+    """Pre-answer what the terminal UI asks before it runs any hook (Claude Code 2.1.332):
+    onboarding, trust for ``project`` (``projects[<dir>].hasTrustDialogAccepted``, see the
+    hooks reference, section 7) and the custom API key (its last 20 characters approved)."""
+    path = Path(config_dir) / ".claude.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data["hasCompletedOnboarding"] = True
+    data.setdefault("theme", "dark")
+    responses = data.setdefault("customApiKeyResponses", {"approved": [], "rejected": []})
+    if api_key[-20:] not in responses.setdefault("approved", []):
+        responses["approved"].append(api_key[-20:])
+    for key in {str(project), os.path.realpath(project)}:
+        proj = data.setdefault("projects", {}).setdefault(key, {})
+        proj["hasTrustDialogAccepted"] = True
+        proj["hasCompletedProjectOnboarding"] = True
+    path.write_text(json.dumps(data, indent=2))
+
+
 # --------------------------------------------------------------------------
 # the runner
 
@@ -467,6 +586,17 @@ class Claude:
                           self.config_dir)
         self._procs.append(s)
         return s
+
+    def terminal(self, cwd: str | os.PathLike, *, resume: str | None = None, args: Iterable[str] = (),
+                 env: Mapping[str, str] | None = None) -> TerminalSession:
+        """Start the interactive terminal UI in a pty (``claude [--resume SID]``), its dialogs
+        pre-accepted for ``cwd``; use as a context manager."""
+        run_env = self.env({"TERM": "xterm-256color", **(env or {})})
+        accept_dialogs(self.config_dir, cwd, run_env["ANTHROPIC_API_KEY"])
+        argv = [self.claude_bin] + (["--resume", resume] if resume else []) + list(args)
+        t = TerminalSession(argv, str(cwd), run_env, self.config_dir)
+        self._procs.append(t)
+        return t
 
     def start_and_kill_after(self, prompt: str, cwd: str | os.PathLike, path: str | os.PathLike,
                              timeout: float = 30.0, tree: bool = True, **kw: Any) -> ClaudeProcess:

@@ -88,15 +88,27 @@ class Box:
     def receipts(self) -> dict[str, dict]:
         return {i: self.read("receipts", i) for i in self.ids("receipts")}
 
-    def shown(self, session: str) -> list[str]:
+    def launch_dirs(self, session: str) -> list[Path]:
+        """shown/<session>@<launch>/: one marker directory per launch of the session."""
         d = self.dir
-        p = d / "shown" / session if d is not None else None
-        return sorted(os.listdir(p)) if p is not None and p.is_dir() else []
+        if d is None or not (d / "shown").is_dir():
+            return []
+        # (a name without "@" is the layout before launches: shown/<session>/)
+        return sorted(p for p in (d / "shown").iterdir() if (p.name.rpartition("@")[0] or p.name) == session)
+
+    def shown(self, session: str) -> list[str]:
+        """Ids marked shown to `session`, by any of its launches."""
+        return sorted({n for p in self.launch_dirs(session) for n in os.listdir(p) if not n.startswith(".")})
+
+    def marker(self, session: str, msg_id: str) -> Path:
+        (path,) = [p / msg_id for p in self.launch_dirs(session) if (p / msg_id).exists()]
+        return path
 
     def shown_sessions(self) -> list[str]:
         d = self.dir
         p = d / "shown" if d is not None else None
-        return sorted(os.listdir(p)) if p is not None and p.is_dir() else []
+        names = os.listdir(p) if p is not None and p.is_dir() else []
+        return sorted({n.rpartition("@")[0] or n for n in names})
 
     def find(self, needle: str, sub: str = "inbox") -> str:
         """The id of the one message in `sub` whose body holds `needle`."""
@@ -422,7 +434,8 @@ def test_resume_and_clear(mail, mockapi, runners):
     with acct.stream(cwd=mail.b, resume=s1) as s:
         # SessionStart(resume) shows both to the old id
         s.wait_until(lambda: {m2, m3} <= set(mail.box_b.shown(s1)), 30, "markers of the resumed session")
-        old_marker = (mail.box_b.dir / "shown" / s1 / m3).read_bytes()
+        old_marker_path = mail.box_b.marker(s1, m3)
+        old_marker = old_marker_path.read_bytes()
         s.send("/clear")
         r_clear = s.read_result()
         s2 = r_clear["session_id"]
@@ -433,8 +446,8 @@ def test_resume_and_clear(mail, mockapi, runners):
         assert m3 not in mail.box_b.shown(s2)
         # An old-id marker that outlived its session (say its SessionEnd never ran)
         # must not let the new session consume what it was never shown.
-        (mail.box_b.dir / "shown" / s1).mkdir(exist_ok=True)
-        (mail.box_b.dir / "shown" / s1 / m3).write_bytes(old_marker)
+        old_marker_path.parent.mkdir(exist_ok=True)
+        old_marker_path.write_bytes(old_marker)
         s.send("hi")
         r = s.read_result()
         assert r["session_id"] == s2 and r["result"] == "after clear", r
