@@ -7,7 +7,7 @@ Lengths here are computed outside the product: len(text.encode("utf-16-le")) // 
 
 import pytest
 
-from helpers import context_of, hook, run_cli
+from helpers import context_of, hook, launch_dir, run_cli
 from git_korus_mail import message, render
 
 NOW = 1_800_000_000.0
@@ -141,7 +141,7 @@ def test_a_trimmed_body_still_says_how_long_it_is(clone):
     answer, _ = hook("SessionStart", clone.web, "s1")
     ctx = context_of(answer)
     assert "of 1000000 characters shown; whole message:" in ctx
-    marker = clone.mail_root / "box" / keys.key_for(str(clone.web)).name / "shown" / "s1" / mid
+    marker = clone.mail_root / "box" / keys.key_for(str(clone.web)).name / "shown" / launch_dir("s1") / mid
     obs = json.loads(marker.read_text())
     assert obs["truncated"] is True and obs["body_chars"] == 1_000_000
 

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from helpers import REPO_ROOT, context_of, hook, run_cli
+from helpers import REPO_ROOT, context_of, hook, launch_dir, run_cli
 from git_korus_mail import fastjson, keys
 
 SHALLOW = ['"abc', "[1 2]", "{", '{"a":', '{"a" 1}', "", "   ", "[", '"\\u12', '"\\x"', "nul", "tru",
@@ -159,7 +159,7 @@ def test_unwritable_journal_send_queues_once_and_hooks_exit_0(clone, tmp_path, h
     assert "mail while the journal is broken" in context_of(answer)
     assert "journal" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     b = box_dir(clone, clone.web)
-    assert names(b / "shown" / "s1") == [mid]
+    assert names(b / "shown" / launch_dir("s1")) == [".launch", mid]
 
     answer, proc = hook("UserPromptSubmit", clone.web, "s1")
     assert answer is None
