@@ -352,3 +352,14 @@ def test_a_sender_in_a_bare_repository_leaves_no_box(tmp_path):
     assert fates == {msg_id: "queued"}
     ans, _ = hook("SessionStart", wt, "sess-bw")
     assert "from the bare dir" in context_of(ans)
+
+
+def test_list_adopts_for_a_moved_worktree_and_flags_nothing(clone):
+    msg_id = send_id(clone, "--to", "web", "--", "for web")
+    moved = clone.base / "web-moved"
+    git("worktree", "move", str(clone.web), str(moved), cwd=clone.main)
+    boxes = {r["key"]: r for r in json.loads(run_cli("list", "--json", cwd=clone.main).stdout)["boxes"]}
+    new = boxes[box_of(clone, moved).name]
+    assert new["counts"]["inbox"] == 1 and not any(r["stranded"] for r in boxes.values()), boxes
+    assert files(box_of(clone, moved) / "inbox") == [msg_id + ".json"]
+    assert run_cli("doctor", "--json", cwd=clone.main).stdout.count('"check": "stranded"') == 0
