@@ -84,10 +84,12 @@ def _pipx_command(spec):
             return f"pipx install --force {spec}"
         pipx_venv = venv
     else:
+        # not on PATH: the README's own pipx (made anew if it is not there either)
         pipx_venv = os.path.expanduser(README_PIPX_VENV)
-    # a pipx in a venv breaks with its base Python, exactly when this advice is needed: remake it
+    # A pipx in a venv breaks with its base Python, exactly when this advice is needed: remake
+    # its interpreter links first (venv on an existing venv keeps what is in it), then pipx.
     v = _q(pipx_venv)
-    return (f"python3 -m venv --clear {v} && {v}/bin/pip install -q pipx && "
+    return (f"python3 -m venv {v} && {v}/bin/pip install -q pipx && "
             f"{v}/bin/pipx install --force {spec}")
 
 

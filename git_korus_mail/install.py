@@ -511,6 +511,10 @@ def run_install(clone, args, out):
             return 0
         out = report
     write_table(results, out)
+    if not only_own:
+        from git_korus_mail import completion
+        for shell, why, line in completion.setup_lines():
+            out.write(f"completion  {shell}: {why}; set it up once with:\n    {line}\n")
     for cwd, why in not_wired:
         sys.stderr.write(f"git korus-mail: not wired: {cwd}: {why}\n")
     return 1 if failed or not_wired else 0

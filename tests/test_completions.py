@@ -327,14 +327,15 @@ def test_bash_completion_loads_script_on_demand(repo, tmp_path):
 
 # -- zsh -------------------------------------------------------------------------
 ZSH_DRIVER = r"""
-# usage: zsh -f driver.zsh MODE SCRIPT_OR_DIR LINE   (MODE: fpath or source)
+# usage: zsh -f driver.zsh MODE SCRIPT_OR_DIR LINE   (MODE: fpath, source, or rc: the user's
+# own ~/.zshrc sets completion up, as after the setup line install prints)
 zmodload zsh/zpty || exit 3
 mode=$1 target=$2 cmdline=$3
-zpty z zsh -f -i
+if [[ $mode == rc ]]; then zpty z zsh -i; else zpty z zsh -f -i; fi
 zpty -w z 'PROMPT= RPROMPT= PS2='
 if [[ $mode == fpath ]]; then
   zpty -w z "fpath=(${(q)target} \$fpath); autoload -Uz compinit; compinit -u -D"
-else
+elif [[ $mode == source ]]; then
   zpty -w z "autoload -Uz compinit; compinit -u -D; source ${(q)target}"
 fi
 zpty -w z 'zstyle ":completion:*" list-grouped false; zstyle ":completion:*" insert-tab false'

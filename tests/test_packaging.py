@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,103 @@ def test_completion_command_prints_the_shipped_scripts(pipx_install, tmp_path):
                           ("fish", "__git_korus_mail_in_cmd")):
         proc = subprocess.run([str(exe), "completion", shell], capture_output=True, text=True, cwd=tmp_path)
         assert proc.returncode == 0 and needle in proc.stdout, (shell, proc.stderr)
+
+
+def _setup_lines(stdout):
+    """{shell: line} from install's "completion  <shell>: ...; set it up once with:" blocks."""
+    lines = stdout.splitlines()
+    out = {}
+    for i, ln in enumerate(lines):
+        if ln.startswith("completion  ") and ln.endswith("set it up once with:"):
+            out[ln.split()[1].rstrip(":")] = lines[i + 1].strip()
+    return out
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_after_a_plain_pipx_install_the_printed_setup_line_makes_git_korus_mail_complete(
+        pipx_install, tmp_path, clone, shell):
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed (Debian: {shell}); tests/run.sh installs it in CI")
+    from types import SimpleNamespace
+    home = tmp_path / "user-home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "ZDOTDIR")}
+    env.update(HOME=str(home), PIPX_COMPLETION_DIR=str(pipx_install / "share"),
+               PATH=f"{pipx_install / 'bin'}:/usr/bin:/bin")
+    if shell == "zsh":
+        (home / ".zshrc").write_text("# a user's own zshrc, completion set up the usual way\n"
+                                     "autoload -Uz compinit && compinit\n")
+    proc = subprocess.run(["git", "korus-mail", "install"], cwd=clone.main, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = _setup_lines(proc.stdout)
+    assert shell in lines, proc.stdout
+    share = pipx_install / "share"
+    if shell == "zsh":
+        assert lines["zsh"] == (f"echo 'fpath=({share}/zsh/site-functions $fpath); autoload -Uz compinit "
+                                f"&& compinit' >> ~/.zshrc")
+    else:
+        assert lines["fish"] == (f"mkdir -p ~/.config/fish/conf.d && ln -sf {share}/fish/vendor_completions.d/"
+                                 f"git-korus-mail.fish ~/.config/fish/conf.d/git-korus-mail.fish")
+    def completes():
+        if shell == "zsh":
+            from test_completions import zsh_complete, zsh_has_git
+            repo = SimpleNamespace(env=env, main=clone.main)
+            if not zsh_has_git(repo):
+                pytest.skip("zsh's own _git completion is not installed")
+            return zsh_complete(repo, "git korus-mail s", mode="rc", tmp_path=tmp_path, env=env)
+        p = subprocess.run(["fish", "-c", "complete -C $argv[1]", "git korus-mail s"], cwd=clone.main, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return sorted({c.split("\t")[0] for c in p.stdout.splitlines()})
+
+    assert completes() != ["send", "status"]  # what a plain pipx install leaves: no completion
+    # the user runs the line once, as printed
+    ran = subprocess.run(["sh", "-c", lines[shell]], cwd=home, env=env, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    again = subprocess.run(["git", "korus-mail", "install"], cwd=clone.main, env=env, capture_output=True, text=True)
+    assert shell not in _setup_lines(again.stdout), again.stdout  # once set up, not printed again
+    # and the real shell now completes `git korus-mail <TAB>`
+    assert completes() == ["send", "status"]
+
+
+def test_the_stubs_advice_reinstalls_a_pipx_install_whose_python_is_gone(pipx_install, tmp_path, clone):
+    """The README's install, then the venv's interpreter disappears (a Python upgrade): the hook
+    says so, and the command it gives, run as printed, makes mail flow again."""
+    import json
+    home = tmp_path / "user-home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    env.update(HOME=str(home), PIPX_HOME=str(pipx_install / "home"), PIPX_BIN_DIR=str(pipx_install / "bin"),
+               PIPX_MAN_DIR=str(pipx_install / "man"), PIPX_COMPLETION_DIR=str(pipx_install / "share"),
+               PATH=f"{pipx_install / 'bin'}:/usr/local/bin:/usr/bin:/bin")
+    env.pop("PIPX_DEFAULT_PYTHON", None)
+    if shutil.which("pipx", path=env["PATH"]) or not shutil.which("python3", path=env["PATH"]):
+        pytest.skip("needs a python3 and no pipx on the system PATH")
+    exe = pipx_install / "bin" / "git-korus-mail"
+    proc = subprocess.run([str(exe), "install"], cwd=clone.main, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stub = clone.mail_root / "hooks" / "claude-hook"
+
+    def session_start():
+        payload = json.dumps({"session_id": "s-adv-1", "transcript_path": "", "cwd": str(clone.main),
+                              "hook_event_name": "SessionStart", "source": "startup"})
+        res = subprocess.run(["/bin/sh", "-c", f"'{stub}' SessionStart"], cwd=clone.main, env=env, input=payload,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout)
+
+    venv_bin = Path(os.path.realpath(exe)).parent
+    for p in venv_bin.glob("python3*"):  # the interpreter the venv links to is gone
+        p.unlink()
+    answer = session_start()
+    text = answer["hookSpecificOutput"]["additionalContext"]
+    assert "its Python interpreter" in text and "is gone" in text, text
+    advice = text.split("Fix: reinstall it: ", 1)[1]
+    assert advice.startswith("python3 -m venv ~/.cache/korus-pipx && "), advice
+    assert "pipx install git-korus-mail" not in advice
+    fixed = subprocess.run(["sh", "-c", advice], cwd=home, env=env, capture_output=True, text=True, timeout=900)
+    assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]
+    text = session_start()["hookSpecificOutput"]["additionalContext"]
+    assert "is empty" in text and "not being delivered" not in text, text
