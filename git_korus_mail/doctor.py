@@ -7,6 +7,7 @@ Checks, each finding with its fix:
 - OFF: delivery suppressed;
 - claims: held ones, and whether their owner still runs;
 - quarantine and stale staging files;
+- the journal and its lock: plain files of ours with one link, 0600 (else refused);
 - the clock, as the journal's times show it;
 - the last drain per event per box: sessions that ran turns but never a Stop mean
   mail is shown and never consumed (a wiring problem).
@@ -87,6 +88,7 @@ def collect(clone, now):
         _check_quarantine(box, findings)
         _check_drains(box, findings, now)
     _check_tmp(root, findings, now)
+    _check_journal(root, findings)
     _check_clock(root, findings, now)
     return findings
 
@@ -335,6 +337,23 @@ def _check_tmp(root, findings, now):
                      f"delete them: rm '{tmp.path}'/<name> (e.g. {sorted(stale)[0]})")
     elif young:
         findings.add("tmp", True, tmp.path, f"{young} staging file(s) in flight")
+
+
+def _check_journal(root, findings):
+    """The journal files the store refuses to use (journal.refusal): say which, and why."""
+    for name in (journal.NAME, journal.ROTATED, journal.LOCK):
+        path = os.path.join(root.path, name)
+        try:
+            st = root.dir.lstat(name)
+        except FileNotFoundError:
+            continue
+        problem = "is a symlink" if stat.S_ISLNK(st.st_mode) else journal.refusal(st)
+        if problem:
+            findings.add("journal", False, path, f"{problem}: the store refuses it, so events go unrecorded "
+                         f"(mail itself is unaffected)", f"move it aside: mv '{path}' '{path}.bad'")
+        elif stat.S_IMODE(st.st_mode) != 0o600:
+            findings.add("journal", False, path, f"mode {stat.S_IMODE(st.st_mode):04o}, not 0600",
+                         f"chmod 600 '{path}'")
 
 
 def _check_clock(root, findings, now):

@@ -4,12 +4,22 @@ Lines are single O_APPEND writes, so concurrent writers interleave whole lines.
 The file is rotated past a size bound; rotation takes a lock (portalocker) so two
 writers cannot both rotate and lose the older half. The lock is imported only
 then, which keeps it off the hook hot path.
+
+The journal and its lock are files in the store like any other, so they get the
+same rules (docs/CONTRACT.md): opened without following a symlink and without
+blocking (a FIFO planted there must hang nothing), and used only when they are a
+regular file of ours with one link. A hard link to some victim file is refused:
+never appended to, never chmod-ed. The journal is history, not truth: receipts
+and links are (see report.py), so a refused journal costs lines, never mail.
 """
 
+import errno
 import os
+import stat
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.errors import MailError
 from git_korus_mail.message import utc_stamp
 
 NAME = "journal.jsonl"
@@ -17,48 +27,128 @@ ROTATED = "journal.1.jsonl"
 MAX_BYTES = 4 * 1024 * 1024
 
 
+LOCK = "journal.lock"
+LOCK_TIMEOUT = 5  # seconds a rotator waits for another one
+_NOFOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
 def append(root_dir, event, **fields):
-    """Record `event` (sent, shown, consumed, expired, quarantined, claim-broken, ...)."""
+    """Record `event` (sent, shown, consumed, expired, quarantined, claim-broken, ...).
+
+    Raises MailError for a journal that is not a plain file of ours, OSError when it
+    cannot be written."""
     rec = {"at": utc_stamp(time.time()), "event": event}
     rec.update({k: v for k, v in fields.items() if v is not None})
     line = (json.dumps(rec, ensure_ascii=True, sort_keys=True) + "\n").encode("ascii")
-    fd = os.open(NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                 0o600, dir_fd=root_dir.fd)
+    fd = open_own(root_dir, NAME, os.O_WRONLY | os.O_APPEND)
     try:
-        st = os.fstat(fd)
-        if st.st_mode & 0o077:
-            os.fchmod(fd, 0o600)
+        size = os.fstat(fd).st_size
         os.write(fd, line)
-        size = st.st_size + len(line)
+        size += len(line)
     finally:
         os.close(fd)
     if size > MAX_BYTES:
         _rotate(root_dir)
 
 
+def open_own(root_dir, name, flags):
+    """Open (creating 0600) a file of the mail root that must be a regular file of ours with
+    one link; the returned fd has mode 0600 whatever the umask. MailError otherwise."""
+    path = os.path.join(root_dir.path, name)
+    try:
+        fd = os.open(name, flags | os.O_CREAT | _NOFOLLOW, 0o600, dir_fd=root_dir.fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MailError(f"{path} is a symlink; refusing to follow it") from None
+        if exc.errno == errno.ENXIO:
+            raise MailError(f"{path} is a fifo, not a file; refusing it") from None
+        if exc.errno == errno.EACCES:
+            fd = _reopen_unwritable(root_dir, name, flags, path)
+        else:
+            raise
+    try:
+        st = os.fstat(fd)
+        problem = refusal(st)
+        if problem:
+            raise MailError(f"{path} {problem}; refusing to write into it")
+        if stat.S_IMODE(st.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)  # a umask of 0277 made it 0400 once: that must not last
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def refusal(st):
+    """Why a journal file with this stat is not ours to use, or None."""
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not by you"
+    if st.st_nlink != 1:
+        return f"has {st.st_nlink} links (a hard link to another file)"
+    return None
+
+
+def _reopen_unwritable(root_dir, name, flags, path):
+    """Our own journal left read-only (an old run under umask 0277): checked through a
+    read-only fd, made 0600, then opened again as asked."""
+    try:
+        ro = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=root_dir.fd)
+    except OSError as exc:
+        raise MailError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(ro)
+        problem = refusal(st)
+        if problem:
+            raise MailError(f"{path} {problem}; refusing to write into it")
+        os.fchmod(ro, 0o600)
+    finally:
+        os.close(ro)
+    return os.open(name, flags | _NOFOLLOW, dir_fd=root_dir.fd)
+
+
 def _rotate(root_dir):
     import portalocker
-    lock_path = os.path.join(root_dir.path, "journal.lock")
-    # NON_BLOCKING makes portalocker retry until the timeout (a blocking lock ignores it, and warns)
-    flags = portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
-    with portalocker.Lock(lock_path, mode="a", timeout=5, flags=flags):
+    fd = open_own(root_dir, LOCK, os.O_RDWR)
+    try:
+        deadline = time.monotonic() + LOCK_TIMEOUT
+        while True:
+            try:
+                portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+                break
+            except portalocker.LockException:
+                if time.monotonic() >= deadline:
+                    raise MailError(f"{os.path.join(root_dir.path, LOCK)}: held by another writer for "
+                                    f"{LOCK_TIMEOUT}s; journal not rotated") from None
+                time.sleep(0.01)
         try:
-            if os.stat(NAME, dir_fd=root_dir.fd).st_size <= MAX_BYTES:
-                return  # another writer rotated while we waited
+            st = os.stat(NAME, dir_fd=root_dir.fd, follow_symlinks=False)
         except FileNotFoundError:
             return
+        if st.st_size <= MAX_BYTES or refusal(st):
+            return  # another writer rotated while we waited (or it is not ours to move)
         os.rename(NAME, ROTATED, src_dir_fd=root_dir.fd, dst_dir_fd=root_dir.fd)
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 def read(root_dir, limit=None):
-    """Journal records, oldest first (the rotated half, then the live one)."""
+    """Journal records, oldest first (the rotated half, then the live one). A journal that
+    is no regular file of ours is skipped: reports never block on it or read a victim."""
     out = []
     for name in (ROTATED, NAME):
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=root_dir.fd)
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=root_dir.fd)
         except FileNotFoundError:
             continue
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                continue
+            raise
         with os.fdopen(fd, "rb") as f:
+            if refusal(os.fstat(fd)):
+                continue
             for raw in f:
                 try:
                     rec = json.loads(raw)
