@@ -49,6 +49,17 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("gi
                                 reason="needs bash and git")
 
 
+def test_ci_has_every_shell_these_tests_need():
+    """Under CI=true (tests/run.sh installs them there) a missing shell fails, not skips: a
+    completion test that never runs proves nothing. Elsewhere each test skips and says why (-rs)."""
+    if os.environ.get("CI", "").lower() != "true":
+        pytest.skip("not CI: a missing shell skips its tests, each saying why")
+    missing = [t for t in ("zsh", "fish", "bash") if shutil.which(t) is None]
+    if not any(os.path.isfile(p) for p in BASH_COMPLETION_FRAMEWORK):
+        missing.append("bash-completion")
+    assert not missing, f"CI must run the completion tests in real shells; missing: {missing}"
+
+
 # -- the contract's command surface ------------------------------------------
 def contract_usage():
     """[(subcommand or None, {options}, [positional choices])] from the usage lines."""
