@@ -100,13 +100,13 @@ def _move_claimed(src, dst, msg_id, why):
     except FileNotFoundError:
         return "gone"
     if rec is None:
-        decision = {"id": msg_id, "box": dst.name, "path": _box_path(dst), "from": src.name, "why": why,
+        decision = {"id": msg_id, "box": dst.name, "path": dst.recorded_path(), "from": src.name, "why": why,
                     "at": utc_stamp(time.time())}
         try:
             src.sub(FORWARDED).create_staged(name, json.dumps(decision, sort_keys=True).encode(), src.root.tmp,
                                              "fwdrec", sync=True)
         except FileExistsError:
-            pass  # a racing repair wrote the same decision
+            pass  # there, but unreadable (we hold the claim, so no one races us): the move goes on here
         crash.point("forward:recorded")
     if not _has_trace(dst, name):
         _place(dst, name, data)
@@ -117,10 +117,6 @@ def _move_claimed(src, dst, msg_id, why):
         src.root.journal(why, id=msg_id, box=dst.name, source=src.name)
     inbox.fsync()
     return "moved"
-
-
-def _box_path(box):
-    return box.recorded_path()
 
 
 def _has_trace(box, name):
