@@ -338,7 +338,8 @@ def run_status(clone, as_json, out, show_all=False):
             f = rec["fate"]
             detail = ""
             if f["state"] == "consumed":
-                detail = f" by session {_e(f.get('session'))} at {_e(f.get('at'))}"
+                launch = f" (launch {_e(f['launch'])})" if f.get("launch") else ""
+                detail = f" by session {_e(f.get('session'))}{launch} at {_e(f.get('at'))}"
             elif f["state"] == "shown":
                 detail = " to " + ", ".join(f"{_e(s.get('session'))} at {_e(s.get('at'))}" for s in f["shown"])
             elif f["state"] == "expired":

@@ -99,6 +99,12 @@ def test_resumed_launch_after_a_sigkill_is_shown_the_mail_again_and_consumes_it(
     assert r["observed"]["launch"] == r["launch"]["tag"] and SESSION + "@" + r["launch"]["tag"] == b.dir_name
     # the dead launch's markers were swept at B's SessionStart (bounded, and A is provably gone)
     assert a_marked == {a.dir_name} and not (b_dir / "shown" / a.dir_name).exists()
+    # the sender's status names the launch that consumed it
+    st = json.loads(run_cli("status", "--json", cwd=clone.main, check=True).stdout)
+    fate = [m["fate"] for m in st["sent"] if m["id"] == msg_id][0]
+    assert fate["state"] == "consumed" and fate["session"] == SESSION and fate["launch"] == r["launch"]["tag"]
+    text = run_cli("status", cwd=clone.main, check=True).stdout
+    assert f"consumed by session {SESSION} (launch {r['launch']['tag']}) at " in text, text
 
 
 def test_marker_layout_on_disk(clone, launches):
