@@ -182,8 +182,8 @@ class Drain:
                                        f" queued mail waits until `git korus-mail on`.")
             return Outcome()
         shown_dir = self._markers()
-        already = shown_dir.names()
         ids, odd = box.inbox_ids()
+        already = shown_dir.names() if ids else set()  # an empty inbox needs no marker read
         for name in odd[:MAX_EXAMINED]:  # the rest wait for later events: each event's work is bounded
             self._quarantine(name, "not a message file name")
         candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
