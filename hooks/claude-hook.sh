@@ -26,8 +26,9 @@ event=${1-}
 run=
 if [ -f "$helper" ] && [ -x "$helper" ]; then
     run=$helper
-elif command -v git-korus-mail >/dev/null 2>&1; then
-    run=git-korus-mail
+else
+    # the fallback, by path: a fault report names it and reads its #! line
+    run=$(command -v git-korus-mail 2>/dev/null) || run=
 fi
 
 if [ -n "$run" ]; then

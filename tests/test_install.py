@@ -470,3 +470,18 @@ def test_install_wires_every_worktree_it_can_and_names_each_it_could_not(clone):
     assert install(clone.main, check=False).returncode == 0
     rc, data = doctor(clone.main)
     assert not failing(data, "wiring"), failing(data, "wiring")
+
+
+def test_stub_reports_a_broken_git_korus_mail_found_on_path(clone, tmp_path):
+    from install_fixtures import break_helper
+    helper = make_helper_copy(tmp_path / "first" / "bin")
+    assert run_cli_with(helper, "install", cwd=clone.main).returncode == 0
+    helper.unlink()  # the baked helper is gone; another copy on PATH cannot run either
+    other = make_helper_copy(tmp_path / "other" / "bin")
+    break_helper(other, "interpreter-gone")
+    cmd = claude.hook_command(stub_of(clone), "SessionStart")
+    res = run_stub(cmd, clone.main, path=f"{other.parent}:/usr/bin:/bin")
+    assert res.returncode == 0, res.stderr
+    text = json.loads(res.stdout)["systemMessage"]
+    assert f"{other} drain exited 127: its Python interpreter {other.parent / 'gone-venv' / 'bin' / 'python'}" \
+        f" is gone" in text, text
