@@ -21,7 +21,7 @@ import time
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash, keys, markers, presence
 from git_korus_mail.errors import MailError
-from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.fsafe import NotOwned, NotRegular, TooLarge
 from git_korus_mail.launch import NoLaunch
 from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_session
 from git_korus_mail.store import MSG_SUFFIX, MailRoot
@@ -29,7 +29,8 @@ from git_korus_mail.store import MSG_SUFFIX, MailRoot
 SKIP_SUFFIX = markers.SKIP_SUFFIX
 MAX_PENDING_FAULTS = 10
 PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at PostToolUse
-MAX_EXAMINED = 200  # files one event reads or quarantines: a flood of junk costs many events, not one long one
+MAX_EXAMINED = 200  # files one event reads: a flood costs many events, not one long one
+MAX_JUNK = 200  # files one event quarantines, after the real mail is read: junk never starves it
 READ_BUDGET = 16 * 1024 * 1024  # message bytes one event reads (the first message always): bounds its memory
 
 
@@ -121,9 +122,12 @@ class Drain:
                                       f"install with --scope user from the clone.")
             return Outcome()
         self.root, self.box, self.key = opened
-        self.prior = presence.load(self.box, self.session) or {}
+        self.prior = {}
         self.shown = None
+        self.junk = 0
         try:
+            # inside the try: a refused sessions/ is a box part like inbox/, said, not a traceback
+            self.prior = presence.load(self.box, self.session) or {}
             if self.event == "Stop":
                 return self._stop()
             if self.event == "SessionEnd":
@@ -184,10 +188,12 @@ class Drain:
         shown_dir = self._markers()
         ids, odd = box.inbox_ids()
         already = shown_dir.names() if ids else set()  # an empty inbox needs no marker read
-        for name in odd[:MAX_EXAMINED]:  # the rest wait for later events: each event's work is bounded
-            self._quarantine(name, "not a message file name")
         candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
         batch, skips, examined = self._load_batch(candidates, shown_dir) if candidates else ([], 0, 0)
+        for name in odd:  # real mail first; the rest of the junk waits for later events
+            if self.junk >= MAX_JUNK:
+                break
+            self._quarantine(name, "not a message file name")
         remaining = len(candidates) - examined
         notices, notice_names = ([], [])
         if self.event == "SessionStart":
@@ -291,6 +297,9 @@ class Drain:
                 msg, st = box.load(msg_id)
             except FileNotFoundError:
                 continue  # consumed or expired since we listed
+            except NotOwned as exc:
+                self._quarantine(msg_id + MSG_SUFFIX, f"owned by uid {exc.args[0]}, not by you")
+                continue
             except NotRegular as exc:
                 self._quarantine(msg_id + MSG_SUFFIX, f"not a regular file ({exc})")
                 continue
@@ -324,10 +333,16 @@ class Drain:
         return batch, skipped, examined
 
     def _quarantine(self, name, reason):
+        """Move a bad file aside under a name we choose. Its own name is data from whoever wrote
+        it: said to the user only escaped (render.field), and never put in the model's context."""
         from git_korus_mail import render
+        if self.junk >= MAX_JUNK:
+            return  # this event's share of junk work is done; the file waits for the next
+        self.junk += 1
         target = self.box.quarantine(name, reason)
         if target is not None:
-            self.faults.append(f"quarantined {render.field(name, 80)}: {reason}")
+            self.faults.append(f"quarantined {render.field(name, 80)} as quarantine/{target}: "
+                               f"{render.field(reason, 120)}")
 
     def _notices(self):
         d = self.box.sub("notices", create=False)
@@ -392,9 +407,9 @@ class Drain:
                 continue
             try:
                 result = box.consume(name, self.session, observation, launch=record)
-            except OSError as exc:
-                faults.append(f"consuming {name} failed: {exc.strerror or exc}; it stays queued")
-                continue
+            except (OSError, MailError) as exc:
+                faults.append(f"consuming {name} met an error ({_why(exc)}); {self._fate(name)}")
+                continue  # the marker stays: the next Stop finishes or retries the consume
             if result == "held":
                 from git_korus_mail import claims
                 owner = claims.read_owner(box.sub("claiming"), name) or {}
@@ -415,6 +430,23 @@ class Drain:
         self._record(extra)
         faults.extend(self.faults)  # what this very Stop could not record is told now, not lost
         return Outcome(notice=self._notice(faults))
+
+    def _fate(self, msg_id):
+        """What became of a message whose consume failed, looked at afterwards: the notice says
+        what is on disk, never what the failed step was meant to do."""
+        try:
+            state, session = self.box.fate(msg_id)
+        except (OSError, MailError) as exc:
+            return f"its state cannot be read ({_why(exc)})"
+        if state in ("consumed", "consumed-unmoved"):
+            who = "this session" if session == self.session else f"session {render_field(session)}"
+            later = "; its move out of the inbox completes at a later Stop" if state == "consumed-unmoved" else ""
+            return f"its receipt is written, so it is consumed (by {who}){later}"
+        if state == "queued":
+            return "it is not consumed and stays queued"
+        if state == "expired":
+            return "it had expired unread"
+        return "it is no longer queued"
 
     @staticmethod
     def _notice(faults):

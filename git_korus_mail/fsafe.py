@@ -128,7 +128,7 @@ class Dir:
         """Read a regular file without following symlinks or blocking on a FIFO.
 
         Returns (bytes, stat). Raises NotRegular for anything that is not a plain file
-        and TooLarge when it holds more than `limit` bytes.
+        (NotOwned for one of another user's) and TooLarge when it holds more than `limit` bytes.
         """
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
@@ -144,6 +144,8 @@ class Dir:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise NotRegular(_kind(st.st_mode))
+            if st.st_uid != os.geteuid():
+                raise NotOwned(st.st_uid)  # like a directory of another user's: refused
             if st.st_size > limit:
                 raise TooLarge(st.st_size)
             chunks = []
@@ -235,6 +237,14 @@ class Dir:
 
 class NotRegular(Exception):
     """The name is a symlink, FIFO, directory, socket or device, not a message file."""
+
+
+class NotOwned(NotRegular):
+    """The file belongs to another user (args[0]: its uid). A NotRegular, so every reader
+    that refuses a FIFO or a directory refuses it too."""
+
+    def __str__(self):
+        return f"owned by uid {self.args[0]}, not by you"
 
 
 class TooLarge(Exception):

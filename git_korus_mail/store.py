@@ -24,7 +24,7 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail import claims, crash, journal
 from git_korus_mail.errors import MailError
 from git_korus_mail.fsafe import Dir, NotRegular, TooLarge
-from git_korus_mail.message import MAX_FILE_BYTES, Invalid, expires_at, id_time, parse, utc_stamp
+from git_korus_mail.message import MAX_FILE_BYTES, Invalid, expires_at, id_time, parse, utc_stamp, valid_id
 
 MAIL_DIR = "mail"
 OFF_FILE = "OFF"
@@ -41,6 +41,11 @@ BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", "receipts", "shown", "ses
 def staging_name(msg_id):
     """The name in tmp/ a message is written under before it is linked into an inbox."""
     return f"msg.{msg_id}"
+
+
+def quarantine_name(t):
+    """quarantine/q-YYYYMMDDTHHMMSSZ-<12 hex>: ours, short, and sorting by time."""
+    return f"q-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(t))}-{os.urandom(6).hex()}"
 
 
 def mail_root_path(common_dir):
@@ -197,10 +202,10 @@ class Box:
         """Queued ids, oldest first. Names not shaped like a message are returned separately."""
         ids, odd = [], []
         for n in self.names("inbox"):
-            if n.endswith(MSG_SUFFIX):
+            if n.endswith(MSG_SUFFIX) and valid_id(n[:-len(MSG_SUFFIX)]):
                 ids.append(n[:-len(MSG_SUFFIX)])
             elif not n.startswith("."):
-                odd.append(n)
+                odd.append(n)  # junk by its name alone: it never sorts ahead of real mail
         ids.sort()
         return ids, odd
 
@@ -284,16 +289,21 @@ class Box:
         return None
 
     def quarantine(self, name, reason, sub="inbox"):
-        """Move a non-message aside (without following or opening it) and record why."""
+        """Move a non-message aside (without following or opening it) and record why.
+
+        The file goes under a name we choose (its own may be as long as a name can be, or
+        hold any bytes): `q-<time>-<random>`, with the original name kept, JSON-escaped,
+        in `<target>.why.json`. Returns the target name, None when the file went meanwhile."""
         src = self.sub(sub, create=False)
         q = self.sub("quarantine")
-        target = f"{name}.{int(time.time())}.{os.urandom(3).hex()}"
+        target = quarantine_name(time.time())
         try:
             src.rename_to(name, q, target)
         except FileNotFoundError:
             return None
         why = {"name": name, "from": sub, "reason": reason, "at": utc_stamp(time.time())}
-        q.create_exclusive(target + ".why.json", json.dumps(why, sort_keys=True).encode(), sync=False)
+        q.create_exclusive(target + ".why.json", json.dumps(why, sort_keys=True, ensure_ascii=True).encode("ascii"),
+                           sync=False)
         self.root.journal("quarantined", box=self.name, name=name, reason=reason)
         return target
 
@@ -314,6 +324,29 @@ class Box:
             if isinstance(why, dict) and isinstance(why.get("name"), str):
                 out[why["name"]] = str(why.get("reason") or "no reason recorded")
         return out
+
+    def fate(self, msg_id):
+        """(state, session) of one message as the disk says now: "consumed" (a receipt;
+        session from it), "consumed-unmoved" (a receipt, still in the inbox: a move to
+        finish), "queued", "expired" or "gone". Receipts are the truth, never the journal."""
+        name = msg_id + MSG_SUFFIX
+        inbox = self.sub("inbox", create=False)
+        queued = inbox is not None and inbox.exists(name)
+        receipts = self.sub("receipts", create=False)
+        if receipts is not None and receipts.exists(name):
+            session = None
+            try:
+                data, _ = receipts.read_regular(name, 64 * 1024)
+                session = json.loads(data).get("session")
+            except (OSError, ValueError, NotRegular, TooLarge, AttributeError):
+                pass  # consumed all the same: the receipt's presence is the proof
+            return ("consumed-unmoved" if queued else "consumed"), session
+        if queued:
+            return "queued", None
+        expired = self.sub("expired", create=False)
+        if expired is not None and expired.exists(name):
+            return "expired", None
+        return "gone", None
 
     # -- consume -----------------------------------------------------------
     def consume(self, msg_id, session, observation, launch=None):

@@ -43,6 +43,7 @@ ID_LINE_RE = re.compile(r"^id (?P<id>\S+) · from \(unverified\) (?P<path>.*) ·
 KIND_LINE_RE = re.compile(r"^kind (?P<kind>\S+) · sent (?P<sent>.+) \((?P<age>[^()]+) ago\)"
                           r" · (?P<ttl>expires in \S+|expired|\?)$")
 CUT_RE = re.compile(r"^\[body cut\b.*whole message: (?P<path>\S+\.json)\b.*\]$")
+QUARANTINED_RE = re.compile(r"^q-\d{8}T\d{6}Z-[0-9a-f]{12}$")  # store.quarantine_name
 DEFER_RE = re.compile(r"^(?P<n>\d+) more messages? waits?; the next hook event shows them\.$")
 
 
@@ -555,8 +556,10 @@ def test_kind_with_slash_is_refused_by_send(clone):
 # =============================================================================================
 def _assert_quarantined(clone, name, reason_part, ans_show, good_id):
     q = box_dir(clone) / "quarantine"
-    moved = [n for n in names(q) if n.startswith(name + ".") and not n.endswith(".why.json")]
-    assert len(moved) == 1, names(q)
+    # moved under a name the store chose; the original name is kept inside the record
+    moved = [n[:-len(".why.json")] for n in names(q) if n.endswith(".why.json")
+             and json.loads((q / n).read_text())["name"] == name]
+    assert len(moved) == 1 and QUARANTINED_RE.match(moved[0]) and os.path.lexists(q / moved[0]), names(q)
     why = json.loads((q / (moved[0] + ".why.json")).read_text())
     assert why["name"] == name and why["from"] == "inbox" and reason_part in why["reason"], why
     assert not os.path.lexists(box_dir(clone) / "inbox" / name)

@@ -1,0 +1,142 @@
+"""One bad file costs only itself: junk names, floods of junk, other users' files, refused
+box parts, and notices that say what a failed consume really left on disk.
+
+Every hook here is the real command in its own process (test_hostile's drivers, which
+also check the answer's framing: nothing outside a frame but the drain's own lines).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import hook, run_cli
+from test_hostile import (QUARANTINED_RE, SESSION, box_dir, drain, drain_timed, inbox, journal, names, send,
+                          snapshot, write_raw)
+from git_korus_mail import drain as drain_mod
+
+
+def _whys(clone):
+    q = box_dir(clone) / "quarantine"
+    return {n[:-len(".why.json")]: json.loads((q / n).read_text()) for n in names(q) if n.endswith(".why.json")}
+
+
+# -- a name as long as a name can be, and names that are no text --------------------------------
+LONG = "\x1b]0;pwned\x07" + "A" * 226 + "\u202e.json"  # 240 bytes and more: quarantine can't add to it
+
+
+def test_a_240_byte_junk_name_is_quarantined_under_our_name_and_never_shown(clone):
+    assert len(LONG.encode()) >= 240
+    good = send(clone, "the good one")
+    write_raw(clone, LONG, b"junk")
+    ans = drain_timed("SessionStart", clone.web)  # checks the frame: nothing stray outside it
+    assert ans.ids == [good]
+    assert "Traceback" not in ans.proc.stderr and "AAAA" not in ans.context and "pwned" not in ans.context
+    [(target, why)] = _whys(clone).items()
+    assert QUARANTINED_RE.match(target) and why["name"] == LONG and why["reason"] == "not a message file name"
+    assert names(box_dir(clone) / "inbox") == [good + ".json"]
+    stop = drain("Stop", clone.web)
+    assert f"as quarantine/{target}" in stop.notice
+    assert "\x1b" not in stop.notice and "\u202e" not in stop.notice and "\\u001b" in stop.notice
+    assert [e["name"] for e in journal(clone) if e["event"] == "quarantined"] == [LONG]
+
+
+def test_a_name_that_is_not_utf8_is_kept_byte_for_byte_in_the_record(clone):
+    good = send(clone, "the good one")
+    raw = b"\xff\xfe junk \xc3(.json"
+    fd = os.open(os.fsencode(inbox(clone)) + b"/" + raw, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    ans = drain("UserPromptSubmit", clone.web)
+    assert ans.ids == [good]
+    [(target, why)] = _whys(clone).items()
+    assert os.fsencode(why["name"]) == raw and QUARANTINED_RE.match(target)
+
+
+# -- a flood of junk that sorts before the real mail ---------------------------------------------
+def test_100k_junk_files_sorting_first_do_not_delay_real_mail(clone, request):
+    d = inbox(clone)
+    request.addfinalizer(lambda: shutil.rmtree(d, ignore_errors=True))  # 100k inodes: do not keep them
+    for i in range(100_000):  # "0000…" and "1999…" sort before every id of this century
+        fd = os.open(os.path.join(d, f"{i:06d}.json" if i % 2 else f"1999-junk-{i:06d}"),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+    good = send(clone, "behind the flood")
+    ans = drain_timed("UserPromptSubmit", clone.web, timeout=120)
+    assert ans.ids == [good], "real mail waited behind junk"
+    assert len(_whys(clone)) == drain_mod.MAX_JUNK  # junk work of one event is bounded
+    again = drain_timed("UserPromptSubmit", clone.web, timeout=120)
+    assert len(_whys(clone)) == 2 * drain_mod.MAX_JUNK and again.ids == []
+
+
+# -- another user's file ------------------------------------------------------------------------
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_a_message_file_owned_by_another_user_is_refused(clone):
+    other = send(clone, "planted by someone else")
+    good = send(clone, "mine")
+    os.chown(box_dir(clone) / "inbox" / (other + ".json"), 54321, 54321)
+    ans = drain("UserPromptSubmit", clone.web)
+    assert ans.ids == [good]
+    [(target, why)] = _whys(clone).items()
+    assert why["name"] == other + ".json" and why["reason"] == "owned by uid 54321, not by you"
+    assert os.stat(box_dir(clone) / "quarantine" / target).st_uid == 54321
+
+
+# -- every part of a box, and of the root, refused like inbox/ ---------------------------------
+PARTS = ["inbox", "claiming", "seen", "expired", "receipts", "shown", "sessions", "notices", "quarantine",
+         "sent", "../../tmp"]
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"]
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_a_symlinked_box_part_is_a_clean_fault_at_every_event(clone, tmp_path, part):
+    msg = send(clone, "queued before the link")
+    drain("UserPromptSubmit", clone.web)  # a session with presence and markers
+    write_raw(clone, "junk.txt", b"x")    # and something for the quarantine
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o700)
+    path = box_dir(clone) / part
+    if path.exists():
+        path.rename(str(path) + ".aside")
+    os.symlink(outside, path)
+    for event in EVENTS:
+        raw, proc = hook(event, clone.web, SESSION)  # asserts exit 0
+        assert "Traceback" not in proc.stderr, (event, proc.stderr)
+        if event in ("SessionStart", "Stop") and part in ("inbox", "shown", "sessions", "../../tmp"):
+            said = json.dumps(raw)
+            assert "symlink" in said, (event, raw)
+    for cmd in (["list"], ["status"], ["doctor"], ["send", "--to", str(clone.web), "x"]):
+        proc = run_cli(*cmd, cwd=clone.main)
+        assert "Traceback" not in proc.stderr, (cmd, proc.stderr)
+    assert snapshot(outside) == [], f"something was written through the {part} link"
+    assert os.path.islink(path)
+    os.unlink(path)
+    if os.path.exists(str(path) + ".aside"):
+        os.rename(str(path) + ".aside", path)
+    states = [s for s in ("inbox", "seen") if (box_dir(clone) / s / (msg + ".json")).exists()]
+    assert states in (["inbox"], ["seen"]), states  # never lost, never both
+
+
+# -- a notice says what happened, looked at after the fact ---------------------------------------
+def _chattr(flag, path):
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True, text=True)
+
+
+def test_a_consume_that_fails_after_its_receipt_says_consumed_not_queued(clone):
+    msg = send(clone, "consumed, though the move fails")
+    assert drain("UserPromptSubmit", clone.web).ids == [msg]
+    seen = box_dir(clone) / "seen"
+    seen.mkdir(mode=0o700, exist_ok=True)
+    if _chattr("+i", seen).returncode != 0:
+        pytest.skip("no chattr +i here (needs root on ext4/xfs/btrfs)")
+    try:
+        stop = drain_timed("Stop", clone.web, expect_stderr=True)  # link into seen/: EPERM after the receipt
+    finally:
+        _chattr("-i", seen)
+    assert names(box_dir(clone) / "receipts") == [msg + ".json"]
+    assert "stays queued" not in stop.notice, stop.notice
+    assert f"consuming {msg} met an error (Operation not permitted); its receipt is written, so it is " \
+           f"consumed (by this session); its move out of the inbox completes at a later Stop" in stop.notice
+    drain("Stop", clone.web)  # the marker was kept: this Stop finishes the move
+    assert names(box_dir(clone) / "inbox") == [] and names(seen) == [msg + ".json"]
