@@ -12,6 +12,7 @@ import time
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import claims
 from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.launch import parse_tag
 from git_korus_mail.message import parse_stamp, utc_stamp
 
 NO_PID_LIVE_SECONDS = 24 * 3600
@@ -73,14 +74,18 @@ def sessions(box):
 
 
 def liveness(rec, now=None):
-    """working / idle / closed / gone (its Claude Code process no longer runs)."""
+    """working / idle / closed / gone (its client process no longer runs, or its pid now
+    belongs to another process)."""
     state = rec.get("state", "idle")
     if state == "closed":
         return "closed"
     pid = rec.get("claude_pid")
     mine = claims.me("check")
     if isinstance(pid, int) and pid > 0 and rec.get("boot") == mine["boot"]:
-        if claims.owner_is_dead({"pid": pid, "host": mine["host"], "boot": rec.get("boot"),
+        # the launch tag holds the process's start time: a pid reused by a newer process is gone too
+        launch = parse_tag(rec["launch"]) if isinstance(rec.get("launch"), str) else None
+        start = launch[1] if launch is not None and launch[0] == pid else None
+        if claims.owner_is_dead({"pid": pid, "start": start, "host": mine["host"], "boot": rec.get("boot"),
                                  "pidns": mine["pidns"]}):
             return "gone"
         return state

@@ -259,3 +259,24 @@ def test_session_end_clears_only_its_own_launch(clone, launches):
     assert not (shown / b.dir_name).exists()
     assert names(shown / a.dir_name) == [".launch", msg_id]
     assert names(box_dir(clone) / "inbox") == [msg_id + ".json"]
+
+
+def test_presence_of_a_launch_whose_pid_now_runs_another_process_is_gone(clone, launches):
+    """`list` (and `send --to all`) judge a session by its launch: pid AND start time."""
+    a = launches()
+    a.hook("SessionStart", clone)
+
+    def state():
+        data = json.loads(run_cli("list", "--json", cwd=clone.main, check=True).stdout)
+        row = [r for r in data["boxes"] if r["slug"] == "web"][0]
+        return {s["session"]: s["state"] for s in row["sessions"]}[SESSION]
+
+    assert state() == "idle"
+    rec_path = box_dir(clone) / "sessions" / (SESSION + ".json")
+    rec = json.loads(rec_path.read_text())
+    assert rec["claude_pid"] == a.pid and rec["launch"] == a.dir_name.split("@")[1]
+    # as if the pid had been reused: the same pid, started at another time
+    rec["launch"] = f"{a.pid}-{a.start + 1}-{rec['launch'].rsplit('-', 1)[1]}"
+    rec_path.write_text(json.dumps(rec))
+    assert state() == "gone"
+
