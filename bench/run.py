@@ -634,8 +634,8 @@ def bench_breakdown(world, conds, prof):
         ("`import signal` (signal pulls in enum)", [world.py, "-c", "import signal"]),
         ("`import re` (re pulls in enum, functools, ...)", [world.py, "-c", "import re"]),
         ("`import json` (json pulls in re)", [world.py, "-c", "import json"]),
-        ("hot-path modules only (`import git_korus_mail.cli, .hook, .drain`), no work",
-         [world.py, "-c", "import git_korus_mail.cli, git_korus_mail.hook, git_korus_mail.drain"]),
+        ("hot-path modules only (`import git_korus_mail.cli, .commands.drain, .drain`), no work",
+         [world.py, "-c", "import git_korus_mail.cli, git_korus_mail.commands.drain, git_korus_mail.drain"]),
         ("the whole empty-box drain (console script)", [world.tool, "drain"]),
     ]
     out = {}

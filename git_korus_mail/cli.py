@@ -180,8 +180,8 @@ def main(argv=None):
         if "-h" in argv or "--help" in argv:
             sys.stdout.write(DRAIN_USAGE)
             return 0
-        from git_korus_mail import hook  # the hot path: no docopt, no pygit2
-        return hook.main(argv[1:])
+        from git_korus_mail.commands import drain  # the hot path: no docopt, no pygit2
+        return drain.main(argv[1:])
     try:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit: a closed pipe must reach the handler below
@@ -264,7 +264,7 @@ def _usage_error(line, doc):
 def _dispatch(command, args):
     out = sys.stdout
     if command == "completion":
-        from git_korus_mail import completion
+        from git_korus_mail.commands import completion
         shell = next(s for s in ("bash", "zsh", "fish") if args[s])
         return completion.run(shell, out)
     from git_korus_mail.clone import Clone
@@ -289,7 +289,7 @@ def _run(command, args, clone, out):
             return report.run_list(clone, args["--json"], out, show_all=args["--all"])
         return report.run_status(clone, args["--json"], out, show_all=args["--all"])
     if command == "forward":
-        from git_korus_mail import forward
+        from git_korus_mail.commands import forward
         return forward.run(clone, args, out)
     if command in ("off", "on"):
         from git_korus_mail import report
@@ -301,10 +301,10 @@ def _run(command, args, clone, out):
         from git_korus_mail import install
         return install.run_uninstall(clone, args, out)
     if command == "doctor":
-        from git_korus_mail import doctor
+        from git_korus_mail.commands import doctor
         return doctor.run(clone, args, out)
     if command == "release":
-        from git_korus_mail import release
+        from git_korus_mail.commands import release
         return release.run(clone, args, out)
     raise AssertionError(command)
 

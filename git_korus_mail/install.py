@@ -512,7 +512,7 @@ def run_install(clone, args, out):
         out = report
     write_table(results, out)
     if not only_own:
-        from git_korus_mail import completion
+        from git_korus_mail.commands import completion
         for shell, why, line in completion.setup_lines():
             out.write(f"completion  {shell}: {why}; set it up once with:\n    {line}\n")
     for cwd, why in not_wired:

@@ -116,7 +116,7 @@ def _racer(session, cwd, mode, barrier, conn):
         return r
 
     claims.acquire = acquire
-    # every racer runs under the launch conftest names (this test's pytest process), as hook.py would
+    # every racer runs under the launch conftest names (this test's pytest process), as commands/drain.py would
     from git_korus_mail.launch import Launch
     launch = Launch.of_process("claude", int(os.environ["CLAUDE_PID"]))
     _apply_mode(mode)
@@ -129,7 +129,7 @@ def _racer(session, cwd, mode, barrier, conn):
             barrier.wait(BARRIER_TIMEOUT)
             if cmd == "show":
                 out = drain.Drain("SessionStart", session, cwd, launch=launch).run()
-                out.commit()  # what hook.py does after writing and flushing the output
+                out.commit()  # what commands/drain.py does after writing and flushing the output
                 conn.send(("ok", out.context or ""))
             elif cmd == "noop":
                 conn.send(("ok", None))

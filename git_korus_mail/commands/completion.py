@@ -6,7 +6,7 @@ SCRIPTS = {"bash": "git-korus-mail.bash", "zsh": "_git-korus-mail", "fish": "git
 
 
 def script_path(shell):
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package dir, above commands/
     # in a wheel the scripts ship inside the package; in a source checkout they sit beside it
     for base in (os.path.join(here, "completions"), os.path.join(os.path.dirname(here), "completions")):
         path = os.path.join(base, SCRIPTS[shell])
