@@ -9,6 +9,8 @@ import sys
 
 USAGE = """\
 usage: git korus-mail <command> [<args>...]
+       git korus-mail --version
+       git korus-mail -h | --help
 
 Durable mail between AI coding-agent sessions in the worktrees of one git clone.
 
@@ -40,7 +42,8 @@ options:
   --to=<dest>        a worktree path, `.`, `all` (worktrees with a live session),
                      a worktree name, or a box key prefix (4+ chars); up to 8
   --all-worktrees    every other worktree of the clone
-  --kind=<kind>      display-only label: note, handoff, alert, ... [default: note]
+  --kind=<kind>      display-only label: `note`, `handoff`, `alert`, `question`, ...
+                     [default: note]
   --ttl=<minutes>    expire unread after this many minutes, 1 to 5256000 [default: 4320]
   --session=<id>     show only to this session id (a filter; the address stays the path)
   --create           allow a path that is no worktree of this clone
@@ -108,7 +111,7 @@ usage:
 Wire Claude Code's hooks to the drain for every worktree of the clone.
 
 options:
-  --scope=<scope>   local (each worktree's .claude/settings.local.json) or user
+  --scope=<scope>   `local` (each worktree's .claude/settings.local.json) or `user`
                     ($CLAUDE_CONFIG_DIR/settings.json with a repo anchor) [default: local]
   --urgent          the wake-up tier (not built yet)
   --force           rewrite our entries even when they look current
@@ -121,7 +124,7 @@ usage:
 Remove exactly what install added; queued mail is kept unless --purge.
 
 options:
-  --scope=<scope>   local or user [default: local]
+  --scope=<scope>   `local` or `user` [default: local]
   --purge           also delete the mail root (asks first; --yes when not on a tty)
   --yes             confirm --purge without asking
   --repo=<path>     the clone to unwire
