@@ -156,15 +156,16 @@ __git_korus_mail_relpath ()
 	fi
 }
 
-# __git_korus_mail_dests REPO CUR: print newline-separated --to candidates:
-# "all", ".", and for every other worktree its name (last path component,
+# __git_korus_mail_dests REPO CUR KEYWORDS: print newline-separated --to candidates:
+# KEYWORDS (newline-separated: "all" and "." for send, "." for forward, which takes
+# one worktree), and for every other worktree its name (last path component,
 # when unique) and its path (absolute or relative to the cwd: the shorter one
 # when CUR is empty, both otherwise).  The worktree the cwd is in is left out
 # (send refuses it by path or name; "." is the way to mail yourself), and so
 # are bare and prunable entries.  One git call.
 __git_korus_mail_dests ()
 {
-	local repo=$1 cur_=$2 line here own= p q n d dup out
+	local repo=$1 cur_=$2 keywords=$3 line here own= p q n d dup out
 	local -a wts gitc
 	# "git -C <dir> korus-mail ...": the command will run in <dir>, so list
 	# and relativize from there (__git_C_args is set by git's completion).
@@ -197,7 +198,7 @@ __git_korus_mail_dests ()
 		fi
 	done
 
-	out=$'all\n.'
+	out=$keywords
 	for p in "${wts[@]}"; do
 		[[ $p == "$own" ]] && continue
 		n=${p##*/}
@@ -237,8 +238,10 @@ __git_korus_mail_value ()
 	local opt=$1 val=$2 pfx=$3
 	case $opt in
 	--to)
+		local keywords=$'all\n.'
+		[[ $(__git_korus_mail_find_sub) == forward ]] && keywords=.
 		__git_korus_mail_comp_nl \
-			"$(__git_korus_mail_dests "$(__git_korus_mail_optval --repo)" "$val")" \
+			"$(__git_korus_mail_dests "$(__git_korus_mail_optval --repo)" "$val" "$keywords")" \
 			"$pfx" "$val"
 		;;
 	--scope)

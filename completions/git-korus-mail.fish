@@ -148,8 +148,9 @@ function __git_korus_mail_relpath
     end
 end
 
-# --to candidates: all, ., and every other worktree's name (when unique) and
-# path (absolute while nothing is typed; absolute and relative after that).
+# --to candidates: all (not with the argument "one": forward takes one worktree), ., and
+# every other worktree's name (when unique) and path (absolute while nothing is typed;
+# absolute and relative after that).
 function __git_korus_mail_dests
     set -l repo
     set -l args (__git_korus_mail_args)
@@ -199,7 +200,8 @@ function __git_korus_mail_dests
         end
     end
 
-    printf '%s\t%s\n' all 'every other worktree with a live session' . 'your own worktree'
+    test "$argv[1]" = one; or printf '%s\t%s\n' all 'every other worktree with a live session'
+    printf '%s\t%s\n' . 'your own worktree'
     set -l others
     for p in $wts
         test "$p" = "$own"; or set -a others $p
@@ -273,7 +275,7 @@ if not set -q __git_korus_mail_completion_loaded
 
         # forward
         complete -c $c -n '__git_korus_mail_using forward' \
-            -x -l to -a '(__git_korus_mail_dests)' -d 'Destination worktree'
+            -x -l to -a '(__git_korus_mail_dests one)' -d 'Destination worktree'
 
         # install / uninstall
         complete -c $c -n '__git_korus_mail_using install uninstall' \

@@ -1,8 +1,8 @@
 """Shell completions and the man page, tested through the real shells.
 
-These tests use only the files under completions/ and man/ (and docs/CONTRACT.md
-as the reference for the command surface); the Python package need not be
-installed.  Bash is driven directly: a `bash -c` process sources the script, sets
+What each shell offers is checked against the command surface that tests/surface.py
+derives from the docopt usage blocks in git_korus_mail/cli.py (tests/test_surface.py
+reads the same files as text).  Bash is driven directly: a `bash -c` process sources the script, sets
 COMP_WORDS/COMP_CWORD/COMP_LINE/COMP_POINT the way readline would, calls the
 completion function and prints COMPREPLY.  zsh is driven through zpty with the
 real compinit, fish through `complete -C`.  Everything runs in a temp clone with
@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
+import surface
+
 ROOT = Path(__file__).resolve().parent.parent
 BASH_SCRIPT = ROOT / "completions" / "git-korus-mail.bash"
 ZSH_SCRIPT = ROOT / "completions" / "_git-korus-mail"
 FISH_SCRIPT = ROOT / "completions" / "git-korus-mail.fish"
 MAN_PAGE = ROOT / "man" / "git-korus-mail.1"
-CONTRACT = ROOT / "docs" / "CONTRACT.md"
 
 GIT_BASH_COMPLETION = [
     "/usr/share/bash-completion/completions/git",
@@ -60,31 +61,28 @@ def test_ci_has_every_shell_these_tests_need():
     assert not missing, f"CI must run the completion tests in real shells; missing: {missing}"
 
 
-# -- the contract's command surface ------------------------------------------
-def contract_usage():
-    """[(subcommand or None, {options}, [positional choices])] from the usage lines."""
-    text = CONTRACT.read_text(encoding="utf-8")
-    section = text.split("## Command surface", 1)[1].split("\n## ", 1)[0]
-    out = []
-    for raw in section.splitlines():
-        if not raw.startswith("    git-korus-mail"):
-            continue
-        line = re.split(r"\s{2,}", raw.strip())[0]      # drop a trailing comment
-        words = line.split()
-        sub = words[1] if len(words) > 1 and not words[1].startswith(("-", "(", "[")) else None
-        opts = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line))
-        choices = [c for group in re.findall(r"\((\w+(?:\|\w+)+)\)", line) for c in group.split("|")]
-        out.append((sub, opts, choices))
-    assert out, "no usage lines found in docs/CONTRACT.md"
-    return out
+# -- the command surface: the usage blocks ---------------------------------------
+COMMANDS = surface.commands()
+SUBCOMMANDS = surface.subcommands()
+WITH_OPTIONS = [n for n in SUBCOMMANDS if COMMANDS[n].options]
 
 
-def contract_commands():
-    """{subcommand: union of its options}; top-level options under None."""
-    cmds = {}
-    for sub, opts, _ in contract_usage():
-        cmds.setdefault(sub, set()).update(opts)
-    return cmds
+def long_options(sub):
+    """The options a completion offers after `<sub> -`: the long ones."""
+    return {o for o in COMMANDS[sub].options if o.startswith("--")}
+
+
+# (subcommand, option, its fixed values): what `<sub> <opt> <TAB>` must offer
+VALUED = [(n, o, v) for n in SUBCOMMANDS for o, v in COMMANDS[n].values.items()]
+# options whose argument is free-form (a number, an id): nothing to offer, not even files
+FREE_FORM = [(n, o) for n in SUBCOMMANDS for o, arg in COMMANDS[n].options.items()
+             if arg and o not in COMMANDS[n].values and o != "--repo"]
+
+
+def fixed_words(candidates, repo):
+    """Candidates without the clone's worktrees (names and paths), which --to adds."""
+    names = {p.name for p in (repo.main, repo.web, repo.spaced)}
+    return sorted(c for c in candidates if "/" not in c and unescape(c) not in names)
 
 
 # -- a real clone with real linked worktrees -----------------------------------
@@ -203,19 +201,32 @@ def test_bash_subcommand_prefix(repo):
     assert sorted(bash_complete(repo, "git-korus-mail s")) == ["send", "status"]
 
 
-def test_bash_every_subcommand_from_contract(repo):
-    expected = {s for s in contract_commands() if s}
-    assert set(bash_complete(repo, "git-korus-mail ")) == expected
+def test_bash_every_subcommand(repo):
+    assert sorted(bash_complete(repo, "git-korus-mail ")) == sorted(SUBCOMMANDS)
 
 
 def test_bash_top_level_options(repo):
-    assert set(bash_complete(repo, "git-korus-mail -")) == contract_commands()[None]
+    assert set(bash_complete(repo, "git-korus-mail -")) == set(COMMANDS[None].options)
 
 
-@pytest.mark.parametrize("sub", sorted(s for s in contract_commands() if s and s != "completion"))
+@pytest.mark.parametrize("sub", WITH_OPTIONS)
 def test_bash_options_of_each_subcommand(repo, sub):
-    offered = {o.rstrip("=") for o in bash_complete(repo, f"git-korus-mail {sub} -")}
-    assert offered == contract_commands()[sub]
+    offered = bash_complete(repo, f"git-korus-mail {sub} -")
+    assert {o.rstrip("=") for o in offered} == long_options(sub)
+    # an option that takes an argument is offered as --opt= (the cursor stays for its value)
+    assert {o.rstrip("=") for o in offered if o.endswith("=")} == \
+        {o for o in long_options(sub) if COMMANDS[sub].options[o]}
+
+
+@pytest.mark.parametrize("sub,opt,values", VALUED)
+def test_bash_values_of_each_option(repo, sub, opt, values):
+    for line in (f"git-korus-mail {sub} {opt} ", f"git-korus-mail {sub} {opt}="):
+        assert fixed_words(bash_complete(repo, line), repo) == sorted(values), line
+
+
+@pytest.mark.parametrize("sub,opt", FREE_FORM)
+def test_bash_free_form_values_offer_nothing(repo, sub, opt):
+    assert bash_complete(repo, f"git-korus-mail {sub} {opt} ") == []
 
 
 def test_bash_send_options_exclude_each_other(repo):
@@ -267,8 +278,7 @@ def test_bash_scope_values(repo):
 
 
 def test_bash_completion_shells(repo):
-    usage = [c for s, _, c in contract_usage() if s == "completion"]
-    assert bash_complete(repo, "git-korus-mail completion ") == usage[0]
+    assert bash_complete(repo, "git-korus-mail completion ") == list(COMMANDS["completion"].choices)
 
 
 def test_bash_kind_values(repo):
@@ -299,11 +309,14 @@ def test_git_completion_calls_git_korus_mail(repo):
         == ["send", "status"]
     cands = bash_complete(repo, "git korus-mail send --to ", func="__git_wrap__git_main", preload=pre)
     assert "web" in cands and "all" in cands
+    # forward moves mail to one worktree: no `all` (found through git's own cmdline helpers)
+    cands = bash_complete(repo, "git korus-mail forward x --to ", func="__git_wrap__git_main", preload=pre)
+    assert "web" in cands and "." in cands and "all" not in cands
     assert bash_complete(repo, "git korus-mail install --scope=", func="__git_wrap__git_main",
                          preload=pre) == ["local", "user"]
     opts = {o.rstrip("=") for o in bash_complete(repo, "git korus-mail doctor --", func="__git_wrap__git_main",
                                                  preload=pre)}
-    assert opts == contract_commands()["doctor"]
+    assert opts == long_options("doctor")
 
 
 @needs_git_completion
@@ -411,16 +424,33 @@ def test_zsh_script_parses():
 def test_zsh_dashed_command(repo, tmp_path):
     assert zsh_complete(repo, "git-korus-mail s", tmp_path=tmp_path) == ["send", "status"]
     assert zsh_complete(repo, "git-korus-mail install --scope ", tmp_path=tmp_path) == ["local", "user"]
-    assert zsh_complete(repo, "git-korus-mail completion ", tmp_path=tmp_path) == ["bash", "fish", "zsh"]
+    assert zsh_complete(repo, "git-korus-mail completion ", tmp_path=tmp_path) == \
+        sorted(COMMANDS["completion"].choices)
 
 
 @needs_zsh
-def test_zsh_options_of_each_subcommand(repo, tmp_path):
-    for sub, opts in contract_commands().items():
-        if sub in (None, "completion"):
-            continue
-        got = set(zsh_complete(repo, f"git-korus-mail {sub} --", tmp_path=tmp_path))
-        assert got == opts, sub
+def test_zsh_every_subcommand_and_top_level_option(repo, tmp_path):
+    assert zsh_complete(repo, "git-korus-mail ", tmp_path=tmp_path) == sorted(SUBCOMMANDS)
+    assert zsh_complete(repo, "git-korus-mail -", tmp_path=tmp_path) == sorted(COMMANDS[None].options)
+
+
+@needs_zsh
+@pytest.mark.parametrize("sub", WITH_OPTIONS)
+def test_zsh_options_of_each_subcommand(repo, tmp_path, sub):
+    assert set(zsh_complete(repo, f"git-korus-mail {sub} --", tmp_path=tmp_path)) == long_options(sub)
+
+
+@needs_zsh
+@pytest.mark.parametrize("sub,opt,values", VALUED)
+def test_zsh_values_of_each_option(repo, tmp_path, sub, opt, values):
+    got = zsh_complete(repo, f"git-korus-mail {sub} {opt} ", tmp_path=tmp_path)
+    assert fixed_words(got, repo) == sorted(values)
+
+
+@needs_zsh
+@pytest.mark.parametrize("sub,opt", FREE_FORM)
+def test_zsh_free_form_values_offer_nothing(repo, tmp_path, sub, opt):
+    assert zsh_complete(repo, f"git-korus-mail {sub} {opt} ", tmp_path=tmp_path) == []
 
 
 @needs_zsh
@@ -488,8 +518,34 @@ def test_fish_script_parses():
 def test_fish_dashed_command(repo):
     assert fish_complete(repo, "git-korus-mail s") == ["send", "status"]
     assert fish_complete(repo, "git-korus-mail install --scope ") == ["local", "user"]
-    assert fish_complete(repo, "git-korus-mail completion ") == ["bash", "fish", "zsh"]
-    assert set(fish_complete(repo, "git-korus-mail send --")) == contract_commands()["send"]
+    assert fish_complete(repo, "git-korus-mail completion ") == sorted(COMMANDS["completion"].choices)
+
+
+@needs_fish
+def test_fish_every_subcommand_and_top_level_option(repo):
+    assert fish_complete(repo, "git-korus-mail ") == sorted(SUBCOMMANDS)
+    assert fish_complete(repo, "git-korus-mail -") == sorted(COMMANDS[None].options)
+
+
+@needs_fish
+@pytest.mark.parametrize("sub", WITH_OPTIONS)
+def test_fish_options_of_each_subcommand(repo, sub):
+    assert set(fish_complete(repo, f"git-korus-mail {sub} --")) == long_options(sub)
+
+
+@needs_fish
+@pytest.mark.parametrize("sub,opt,values", VALUED)
+def test_fish_values_of_each_option(repo, sub, opt, values):
+    line = f"git-korus-mail {sub} {opt} "
+    # fish hides candidates that start with "." until a "." is typed
+    got = set(fish_complete(repo, line)) | set(fish_complete(repo, line + "."))
+    assert fixed_words(got, repo) == sorted(values)
+
+
+@needs_fish
+@pytest.mark.parametrize("sub,opt", FREE_FORM)
+def test_fish_free_form_values_offer_nothing(repo, sub, opt):
+    assert fish_complete(repo, f"git-korus-mail {sub} {opt} ") == []
 
 
 @needs_fish
@@ -540,39 +596,6 @@ def roff_plain(src):
     s = re.sub(r"\\f(?:[BIRP]|\(..|\[[^]]*\])", "", src)
     s = s.replace("\\-", "-").replace("\\&", "").replace("\\ ", " ").replace("\\(dq", '"')
     return s
-
-
-def man_synopsis():
-    """[(subcommand or None, {options}, [choices])] from the .SY/.YS blocks."""
-    text = roff_plain(MAN_PAGE.read_text(encoding="utf-8"))
-    section = text.split(".SH SYNOPSIS", 1)[1].split("\n.SH ", 1)[0]
-    out = []
-    for block in re.findall(r"^\.SY (.*?)^\.YS", section, re.S | re.M):
-        line = " ".join(block.replace('"', " ").split())
-        assert line.startswith("git korus-mail"), line
-        words = line.split()
-        sub = words[2] if len(words) > 2 and not words[2].startswith(("-", "(", "[")) else None
-        opts = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line))
-        choices = [c for g in re.findall(r"\((\w+(?:\|\w+)+)\)", line) for c in g.split("|")]
-        out.append((sub, opts, choices))
-    return out
-
-
-def test_man_synopsis_matches_contract():
-    man = sorted((s or "", sorted(o), c) for s, o, c in man_synopsis())
-    contract = sorted((s or "", sorted(o), c) for s, o, c in contract_usage())
-    assert man == contract
-
-
-def test_man_documents_every_command_and_option():
-    text = roff_plain(MAN_PAGE.read_text(encoding="utf-8"))
-    commands = text.split(".SH COMMANDS", 1)[1].split("\n.SH ", 1)[0]
-    headings = re.findall(r"^\.SS (.*)$", commands, re.M)
-    for sub, opts in contract_commands().items():
-        if sub:
-            assert sub in [h.strip('"') for h in headings], f"no .SS {sub} in COMMANDS"
-        for opt in opts:
-            assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", commands), f"{opt} not in COMMANDS"
 
 
 def test_man_has_required_sections():
