@@ -23,7 +23,8 @@ __git_korus_mail_subcommands='send list status forward off on drain install unin
 # Options that take a value, either as "--opt=value" or as "--opt value".
 __git_korus_mail_valued=' --repo --to --kind --ttl --session --scope '
 
-# __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, per the contract.
+# __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
+# has them (tests/test_surface.py checks that they agree).
 __git_korus_mail_options ()
 {
 	case $1 in

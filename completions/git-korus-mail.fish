@@ -270,8 +270,6 @@ if not set -q __git_korus_mail_completion_loaded
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status' \
             -f -l all -d 'Show every entry, not only the latest'
-        complete -c $c -n '__git_korus_mail_using list status' \
-            -f -l all -d 'Show every entry, not only the latest'
 
         # forward
         complete -c $c -n '__git_korus_mail_using forward' \
@@ -280,7 +278,7 @@ if not set -q __git_korus_mail_completion_loaded
         # install / uninstall
         complete -c $c -n '__git_korus_mail_using install uninstall' \
             -x -l scope -a 'local user' -d 'Where hooks are registered'
-        complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Also wire the wake-up tier'
+        complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Wake-up tier (not built yet: refused)'
         complete -c $c -n '__git_korus_mail_using install' -f -l force -d 'Rewrite entries even when current'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l purge -d 'Also delete the mail root'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l yes -d 'Confirm --purge without asking'

@@ -331,8 +331,10 @@ def test_fish_commands_and_options_are_the_usage(cmds):
     text = FISH_SCRIPT.read_text(encoding="utf-8")
     listed = re.search(r"^set -g __git_korus_mail_commands (.*)$", text, re.M).group(1).split()
     assert listed == surface.subcommands()
+    lines = fish_complete_lines()
+    assert not [ln for ln, n in Counter(lines).items() if n > 1], "a complete line written twice"
     offered_commands, per_command, choices, top = [], {}, {}, set()
-    for line in fish_complete_lines():
+    for line in lines:
         longs = re.findall(r"(?<!\S)-l ([a-z][a-z0-9-]*)", line)
         shorts = re.findall(r"(?<!\S)-s ([a-zA-Z])", line)
         using = re.search(r"__git_korus_mail_using ([\w ]+?)(?:;|'|$)", line)
