@@ -32,7 +32,7 @@ FISH_CONF_SCRIPT = ROOT / "completions" / "git-korus-mail-conf.fish"
 FOREIGN = {
     "man": {"--git-common-dir", "--mirror", "--resume", "--stat"},
     "contract": {"--show-toplevel", "--resume", "--continue"},
-    "readme": {"--force"},                                      # pipx install --force
+    "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},
     "zsh": {"--porcelain"},
     "fish": {"--porcelain", "--git-dir", "--work-tree", "--namespace", "--config-env"},
