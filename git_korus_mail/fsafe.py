@@ -63,17 +63,21 @@ class Dir:
         if create:
             try:
                 os.mkdir(name, DIR_MODE, dir_fd=self.fd)
-                fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
-                os.fchmod(fd, DIR_MODE)
-                return Dir(fd, os.path.join(self.path, name))
             except FileExistsError:
                 pass
+            else:
+                # before the open: a umask of 0477 leaves the owner no read bit (0300), and
+                # the open below would then fail for anyone but root. The name is the one
+                # just made in a directory only we may write; the open still refuses a symlink.
+                os.chmod(name, DIR_MODE, dir_fd=self.fd)
         return self.sub_existing(name)
 
     def sub_existing(self, name):
         path = os.path.join(self.path, name)
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except PermissionError as exc:
+            fd = self._reopen_unreadable(name, exc, path)
         except OSError as exc:
             raise _dir_error(exc, path) from None
         d = Dir(fd, path)
@@ -83,6 +87,20 @@ class Dir:
             d.close()
             raise
         return d
+
+    def _reopen_unreadable(self, name, exc, path):
+        """Our own directory that an old run under umask 0477 left 0300: made 0700, opened."""
+        try:
+            st = self.lstat(name)
+        except OSError:
+            raise _dir_error(exc, path) from None
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise _dir_error(exc, path) from None
+        try:
+            os.chmod(name, DIR_MODE, dir_fd=self.fd)
+            return os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except OSError as again:
+            raise _dir_error(again, path) from None
 
     def sub_or_none(self, name):
         """The child directory, or None when it does not exist (a normal state for new boxes)."""
