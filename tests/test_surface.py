@@ -21,6 +21,7 @@ import surface
 ROOT = Path(__file__).resolve().parent.parent
 MAN_PAGE = ROOT / "man" / "git-korus-mail.1"
 CONTRACT = ROOT / "docs" / "CONTRACT.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
 README = ROOT / "README.md"
 BASH_SCRIPT = ROOT / "completions" / "git-korus-mail.bash"
 ZSH_SCRIPT = ROOT / "completions" / "_git-korus-mail"
@@ -31,7 +32,7 @@ FISH_CONF_SCRIPT = ROOT / "completions" / "git-korus-mail-conf.fish"
 # Anything else that looks like a long option must be one of ours.
 FOREIGN = {
     "man": {"--git-common-dir", "--mirror", "--resume", "--stat"},
-    "contract": {"--show-toplevel", "--resume", "--continue"},
+    "docs": {"--show-toplevel", "--resume", "--continue", "--mirror"},  # git's; claude --resume
     "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},
     "zsh": {"--porcelain"},
@@ -109,8 +110,15 @@ def usage_lines(cmds):
     return [ln for cmd in cmds.values() for ln in cmd.lines]
 
 
+def assert_same_lines(got, cmds, where):
+    want = Counter(usage_lines(cmds))
+    got = Counter(got)
+    assert got == want, (f"{where} differs from the usage in cli.py;\n  missing: {sorted(want - got)}"
+                         f"\n  not in the usage: {sorted(got - want)}")
+
+
 def test_man_synopsis_is_the_usage(cmds):
-    assert Counter(man_synopsis_lines()) == Counter(usage_lines(cmds))
+    assert_same_lines(man_synopsis_lines(), cmds, "man page SYNOPSIS")
 
 
 def man_subsections():
@@ -222,7 +230,7 @@ def contract_usage_lines():
 
 
 def test_contract_usage_is_the_usage(cmds):
-    assert Counter(contract_usage_lines()) == Counter(usage_lines(cmds))
+    assert_same_lines(contract_usage_lines(), cmds, "docs/CONTRACT.md")
 
 
 def test_contract_explains_each_value(cmds):
@@ -234,9 +242,19 @@ def test_contract_explains_each_value(cmds):
                 assert re.search(pattern, prose), f"docs/CONTRACT.md: {cmd.name} {opt} value {v!r}"
 
 
-def test_contract_names_no_option_the_usage_lacks():
-    named = long_options_in(CONTRACT.read_text(encoding="utf-8"))
-    assert named - FOREIGN["contract"] - surface.all_options() == set()
+def markdown_code(text):
+    """The code of a markdown text: fenced blocks and `inline spans` (prose may say
+    "git korus-mail follows it"; code says what to run)."""
+    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+    return "\n".join(fenced + inline)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_docs_name_no_command_or_option_the_usage_lacks(cmds, doc):
+    text = doc.read_text(encoding="utf-8")
+    assert long_options_in(text) - FOREIGN["docs"] - surface.all_options() == set()
+    assert_invocations_known(markdown_code(text), cmds, f"docs/{doc.name}")
 
 
 # -- README --------------------------------------------------------------------------------
@@ -246,13 +264,13 @@ def readme_tour():
 
 
 def test_readme_tour_shows_every_command(cmds):
-    shown = assert_invocations_known(readme_tour(), cmds, "README tour")
+    shown = assert_invocations_known(markdown_code(readme_tour()), cmds, "README tour")
     assert shown - {None} == set(surface.subcommands())
 
 
 def test_readme_names_no_command_or_option_the_usage_lacks(cmds):
     text = README.read_text(encoding="utf-8")
-    assert_invocations_known(text, cmds, "README")
+    assert_invocations_known(markdown_code(text), cmds, "README")
     assert long_options_in(text) - FOREIGN["readme"] - surface.all_options() == set()
 
 
