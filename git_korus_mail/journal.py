@@ -133,27 +133,48 @@ def _rotate(root_dir):
         os.close(fd)  # closing drops the lock
 
 
+def has(root_dir, event, msg_id):
+    """True when the journal holds an `event` line for message `msg_id`. Reads both halves
+    (at most 2 x MAX_BYTES): for repairs of a dead process's work, never for a hot path."""
+    needle = json.dumps(msg_id).encode("ascii", "backslashreplace")
+    for name in (ROTATED, NAME):
+        for raw in _lines(root_dir, name):
+            if needle not in raw:
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("event") == event and rec.get("id") == msg_id:
+                return True
+    return False
+
+
+def _lines(root_dir, name):
+    try:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=root_dir.fd)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if refusal(os.fstat(fd)):
+            return
+        yield from f
+
+
 def read(root_dir, limit=None):
     """Journal records, oldest first (the rotated half, then the live one). A journal that
     is no regular file of ours is skipped: reports never block on it or read a victim."""
     out = []
     for name in (ROTATED, NAME):
-        try:
-            fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=root_dir.fd)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                continue
-            raise
-        with os.fdopen(fd, "rb") as f:
-            if refusal(os.fstat(fd)):
-                continue
-            for raw in f:
-                try:
-                    rec = json.loads(raw)
-                except ValueError:
-                    continue  # a torn line from a killed writer: skip, never fail a report
-                if isinstance(rec, dict):
-                    out.append(rec)
+        for raw in _lines(root_dir, name):
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue  # a torn line from a killed writer: skip, never fail a report
+            if isinstance(rec, dict):
+                out.append(rec)
     return out[-limit:] if limit else out

@@ -542,6 +542,7 @@ class Box:
         """After a dead owner's claim is gone: complete its move if it had decided one."""
         name = msg_id + MSG_SUFFIX
         if not self.sub("inbox").exists(name):
+            self._journal_lost_line(msg_id)
             return
         if self.complete_decided(msg_id):
             return
@@ -565,6 +566,26 @@ class Box:
                 self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
             return True
         return False
+
+    def _journal_lost_line(self, msg_id):
+        """The dead owner finished its move and died before its journal line: add the line,
+        marked repaired, unless it is there after all (it may have died after writing it).
+        The journal is history; the receipt and the links were the truth all along."""
+        name = msg_id + MSG_SUFFIX
+        receipts = self.sub("receipts", create=False)
+        if receipts is not None and receipts.exists(name):
+            if not self._journaled("consumed", msg_id):
+                self._journal_repaired_consume(msg_id)
+            return
+        expired = self.sub("expired", create=False)
+        if expired is not None and expired.exists(name) and not self._journaled("expired", msg_id):
+            self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
+
+    def _journaled(self, event, msg_id):
+        try:
+            return journal.has(self.root.dir, event, msg_id)
+        except OSError:
+            return True  # an unreadable journal: cannot tell, so add nothing (never a double line)
 
     def _journal_repaired_consume(self, msg_id):
         """Journal a consume that a dead process decided (its receipt names the session)."""

@@ -1,0 +1,70 @@
+"""Fates come from receipts and links, never from the journal.
+
+A process SIGKILLed after its move and before its journal line leaves the move done
+and the line missing (the red team's chaos run lost 59 consume and 74 expiry lines).
+`status` must still say what became of the message, from its receipt or its expired
+link; the repair that breaks the dead claim adds the missing line once, marked
+`repaired`, and never a second one when the line was written after all.
+"""
+
+import json
+
+import pytest
+
+from helpers import run_cli
+from test_crash import S1, assert_killed, box_dir, clean, crash_env, drain, journal_events, make_expired, send
+from git_korus_mail import journal
+from git_korus_mail.store import MailRoot
+
+
+def _fate(c, msg_id):
+    proc = run_cli("status", "--json", cwd=c.main)
+    assert proc.returncode == 0, proc.stderr
+    [rec] = [r for r in json.loads(proc.stdout)["sent"] if r["id"] == msg_id]
+    return rec["fate"]
+
+
+def test_a_consume_killed_before_its_journal_line_is_consumed_in_status_and_journaled_once(clone):
+    c = clone
+    msg_id = send(c)
+    assert msg_id in json.dumps(clean("SessionStart", c.web, S1))
+    assert_killed(drain("Stop", c.web, S1, env=crash_env("consume:unlinked-inbox")), "consume:unlinked-inbox")
+    assert journal_events(c, "consumed", msg_id) == []  # the line is lost with the process
+    fate = _fate(c, msg_id)  # status also settles the box: the dead claim is broken and repaired
+    assert fate["state"] == "consumed" and fate["session"] == S1, fate
+    [line] = journal_events(c, "consumed", msg_id)
+    assert line["repaired"] is True and line["session"] == S1
+    run_cli("list", cwd=c.main, check=True)
+    clean("Stop", c.web, S1)
+    assert len(journal_events(c, "consumed", msg_id)) == 1
+
+
+def test_an_expiry_killed_before_its_journal_line_is_expired_in_status_and_journaled_once(clone):
+    c = clone
+    msg_id = send(c, ttl=1)
+    make_expired(c, msg_id)
+    assert_killed(drain("SessionStart", c.web, S1, env=crash_env("expire:unlinked-inbox")),
+                  "expire:unlinked-inbox")
+    assert journal_events(c, "expired", msg_id) == []
+    assert _fate(c, msg_id)["state"] == "expired"
+    [line] = journal_events(c, "expired", msg_id)
+    assert line["repaired"] is True
+    run_cli("list", cwd=c.main, check=True)
+    assert len(journal_events(c, "expired", msg_id)) == 1
+
+
+@pytest.mark.parametrize("rotated", [False, True])
+def test_a_line_written_before_the_kill_is_not_added_again(clone, rotated):
+    """Died after its journal line, before releasing its claim: the repair finds the line
+    (in either half of the journal) and adds none."""
+    c = clone
+    msg_id = send(c)
+    clean("SessionStart", c.web, S1)
+    assert_killed(drain("Stop", c.web, S1, env=crash_env("consume:unlinked-inbox")), "consume:unlinked-inbox")
+    root = MailRoot.open(str(c.common_dir))
+    journal.append(root.dir, "consumed", id=msg_id, box=box_dir(c).name, session=S1)
+    if rotated:
+        (c.mail_root / journal.NAME).rename(c.mail_root / journal.ROTATED)
+    assert _fate(c, msg_id)["state"] == "consumed"
+    lines = journal_events(c, "consumed", msg_id)
+    assert len(lines) == 1 and "repaired" not in lines[0]
