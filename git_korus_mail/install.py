@@ -23,7 +23,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
-from git_korus_mail import claude
+from git_korus_mail.clients.claude import protocol as claude
 from git_korus_mail.errors import MailError, UsageError
 
 STUB_NAME = "claude-hook"

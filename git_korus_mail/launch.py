@@ -6,7 +6,7 @@ process killed with SIGKILL runs no SessionEnd. Display markers must therefore s
 which *process* displayed a message, not only which session id it had (see
 docs/CONTRACT.md, "Display markers").
 
-Client-free: the client module (claude.py) knows where its process id comes from
+Client-free: the client module (clients/claude/) knows where its process id comes from
 and hands it here; this module knows only processes. A launch is the client's pid
 plus that process's start time (field 22 of /proc/<pid>/stat, clock ticks since
 boot) and the boot id, so neither a reused pid nor a reboot can pass for it.

@@ -12,7 +12,7 @@ from install_fixtures import (EVENTS, FOREIGN_SETTINGS, age_files, install, load
                               make_helper_copy, our_commands, run_stub, settings_path, snapshot, stub_of,
                               uninstall)
 
-from git_korus_mail import claude
+from git_korus_mail.clients.claude import protocol as claude
 
 
 def write_foreign(worktree, text=FOREIGN_SETTINGS):

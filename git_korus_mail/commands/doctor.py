@@ -18,7 +18,8 @@ import os
 import stat
 import time
 
-from git_korus_mail import claims, claude, install, journal, presence, ui
+from git_korus_mail import claims, install, journal, presence, ui
+from git_korus_mail.clients.claude import protocol as claude
 from git_korus_mail.errors import MailError
 from git_korus_mail.message import human_age, parse_stamp, utc_stamp
 from git_korus_mail.store import TMP_MAX_AGE, MailRoot, mail_root_path

@@ -9,7 +9,7 @@ see the hot-path test (`python -X importtime`) and bench/.
 import os
 import sys
 
-from git_korus_mail import claude
+from git_korus_mail.clients.claude import protocol as claude
 
 MAX_STDIN = 4 * 1024 * 1024
 
