@@ -385,7 +385,7 @@ def bench_stub(world, conds, prof):
     (so a helper that cannot run is reported, docs/HOOKS.md); measured against the drain alone
     and against an exec-only stub, the stub's form before it captured anything."""
     from git_korus_mail import install
-    from git_korus_mail.clients.claude import protocol as claude
+    from git_korus_mail.clients.claude import settings as claude
     common, paths = world.clone("stub", ["web"])
     web = paths["web"]
     hooks = world.base / "stub-hooks"

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 
-from git_korus_mail.clients.claude.protocol import sh_quote
+from git_korus_mail.shell import sh_quote
 
 DIST = "git-korus-mail"
 # Where the README puts its own pipx: a venv, so a Python upgrade breaks it as well.

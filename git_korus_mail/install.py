@@ -23,7 +23,9 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
-from git_korus_mail.clients.claude import protocol as claude
+from git_korus_mail.clients.claude import protocol as claude_protocol
+from git_korus_mail.clients.claude import settings as claude
+from git_korus_mail.shell import sh_quote
 from git_korus_mail.errors import MailError, UsageError
 
 STUB_NAME = "claude-hook"
@@ -119,16 +121,16 @@ def render_stub(helper, repo=None):
     from git_korus_mail import advice
     with open(_template_path(), encoding="utf-8") as f:
         text = f.read()
-    values = {"@HELPER@": claude.sh_quote(helper),
-              "@HELPER_JSON@": claude.sh_quote(_json_inside(helper)),
-              "@ADVICE_JSON@": claude.sh_quote(_json_inside(advice.advice(helper, repo)))}
+    values = {"@HELPER@": sh_quote(helper),
+              "@HELPER_JSON@": sh_quote(_json_inside(helper)),
+              "@ADVICE_JSON@": sh_quote(_json_inside(advice.advice(helper, repo)))}
     return re.sub("@HELPER_JSON@|@ADVICE_JSON@|@HELPER@", lambda m: values[m.group(0)], text)
 
 
 def render_post_checkout(helper, repo=None):
     from git_korus_mail import advice
-    return POST_CHECKOUT_TEMPLATE.format(mark=POST_CHECKOUT_MARK, helper=claude.sh_quote(helper),
-                                         advice=claude.sh_quote(advice.advice(helper, repo)),
+    return POST_CHECKOUT_TEMPLATE.format(mark=POST_CHECKOUT_MARK, helper=sh_quote(helper),
+                                         advice=sh_quote(advice.advice(helper, repo)),
                                          env=POST_CHECKOUT_ENV)
 
 
@@ -578,7 +580,7 @@ def run_stub_once(stub, repo, cwd):
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         return f"the stub exited {proc.returncode}{': ' + err[-1] if err else ''}"
     answer = proc.stdout.decode("utf-8", "replace")
-    problem = claude.check_answer("SessionStart", answer)
+    problem = claude_protocol.check_answer("SessionStart", answer)
     if problem is None and not answer.strip():
         problem = "the stub printed nothing at SessionStart (the drain always announces itself there)"
     return problem

@@ -12,7 +12,8 @@ from install_fixtures import (EVENTS, FOREIGN_SETTINGS, age_files, install, load
                               make_helper_copy, our_commands, run_stub, settings_path, snapshot, stub_of,
                               uninstall)
 
-from git_korus_mail.clients.claude import protocol as claude
+from git_korus_mail.clients.claude import protocol as claude_protocol
+from git_korus_mail.clients.claude import settings as claude
 
 
 def write_foreign(worktree, text=FOREIGN_SETTINGS):
@@ -319,7 +320,7 @@ def test_user_scope(clone, hermetic_env):
     outside = hermetic_env / "projects"
     outside.mkdir()
     res = run_stub(cmd, outside)
-    assert claude.check_answer("SessionStart", res.stdout) is None, res.stdout + res.stderr
+    assert claude_protocol.check_answer("SessionStart", res.stdout) is None, res.stdout + res.stderr
     assert run_cli("doctor", cwd=clone.main).returncode == 0
 
     uninstall(clone.main, "--scope", "user")

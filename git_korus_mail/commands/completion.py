@@ -52,7 +52,7 @@ def _tilde(path):
 
 def _shell_word(path):
     """`path` for the setup line: ~/ kept unquoted so the shell expands it, the rest quoted if need be."""
-    from git_korus_mail.clients.claude.protocol import sh_quote
+    from git_korus_mail.shell import sh_quote
     path = _tilde(path)
     safe = all(c.isalnum() or c in "._-/+~" for c in path) and "~" not in path[1:]
     if safe:

@@ -19,7 +19,8 @@ import stat
 import time
 
 from git_korus_mail import claims, install, journal, presence, ui
-from git_korus_mail.clients.claude import protocol as claude
+from git_korus_mail.clients.claude import protocol as claude_protocol
+from git_korus_mail.clients.claude import settings as claude
 from git_korus_mail.errors import MailError
 from git_korus_mail.message import human_age, parse_stamp, utc_stamp
 from git_korus_mail.store import TMP_MAX_AGE, MailRoot, mail_root_path
@@ -292,7 +293,7 @@ def _check_drains(box, findings, now):
         for ev in ("UserPromptSubmit", "PostToolUse"):
             if isinstance(events.get(ev), str):
                 turns.append(events[ev])
-    summary = ", ".join(f"{ev} {_ago(last[ev], now)}" for ev in claude.EVENTS if ev in last)
+    summary = ", ".join(f"{ev} {_ago(last[ev], now)}" for ev in claude_protocol.EVENTS if ev in last)
     where = f"box {box.name}"
     newest_turn = max(turns) if turns else None
     if "Stop" not in last and newest_turn and _age(newest_turn, now) > STOP_GRACE:

@@ -1,0 +1,6 @@
+"""Quoting for /bin/sh: the shell hook commands, stubs and printed advice are run with."""
+
+
+def sh_quote(text):
+    """Single-quote `text` for /bin/sh, whatever it holds."""
+    return "'" + text.replace("'", "'\\''") + "'"
