@@ -268,7 +268,7 @@ def fill_box(common_dir, recipient, n, sender_path, journal=False, sent_records=
     """Queue n valid messages for `recipient`, written with the product's own format code
     (message.build/encode into the box's inbox); no fsync, so 10,000 take seconds."""
     from git_korus_mail import keys, message
-    from git_korus_mail.store import MailRoot
+    from git_korus_mail.store.files import MailRoot
 
     root = MailRoot.open(str(common_dir), create=True)
     rk = keys.key_for(str(recipient))
@@ -485,7 +485,7 @@ CODES = {"consumed": 1, "gone": 2, "held": 3}
 
 def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, start, done, errors):
     from git_korus_mail.message import utc_stamp
-    from git_korus_mail.store import MailRoot
+    from git_korus_mail.store.files import MailRoot
 
     session = f"bench-race-{idx:02d}"
     box = MailRoot.open(common_dir).box(box_name)
@@ -514,7 +514,7 @@ def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, star
 @guarded("4. claim race")
 def bench_claims(world, prof):
     from git_korus_mail import keys, message
-    from git_korus_mail.store import MailRoot
+    from git_korus_mail.store.files import MailRoot
 
     common, paths = world.clone("race", ["web"])
     web = paths["web"]
@@ -792,7 +792,7 @@ def pyc_state(world):
     tag = subprocess.run([world.py, "-c", "import sys; print(sys.implementation.cache_tag)"],
                          capture_output=True, text=True).stdout.strip()
     fresh = stale = missing = 0
-    for src in sorted((REPO / "git_korus_mail").glob("*.py")):
+    for src in sorted((REPO / "git_korus_mail").rglob("*.py")):
         pyc = src.parent / "__pycache__" / f"{src.stem}.{tag}.pyc"
         try:
             with open(pyc, "rb") as f:

@@ -8,7 +8,7 @@ import os
 
 from git_korus_mail import gitrepo, keys
 from git_korus_mail.errors import MailError
-from git_korus_mail.store import MailRoot
+from git_korus_mail.store.files import MailRoot
 
 
 class Clone:

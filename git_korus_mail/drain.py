@@ -11,7 +11,7 @@ measured ways a first version breaks, and where each is answered here:
 3. a marker minted before the emit — markers are written by `Outcome.commit`, which
    the caller runs only after the output is written and flushed; a marker is
    keyed by (session, launch, message), so neither another session's marker nor
-   one left by a killed launch of the same session id can consume (markers.py);
+   one left by a killed launch of the same session id can consume (store/markers.py);
 4. the one-shot wake-up — not built (no urgent tier yet).
 """
 
@@ -19,12 +19,13 @@ import os
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail import crash, keys, markers, presence
+from git_korus_mail import crash, keys
+from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
-from git_korus_mail.fsafe import NotOwned, NotRegular, TooLarge
+from git_korus_mail.store.fsafe import NotOwned, NotRegular, TooLarge
 from git_korus_mail.launch import NoLaunch
 from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_session
-from git_korus_mail.store import MSG_SUFFIX, MailRoot
+from git_korus_mail.store.files import MSG_SUFFIX, MailRoot
 
 SKIP_SUFFIX = markers.SKIP_SUFFIX
 MAX_PENDING_FAULTS = 10
@@ -411,7 +412,7 @@ class Drain:
                 faults.append(f"consuming {name} met an error ({_why(exc)}); {self._fate(name)}")
                 continue  # the marker stays: the next Stop finishes or retries the consume
             if result == "held":
-                from git_korus_mail import claims
+                from git_korus_mail.store import claims
                 owner = claims.read_owner(box.sub("claiming"), name) or {}
                 verdict, known = claims.judge(owner)
                 if verdict == "alive":

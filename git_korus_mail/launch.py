@@ -15,7 +15,7 @@ Reading it costs one small /proc read per hook event (the boot id is a second).
 
 import os
 
-from git_korus_mail import claims
+from git_korus_mail.store import claims
 
 UNKNOWN_TAG = "unknown"
 

@@ -9,8 +9,9 @@ import json
 import os
 import time
 
-from git_korus_mail import journal, markers, presence, ui
-from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail import ui
+from git_korus_mail.store import journal, markers, presence
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.message import human_age, utc_stamp
 
 COUNTED = ("inbox", "claiming", "seen", "expired")
@@ -47,7 +48,8 @@ def _box_row(box, now):
 def adopt_moved(root, clone):
     """Every worktree whose older box (under a path it had before `git worktree move`) still
     holds its mail adopts it now: `list` settles the whole clone, as the drain does one box."""
-    from git_korus_mail import forwarding, wtident
+    from git_korus_mail import wtident
+    from git_korus_mail.store import forwarding
     by_ident = {}
     for name in root.box_names():
         box = root.box(name)
@@ -172,7 +174,7 @@ def _message_state(root, rec, quarantines=None, now=None):
     Follows forwarded/ records (a moved worktree's adopted queue, `forward`) from the box the
     sender recorded to the box that holds the message now. `quarantines` caches each box's
     quarantine records across the sent list."""
-    from git_korus_mail import forwarding
+    from git_korus_mail.store import forwarding
     mid = rec["id"]
     name = rec["box"]
     moved = []
@@ -235,7 +237,7 @@ def _shown_by(box, mid):
         return []
     out = []
     for name in d.names():
-        sid, launch = markers.split_name(name)  # shown/<session>@<launch>/ (markers.py)
+        sid, launch = markers.split_name(name)  # shown/<session>@<launch>/ (store/markers.py)
         sd = d.sub_or_none(name)
         if sd is None:
             continue

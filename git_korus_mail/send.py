@@ -9,9 +9,10 @@ import json
 import os
 import sys
 
-from git_korus_mail import keys, message, presence
+from git_korus_mail import keys, message
+from git_korus_mail.store import presence
 from git_korus_mail.errors import MailError, UsageError
-from git_korus_mail.store import MSG_SUFFIX
+from git_korus_mail.store.files import MSG_SUFFIX
 
 MAX_DESTINATIONS = 8
 # How far past the limit an oversized stdin body is read, only to report its real size

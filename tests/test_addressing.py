@@ -182,7 +182,7 @@ def test_moving_the_whole_clone_keeps_the_main_checkouts_mail(clone):
 def _live_claim(clone, box, msg_id):
     """A claim held by a process that is alive (a sleeping child), as a slow Stop's would be."""
     import subprocess
-    from git_korus_mail import claims
+    from git_korus_mail.store import claims
     holder = subprocess.Popen(["sleep", "600"])
     owner = claims.me("consume", "sess-holder")
     owner["pid"], owner["start"] = holder.pid, claims._proc_start_time(holder.pid)
@@ -255,9 +255,9 @@ def test_an_event_in_an_existing_box_never_reaches_the_adoption_code(clone):
         return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
 
     first = imported(clone.web)  # the box is new: its first use looks for an older box
-    assert "git_korus_mail.forwarding" in first and "git_korus_mail.wtident" in first
+    assert "git_korus_mail.store.forwarding" in first and "git_korus_mail.wtident" in first
     later = imported(clone.web)
-    assert "git_korus_mail.forwarding" not in later and "git_korus_mail.wtident" not in later, later
+    assert "git_korus_mail.store.forwarding" not in later and "git_korus_mail.wtident" not in later, later
 
 
 # -- removed, then re-added under the same name: a new worktree, flagged mail ---------------

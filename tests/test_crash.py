@@ -25,7 +25,8 @@ import sys
 import pytest
 
 from helpers import PYTHON, context_of, git, launch_dir, run_cli
-from git_korus_mail import claims, crash, keys
+from git_korus_mail import crash, keys
+from git_korus_mail.store import claims
 from git_korus_mail.message import parse, utc_stamp
 
 import invariants
@@ -35,12 +36,12 @@ S2 = "sess-two-2222"
 
 # Run the real `drain` in a separate process, optionally with the half-published grace at 0
 # (a killed sender's linked message is left alone for PUBLISH_GRACE=60 s; tests do not wait).
-_DRAIN_NOGRACE = ("import sys\nfrom git_korus_mail import store\nstore.PUBLISH_GRACE = 0\n"
+_DRAIN_NOGRACE = ("import sys\nfrom git_korus_mail.store import files\nfiles.PUBLISH_GRACE = 0\n"
                   "from git_korus_mail import cli\nsys.exit(cli.main(sys.argv[1:]))\n")
 
 # Kill inside a write, between the O_EXCL open and the bytes (no named step is there):
 # SIGKILL when the data about to be written contains the marker given in KORUS_TEST_TEAR.
-_DRAIN_TEAR = ("import os, signal, sys\nfrom git_korus_mail import fsafe\n"
+_DRAIN_TEAR = ("import os, signal, sys\nfrom git_korus_mail.store import fsafe\n"
                "_orig = fsafe._write_all\nneedle = os.environ['KORUS_TEST_TEAR'].encode()\n"
                "def tear(fd, data):\n"
                "    if needle in bytes(data):\n"

@@ -11,8 +11,8 @@ from helpers import PYTHON, run_cli
 
 WRITER = """
 import sys
-from git_korus_mail import journal
-from git_korus_mail.fsafe import Dir
+from git_korus_mail.store import journal
+from git_korus_mail.store.fsafe import Dir
 journal.MAX_BYTES = 4000          # small, so that rotation happens many times in the test
 root = Dir.open_path(sys.argv[1])
 for i in range(int(sys.argv[3])):

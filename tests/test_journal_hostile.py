@@ -14,9 +14,9 @@ import stat
 import pytest
 
 from helpers import PYTHON, run_cli
-from git_korus_mail import journal
+from git_korus_mail.store import journal
 from git_korus_mail.errors import MailError
-from git_korus_mail.store import MailRoot
+from git_korus_mail.store.files import MailRoot
 
 HANG = 60  # seconds; a run that takes this long is hung
 
@@ -68,8 +68,8 @@ def test_fifo_journal_is_refused_in_one_call(clone):
     root = _root(clone)
     (root / journal.NAME).unlink()
     os.mkfifo(root / journal.NAME, 0o600)
-    code = ("import sys; from git_korus_mail import journal; from git_korus_mail.errors import MailError; "
-            "from git_korus_mail.store import MailRoot\n"
+    code = ("import sys; from git_korus_mail.store import journal; from git_korus_mail.errors import MailError; "
+            "from git_korus_mail.store.files import MailRoot\n"
             "try:\n    journal.append(MailRoot.open(sys.argv[1]).dir, 'sent', id='x')\n"
             "except MailError as exc:\n    print(exc)\n")
     proc = subprocess.run([PYTHON, "-c", code, str(clone.common_dir)], capture_output=True, text=True,

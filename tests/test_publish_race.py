@@ -34,7 +34,7 @@ def _sender(idx, main_path, web_path, seconds, barrier, conn):
     """Publish through the store, as `send` does, until the deadline; report the ids."""
     try:
         from git_korus_mail import message
-        from git_korus_mail.store import MailRoot
+        from git_korus_mail.store.files import MailRoot
         common = keys.locate(main_path).common_dir
         key = keys.key_for(web_path)
         root = MailRoot.open(common, create=True)
@@ -75,7 +75,7 @@ def _drainer(idx, web_path, seconds, barrier, conn):
 
 def _one_box(clone):
     from git_korus_mail import message
-    from git_korus_mail.store import MailRoot
+    from git_korus_mail.store.files import MailRoot
     key = keys.key_for(str(clone.web))
     root = MailRoot.open(str(clone.common_dir), create=True)
     box = root.box(key.name, create=True, path=key.path)

@@ -26,7 +26,7 @@ import pytest
 
 from helpers import PYTHON, launch_dir, run_cli
 from git_korus_mail import keys, message
-from git_korus_mail.store import MailRoot
+from git_korus_mail.store.files import MailRoot
 
 import invariants
 
@@ -55,7 +55,7 @@ def _apply_mode(mode):
       the check-then-write the seed measured giving several winners."""
     if mode == "real":
         return
-    from git_korus_mail import claims, fsafe
+    from git_korus_mail.store import claims, fsafe
 
     claims.acquire = lambda tmp_dir, claiming_dir, msg_id, owner: ("won", None)
     orig_staged = fsafe.Dir.create_staged
@@ -95,7 +95,8 @@ def _racer(session, cwd, mode, barrier, conn):
     """One session in its own process: on each command, wait at the barrier, then run the
     real Drain for that event ("show": SessionStart and, after it, the marker commit;
     "stop": consume what this session was shown). Reports every Box.consume result."""
-    from git_korus_mail import claims, crash, drain, store
+    from git_korus_mail import crash, drain
+    from git_korus_mail.store import claims, files as store
     assert crash._AT is None
     results = []
     orig = store.Box.consume
@@ -368,7 +369,7 @@ def test_false_refusal_leaves_the_message_queued(clone):
     """The refusal path the race rarely reaches, made deterministic: a live process holds the
     claim longer than a Stop's patience. That Stop cedes (and says so), the message stays queued
     with the session's marker kept; once the holder is dead, the next Stop consumes it once."""
-    from git_korus_mail import claims
+    from git_korus_mail.store import claims
     st = Store(clone)
     [msg_id] = st.box.inbox_ids()[0]
     st.mark_shown("sess-refused", msg_id)

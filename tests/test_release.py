@@ -7,7 +7,8 @@ import os
 import pytest
 
 from helpers import context_of, hook, run_cli
-from git_korus_mail import claims, keys
+from git_korus_mail import keys
+from git_korus_mail.store import claims
 
 
 def box_dir(clone, path):

@@ -17,7 +17,8 @@ import subprocess
 import pytest
 
 from helpers import PYTHON
-from git_korus_mail import journal, keys
+from git_korus_mail import keys
+from git_korus_mail.store import journal
 
 UMASKS = [0o000, 0o002, 0o022, 0o027, 0o077, 0o277, 0o477, 0o777]
 S1 = "11111111-1111-4111-8111-111111111111"

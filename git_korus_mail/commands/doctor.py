@@ -18,12 +18,13 @@ import os
 import stat
 import time
 
-from git_korus_mail import claims, install, journal, presence, ui
+from git_korus_mail import install, ui
 from git_korus_mail.clients.claude import protocol as claude_protocol
 from git_korus_mail.clients.claude import settings as claude
+from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.message import human_age, parse_stamp, utc_stamp
-from git_korus_mail.store import TMP_MAX_AGE, MailRoot, mail_root_path
+from git_korus_mail.store.files import TMP_MAX_AGE, MailRoot, mail_root_path
 
 CLOCK_SLACK = 5 * 60   # journal times may disagree this much before it counts as a clock fault
 JOURNAL_WINDOW = 500   # recent records the clock check reads

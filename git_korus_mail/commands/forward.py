@@ -9,7 +9,8 @@ and each message keeps its id, so its sender's `status` still finds its fate.
 import json
 import os
 
-from git_korus_mail import forwarding, keys, send
+from git_korus_mail import keys, send
+from git_korus_mail.store import forwarding
 from git_korus_mail.errors import MailError, UsageError
 
 

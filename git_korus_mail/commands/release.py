@@ -7,9 +7,10 @@ this command is the way out: run by a person, never automatically, and journaled
 A claim whose owner provably runs here is refused: that is a move in progress.
 """
 
-from git_korus_mail import claims, message
+from git_korus_mail import message
+from git_korus_mail.store import claims
 from git_korus_mail.errors import MailError
-from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.render import escape_line
 
 NEXT = {

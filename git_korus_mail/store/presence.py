@@ -10,8 +10,8 @@ last event.
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail import claims
-from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.store import claims
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.launch import parse_tag
 from git_korus_mail.message import parse_stamp, utc_stamp
 

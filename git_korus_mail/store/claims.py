@@ -21,7 +21,7 @@ import os
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash
-from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
 
 CLAIM_SUFFIX = ".claim"
 

@@ -21,9 +21,10 @@ import stat
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail import claims, crash, journal
+from git_korus_mail import crash
+from git_korus_mail.store import claims, journal
 from git_korus_mail.errors import MailError
-from git_korus_mail.fsafe import Dir, NotRegular, TooLarge
+from git_korus_mail.store.fsafe import Dir, NotRegular, TooLarge
 from git_korus_mail.message import MAX_FILE_BYTES, Invalid, expires_at, id_time, parse, utc_stamp, valid_id
 
 MAIL_DIR = "mail"
@@ -145,7 +146,7 @@ class MailRoot:
             box.dir.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), self.tmp)
         if owner is None:
             return  # who it belongs to is for a caller that knows (the drain always does)
-        from git_korus_mail import forwarding  # only for a new box: off the hot path
+        from git_korus_mail.store import forwarding  # only for a new box: off the hot path
         ident = owner()
         if forwarding.adopt(self, box, ident):
             forwarding.write_worktree(box, ident)
@@ -548,7 +549,7 @@ class Box:
             return
         forwarded = self.sub("forwarded", create=False)
         if forwarded is not None and forwarded.exists(name):
-            from git_korus_mail import forwarding  # a dead forwarder decided a move: finish it
+            from git_korus_mail.store import forwarding  # a dead forwarder decided a move: finish it
             forwarding.finish(self, msg_id)
 
     def complete_decided(self, msg_id):

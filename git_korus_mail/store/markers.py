@@ -15,10 +15,10 @@ Stop; removing a marker can only cause a message to be shown again.
 import errno
 import os
 
-from git_korus_mail import claims
+from git_korus_mail.store import claims
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.fsafe import NotRegular, TooLarge
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.launch import UNKNOWN_TAG, parse_tag
 
 SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain.session_dir_name)

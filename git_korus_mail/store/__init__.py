@@ -1,0 +1,1 @@
+"""Every byte on disk: the mail store. Kept trivial: the hook path imports it."""
