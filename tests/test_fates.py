@@ -13,8 +13,8 @@ import pytest
 
 from helpers import run_cli
 from test_crash import S1, assert_killed, box_dir, clean, crash_env, drain, journal_events, make_expired, send
-from git_korus_mail import journal
-from git_korus_mail.store import MailRoot
+from git_korus_mail.store import journal
+from git_korus_mail.store.files import MailRoot
 
 
 def _fate(c, msg_id):
