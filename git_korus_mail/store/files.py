@@ -111,6 +111,9 @@ class MailRoot:
             text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             self.journal_faults.append(f"journal line not written ({event}): {text}")
             return False
+        except Exception as exc:  # noqa: BLE001 - e.g. portalocker's timeout while rotating: reported, not fatal
+            self.journal_faults.append(f"journal trouble after {event}: {type(exc).__name__}: {exc}")
+            return False
 
     # -- boxes ---------------------------------------------------------------
     def boxes_dir(self, create=False):
