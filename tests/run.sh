@@ -57,17 +57,23 @@ find_python() {
 
 main_version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 status=0
+summary=()
 # -rs: every skip says why (a shell or tool missing here).
-.venv/bin/python -m pytest -p no:cacheprovider -rs "$@" || status=$?
+if .venv/bin/python -m pytest -p no:cacheprovider -rs "$@"; then
+  summary+=("Python $main_version (.venv, whole suite): passed")
+else
+  status=1; summary+=("Python $main_version (.venv, whole suite): FAILED")
+fi
 
 for v in ${KORUS_TEST_PYTHONS-3.9 3.10 3.11 3.12 3.13}; do
   [ "$v" = "$main_version" ] && continue  # the full run above was on it
   if ! py=$(find_python "$v") || [ -z "$py" ]; then
     if [ "${CI:-}" = true ]; then
       echo "tests/run.sh: Python $v is missing; CI runs the suite on every supported version" >&2
-      status=1
+      status=1; summary+=("Python $v: MISSING")
     else
       echo "tests/run.sh: no Python $v here; skipping its run (CI=true would fail)" >&2
+      summary+=("Python $v: skipped (not installed here)")
     fi
     continue
   fi
@@ -75,6 +81,11 @@ for v in ${KORUS_TEST_PYTHONS-3.9 3.10 3.11 3.12 3.13}; do
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
   echo "tests/run.sh: Python $v ($py), without the e2e tests" >&2
-  "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs -m "not e2e" --ignore=tests/e2e "$@" || status=$?
+  if "$venv/bin/python" -m pytest -p no:cacheprovider -rs -m "not e2e" --ignore=tests/e2e "$@"; then
+    summary+=("Python $v ($venv, without e2e): passed")
+  else
+    status=1; summary+=("Python $v ($venv, without e2e): FAILED")
+  fi
 done
+printf 'tests/run.sh: %s\n' "${summary[@]}" >&2
 exit "$status"
