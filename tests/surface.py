@@ -22,10 +22,11 @@ from git_korus_mail import cli
 # name: the subcommand (None for the top level: `git korus-mail --version`)
 # lines: its usage lines as written, with the dashed program name
 # options: {"--to": takes an argument (bool)}, long and short
+# placeholders: {"--to": "<dest>"}, the argument's name as the usage writes it
 # values: {"--kind": ("note", ...)} fixed values a completion may offer, per option
 # arguments: ("<body>",); choices: fixed words such as ("bash", "zsh", "fish")
 # end_of_options: whether the usage has `[--]`
-Command = namedtuple("Command", "name lines options values arguments choices end_of_options")
+Command = namedtuple("Command", "name lines options placeholders values arguments choices end_of_options")
 
 PROG = "git-korus-mail"
 
@@ -96,7 +97,10 @@ def _command(name, doc):
     choices = tuple(w for w in words[1:] if w != "--")
     values = _option_values(doc)
     assert set(values) <= set(options), f"{name}: values for options it lacks: {values}"
-    return Command(name, tuple(lines), options, values, tuple(arguments), choices, "--" in words)
+    placeholders = dict(re.findall(r"(--[a-z-]+)=(<[a-z-]+>)", " ".join(lines)))
+    assert set(placeholders) == {o for o, arg in options.items() if arg}, name
+    return Command(name, tuple(lines), options, placeholders, values, tuple(arguments), choices,
+                   "--" in words)
 
 
 def commands():

@@ -128,8 +128,12 @@ def man_subsections():
 
 
 def man_items(body):
-    """The options a subsection documents as .TP items: {"--to", "--json", "--"}."""
-    return {m.split("=", 1)[0] for m in re.findall(r"^\.TP\n\.BI? (\S+)", body, re.M)}
+    """The options a subsection documents as .TP items, each with the name of its argument:
+    {"--to": "<dest>", "--json": None, "--": None} (from `.BI --to= dest`, `.B --json`)."""
+    items = {}
+    for opt, arg in re.findall(r"^\.TP\n\.BI? (\S+?)(?:= (\S+))?$", body, re.M):
+        items[opt] = f"<{arg}>" if arg else None
+    return items
 
 
 def top_heading(cmds):
@@ -151,7 +155,9 @@ def test_man_documents_each_commands_options_in_its_subsection(cmds):
         f"the --repo paragraph must name the commands without it: {without_repo}"
     for name in surface.subcommands():
         cmd = cmds[name]
-        want = set(expected_options(cmd)) - {"--repo"} | ({"--"} if cmd.end_of_options else set())
+        want = {o: cmd.placeholders.get(o) for o in expected_options(cmd) if o != "--repo"}
+        if cmd.end_of_options:
+            want["--"] = None
         assert man_items(subs[name]) == want, name
     top = subs[top_heading(cmds)]
     for opt in cmds[None].options:
