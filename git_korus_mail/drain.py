@@ -24,7 +24,7 @@ from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.fsafe import NotOwned, NotRegular, TooLarge
 from git_korus_mail.launch import NoLaunch
-from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_session
+from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_id, valid_session
 from git_korus_mail.store.files import MSG_SUFFIX, MailRoot
 
 SKIP_SUFFIX = markers.SKIP_SUFFIX
@@ -351,13 +351,15 @@ class Drain:
             return [], []
         out, names = [], []
         for name in sorted(d.names())[:1000]:
+            if not (name.endswith(MSG_SUFFIX) and valid_id(name[:-len(MSG_SUFFIX)])):
+                continue  # not a notice we wrote: its name is nobody's to put in the model's context
             try:
                 data, _ = d.read_regular(name, 64 * 1024)
                 rec = json.loads(data)
             except (OSError, ValueError, NotRegular, TooLarge):
                 continue
             if isinstance(rec, dict):
-                rec["id"] = name[:-len(MSG_SUFFIX)] if name.endswith(MSG_SUFFIX) else name  # the file's own name
+                rec["id"] = name[:-len(MSG_SUFFIX)]  # the file's own name, a valid id
                 out.append(rec)
                 names.append(name)
         return out, names
@@ -409,19 +411,22 @@ class Drain:
             try:
                 result = box.consume(name, self.session, observation, launch=record)
             except (OSError, MailError) as exc:
-                faults.append(f"consuming {name} met an error ({_why(exc)}); {self._fate(name)}")
+                faults.append(f"consuming {render_field(name)} met an error ({_why(exc)}); {self._fate(name)}")
                 continue  # the marker stays: the next Stop finishes or retries the consume
             if result == "held":
                 from git_korus_mail.store import claims
                 owner = claims.read_owner(box.sub("claiming"), name) or {}
                 verdict, known = claims.judge(owner)
-                if verdict == "alive":
-                    faults.append(f"message {name} is claimed by live process {render_field(owner.get('pid'))}; "
-                                  f"it stays queued and is retried at the next Stop")
+                now = self._fate(name)  # looked at after the wait: the holder may have finished
+                if not now.startswith("it is not consumed"):
+                    faults.append(f"message {render_field(name)} was claimed by another process; {now}")
+                elif verdict == "alive":
+                    faults.append(f"message {render_field(name)} is claimed by live process "
+                                  f"{render_field(owner.get('pid'))}; {now}, and is retried at the next Stop")
                 else:  # say what is known, and the way out a person has
-                    faults.append(f"message {name} is claimed by a process that cannot be proven dead "
-                                  f"({render_field(known)}); it stays queued. If you know that process is "
-                                  f"gone: git korus-mail release {name}")
+                    faults.append(f"message {render_field(name)} is claimed by a process that cannot be proven "
+                                  f"dead ({render_field(known)}); {now}. If you know that process is "
+                                  f"gone: git korus-mail release {render_field(name)}")
                 continue
             shown_dir.drop(name)
         self._sweep()
