@@ -274,7 +274,7 @@ def fill_box(common_dir, recipient, n, sender_path, journal=False, sent_records=
     rk = keys.key_for(str(recipient))
     sk = keys.key_for(str(sender_path))
     box = root.box(rk.name, create=True, path=rk.path)
-    inbox = box.sub("inbox")
+    inbox = box.ensure_sub("inbox")
     own = root.box(sk.name, create=True, path=sk.path) if sent_records else None
     sender = {"path": sk.path, "branch": os.path.basename(sk.path), "session": None}
     for _ in range(n):
@@ -283,7 +283,7 @@ def fill_box(common_dir, recipient, n, sender_path, journal=False, sent_records=
         if own is not None:
             rec = {"id": msg["id"], "box": rk.name, "path": rk.path, "sent_at": msg["sent_at"],
                    "expires_at": msg["expires_at"], "kind": msg["kind"]}
-            own.sub("sent").create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(),
+            own.ensure_sub("sent").create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(),
                                              sync=False)
         if journal:
             root.journal("sent", id=msg["id"], box=rk.name, sender=sk.path, kind="note")
@@ -523,7 +523,7 @@ def bench_claims(world, prof):
     root = MailRoot.open(str(common), create=True)
     box = root.box(rk.name, create=True, path=rk.path)
     for sub in ("inbox", "claiming", "receipts", "seen"):
-        box.sub(sub)
+        box.ensure_sub(sub)
     root.tmp  # noqa: B018 - created before the workers race to
     rounds = prof["rounds"]
     ctx = multiprocessing.get_context("fork")

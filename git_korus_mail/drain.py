@@ -244,7 +244,7 @@ class Drain:
                 root.journal("shown", id=b.msg_id, box=box.name, session=self.session, launch=self.launch.tag,
                              hook_event=self.event)
             try:
-                notices_dir = box.sub("notices", create=False)
+                notices_dir = box.open_sub("notices")
                 if notices_dir is not None:
                     for name in notice_names:
                         notices_dir.unlink_quiet(name)
@@ -268,13 +268,13 @@ class Drain:
 
     def _markers(self):
         if self.shown is None:
-            self.shown = markers.LaunchMarkers(self.box.sub("shown"), self.session, self.launch, self.root.tmp)
+            self.shown = markers.LaunchMarkers(self.box.ensure_sub("shown"), self.session, self.launch, self.root.tmp)
         return self.shown
 
     def _sweep(self):
         """Clear a few marker directories of launches that are gone: bounded work per event."""
         try:
-            markers.sweep(self.box.sub("shown"), self._markers().name, self.now)
+            markers.sweep(self.box.ensure_sub("shown"), self._markers().name, self.now)
         except (OSError, MailError):
             pass  # housekeeping only: stale markers authorize nothing, they merely wait
 
@@ -286,7 +286,7 @@ class Drain:
         from git_korus_mail import render
         box = self.box
         batch, skipped, examined, read = [], 0, 0, 0
-        inbox_path = box.sub("inbox").path
+        inbox_path = box.ensure_sub("inbox").path
         seen_path = os.path.join(box.dir.path, "seen")
         # enough to fill one event even when every message is small
         want = render.EVENT_CAP // 200
@@ -346,7 +346,7 @@ class Drain:
                                f"{render.field(reason, 120)}")
 
     def _notices(self):
-        d = self.box.sub("notices", create=False)
+        d = self.box.open_sub("notices")
         if d is None:
             return [], []
         out, names = [], []
@@ -367,7 +367,7 @@ class Drain:
     # -- Stop: consume exactly what this launch was shown -------------------------
     def _stop(self):
         box, root = self.box, self.root
-        box.sub("inbox")  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
+        box.ensure_sub("inbox")  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
         box.repair()  # a dead consumer's claim must not outlive it until the next show
         faults = list(self.prior.get("pending_faults") or [])
         extra = {"pending_faults": []}
@@ -415,7 +415,7 @@ class Drain:
                 continue  # the marker stays: the next Stop finishes or retries the consume
             if result == "held":
                 from git_korus_mail.store import claims
-                owner = claims.read_owner(box.sub("claiming"), name) or {}
+                owner = claims.read_owner(box.ensure_sub("claiming"), name) or {}
                 verdict, known = claims.judge(owner)
                 now = self._fate(name)  # looked at after the wait: the holder may have finished
                 if not now.startswith("it is not consumed"):
@@ -463,7 +463,7 @@ class Drain:
 
     # -- SessionEnd: drop this launch's markers of mail never consumed; it stays queued -----
     def _end(self):
-        if self.box.sub("shown", create=False) is not None:
+        if self.box.open_sub("shown") is not None:
             self._markers().clear()
         self._record()
         return Outcome()

@@ -274,7 +274,7 @@ class Record:
 
 # -- where things go -------------------------------------------------------------------------
 def _hooks_dir(root):
-    d = root.dir.sub(HOOKS_SUBDIR, create=True)
+    d = root.dir.ensure_sub(HOOKS_SUBDIR)
     return d.path
 
 
@@ -696,7 +696,7 @@ def queue_counts(root):
         counts["expired"] += box.count("expired")
         counts["quarantined"] += sum(1 for n in box.names("quarantine") if not n.endswith(".why.json"))
         counts["sessions"] += box.count("sessions")
-    tmp = root.dir.sub_or_none("tmp")
+    tmp = root.dir.open_sub("tmp")
     counts["tmp files"] = len(tmp.names()) if tmp is not None else 0
     return counts
 

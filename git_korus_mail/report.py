@@ -201,10 +201,10 @@ def _moved(state, moved):
 
 def _state_in(box, mid, quarantines, now):
     name = mid + ".json"
-    inbox = box.sub("inbox", create=False)
+    inbox = box.open_sub("inbox")
     if inbox is not None and inbox.exists(name):
         box.expire_due(now, ids=[mid])  # report settled state: due mail is expired first
-    receipts = box.sub("receipts", create=False)
+    receipts = box.open_sub("receipts")
     if receipts is not None and receipts.exists(name):
         try:
             data, _ = receipts.read_regular(name, 64 * 1024)
@@ -215,7 +215,7 @@ def _state_in(box, mid, quarantines, now):
                     "shown_at": (r.get("observed") or {}).get("at")}
         except (OSError, ValueError, AttributeError, NotRegular, TooLarge):  # report what we can
             return {"state": "consumed"}
-    expired = box.sub("expired", create=False)
+    expired = box.open_sub("expired")
     if expired is not None and expired.exists(name):
         return {"state": "expired", "unread": True}
     if inbox is not None and inbox.exists(name):
@@ -232,13 +232,13 @@ def _state_in(box, mid, quarantines, now):
 
 
 def _shown_by(box, mid):
-    d = box.sub("shown", create=False)
+    d = box.open_sub("shown")
     if d is None:
         return []
     out = []
     for name in d.names():
         sid, launch = markers.split_name(name)  # shown/<session>@<launch>/ (store/markers.py)
-        sd = d.sub_or_none(name)
+        sd = d.open_sub(name)
         if sd is None:
             continue
         try:
@@ -291,10 +291,10 @@ def _sent_entries(root, box, clone):
     later, only as many as are shown), and for a sender outside every worktree (which keeps
     no box) the mail root's sent/, where its records carry its path."""
     out = []
-    sent = box.sub("sent", create=False) if box is not None else None
+    sent = box.open_sub("sent") if box is not None else None
     if sent is not None:
         out.extend((n, sent, None) for n in sent.names() if n.endswith(".json") and not n.startswith("."))
-    shared = root.dir.sub_or_none("sent") if not clone.in_worktree() else None
+    shared = root.dir.open_sub("sent") if not clone.in_worktree() else None
     if shared is not None:
         for n in shared.names():
             rec = _load_sent((n, shared, None)) if n.endswith(".json") and not n.startswith(".") else None

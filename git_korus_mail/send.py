@@ -236,7 +236,7 @@ def _is_queued(box, msg):
     if box is None or msg is None:
         return False
     try:
-        inbox = box.sub("inbox", create=False)
+        inbox = box.open_sub("inbox")
         return inbox is not None and inbox.exists(msg["id"] + MSG_SUFFIX)
     except (MailError, OSError):
         return False
@@ -262,7 +262,7 @@ def _record_sent(root, clone, msg, target):
     it is a worktree (or already has a box), else in the mail root's sent/, so a sender in
     /tmp, .git/mail or a bare repository leaves no box behind that nobody drains."""
     own = clone.own_box(create=True)
-    sent = own.sub("sent") if own is not None else root.dir.sub("sent", create=True)
+    sent = own.ensure_sub("sent") if own is not None else root.dir.ensure_sub("sent")
     rec = {"id": msg["id"], "box": target.key.name, "path": target.path, "sent_at": msg["sent_at"],
            "expires_at": msg["expires_at"], "kind": msg["kind"], "from": clone.own_key.path}
     sent.create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(), sync=False)

@@ -213,7 +213,7 @@ def _check_stub(stub, helper, findings, repo=None):
 
 # -- boxes -------------------------------------------------------------------------------
 def _check_claims(box, findings):
-    claiming = box.sub("claiming", create=False)
+    claiming = box.open_sub("claiming")
     if claiming is None:
         return
     for name in sorted(claiming.names()):
@@ -320,7 +320,7 @@ def _ago(stamp, now):
 
 # -- the root's staging area and journal ---------------------------------------------------
 def _check_tmp(root, findings, now):
-    tmp = root.dir.sub_or_none("tmp")
+    tmp = root.dir.open_sub("tmp")
     if tmp is None:
         return
     stale = []

@@ -33,7 +33,7 @@ def run(clone, args, out):
     boxes = []
     for name in root.box_names() if root is not None else []:
         box = root.box(name)
-        claiming = box.sub("claiming", create=False) if box is not None else None
+        claiming = box.open_sub("claiming") if box is not None else None
         if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
             boxes.append(box)
     if not boxes:
@@ -45,7 +45,7 @@ def run(clone, args, out):
 
 
 def _release(root, box, msg_id, out):
-    claiming = box.sub("claiming")
+    claiming = box.ensure_sub("claiming")
     try:
         data, _st = claiming.read_regular(msg_id + claims.CLAIM_SUFFIX, 64 * 1024)
     except FileNotFoundError:

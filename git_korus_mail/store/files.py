@@ -96,7 +96,7 @@ class MailRoot:
     @property
     def tmp(self):
         if self._tmp is None:
-            self._tmp = self.dir.sub("tmp", create=True)
+            self._tmp = self.dir.ensure_sub("tmp")
         return self._tmp
 
     def journal(self, event, **fields):
@@ -118,8 +118,8 @@ class MailRoot:
     # -- boxes ---------------------------------------------------------------
     def boxes_dir(self, create=False):
         if create:
-            return self.dir.sub("box", create=True)
-        return self.dir.sub_or_none("box")
+            return self.dir.ensure_sub("box")
+        return self.dir.open_sub("box")
 
     def box(self, key_name, create=False, path=None, owner=None):
         """The box named `key_name`; None when it does not exist and create is False.
@@ -129,7 +129,7 @@ class MailRoot:
         boxes = self.boxes_dir(create=create)
         if boxes is None:
             return None
-        d = boxes.sub(key_name, create=True) if create else boxes.sub_or_none(key_name)
+        d = boxes.ensure_sub(key_name) if create else boxes.open_sub(key_name)
         if d is None:
             return None
         box = Box(self, key_name, d)
@@ -183,10 +183,18 @@ class Box:
         self.dir = d
         self._subs = {}
 
-    def sub(self, name, create=True):
+    def ensure_sub(self, name):
+        """A subdirectory, created when absent: for writers only."""
         d = self._subs.get(name)
         if d is None:
-            d = self.dir.sub(name, create=True) if create else self.dir.sub_or_none(name)
+            d = self._subs[name] = self.dir.ensure_sub(name)
+        return d
+
+    def open_sub(self, name):
+        """A subdirectory, or None when absent. Never creates: what every read uses."""
+        d = self._subs.get(name)
+        if d is None:
+            d = self.dir.open_sub(name)
             if d is not None:
                 self._subs[name] = d
         return d
@@ -199,7 +207,7 @@ class Box:
         return data.decode("utf-8", "surrogateescape").rstrip("\n")
 
     def names(self, sub):
-        d = self.sub(sub, create=False)
+        d = self.open_sub(sub)
         return d.names() if d is not None else []
 
     def inbox_ids(self):
@@ -221,7 +229,7 @@ class Box:
         """Maildir publication: complete file in tmp/, fsync, link (never rename-over) into the
         inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind."""
         tmp = self.root.tmp
-        inbox = self.sub("inbox")
+        inbox = self.ensure_sub("inbox")
         # named by the id alone (which holds 64 random bits), so a reader that meets the
         # message with two links can look its staging file up: see linked_elsewhere
         tmp_name = staging_name(msg["id"])
@@ -242,7 +250,7 @@ class Box:
     # -- reading one message -------------------------------------------------
     def load(self, msg_id, sub="inbox"):
         """Read and validate a message. Raises Invalid / NotRegular / TooLarge / FileNotFoundError."""
-        d = self.sub(sub, create=False)
+        d = self.open_sub(sub)
         if d is None:
             raise FileNotFoundError(msg_id)
         data, st = d.read_regular(msg_id + MSG_SUFFIX, MAX_FILE_BYTES)
@@ -257,11 +265,11 @@ class Box:
         each is made before the inbox link it pairs with, so when none is found any more
         the inbox entry itself must have dropped to one link, unless a foreign link holds it."""
         same = (st.st_dev, st.st_ino)
-        claiming = self.sub("claiming", create=False)
+        claiming = self.open_sub("claiming")
         if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
             return "in-progress"
         for sub in ("seen", "expired"):
-            d = self.sub(sub, create=False)
+            d = self.open_sub(sub)
             if d is None:
                 continue
             try:
@@ -283,7 +291,7 @@ class Box:
         # none of our links is there now: look again at the inbox entry, which the sender's
         # unlink of its staging file (or a finished move) may have left with one link
         try:
-            now = self.sub("inbox").lstat(msg_id + MSG_SUFFIX)
+            now = self.ensure_sub("inbox").lstat(msg_id + MSG_SUFFIX)
         except FileNotFoundError:
             return "in-progress"  # consumed or expired meanwhile
         if (now.st_dev, now.st_ino) != same:
@@ -298,8 +306,8 @@ class Box:
         The file goes under a name we choose (its own may be as long as a name can be, or
         hold any bytes): `q-<time>-<random>`, with the original name kept, JSON-escaped,
         in `<target>.why.json`. Returns the target name, None when the file went meanwhile."""
-        src = self.sub(sub, create=False)
-        q = self.sub("quarantine")
+        src = self.open_sub(sub)
+        q = self.ensure_sub("quarantine")
         target = quarantine_name(time.time())
         try:
             src.rename_to(name, q, target)
@@ -313,7 +321,7 @@ class Box:
 
     def quarantine_reasons(self):
         """{original file name: reason} from the quarantine's `.why.json` records (for reports)."""
-        q = self.sub("quarantine", create=False)
+        q = self.open_sub("quarantine")
         out = {}
         if q is None:
             return out
@@ -334,9 +342,9 @@ class Box:
         session from it), "consumed-unmoved" (a receipt, still in the inbox: a move to
         finish), "queued", "expired" or "gone". Receipts are the truth, never the journal."""
         name = msg_id + MSG_SUFFIX
-        inbox = self.sub("inbox", create=False)
+        inbox = self.open_sub("inbox")
         queued = inbox is not None and inbox.exists(name)
-        receipts = self.sub("receipts", create=False)
+        receipts = self.open_sub("receipts")
         if receipts is not None and receipts.exists(name):
             session = None
             try:
@@ -347,7 +355,7 @@ class Box:
             return ("consumed-unmoved" if queued else "consumed"), session
         if queued:
             return "queued", None
-        expired = self.sub("expired", create=False)
+        expired = self.open_sub("expired")
         if expired is not None and expired.exists(name):
             return "expired", None
         return "gone", None
@@ -358,7 +366,7 @@ class Box:
         receipt; see launch.py). Returns one of:
         "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
         process holds its claim: try again at a later Stop)."""
-        inbox = self.sub("inbox")
+        inbox = self.ensure_sub("inbox")
         if not inbox.exists(msg_id + MSG_SUFFIX):
             return "gone"
         owner = claims.me("consume", session)
@@ -378,7 +386,7 @@ class Box:
                 "pid": owner["pid"],
             }
             try:
-                self.sub("receipts").create_staged(msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(),
+                self.ensure_sub("receipts").create_staged(msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(),
                                                    self.root.tmp, "receipt", sync=True)
             except FileExistsError:
                 # an interrupted consume (or, with claims bypassed, one still finishing):
@@ -401,8 +409,8 @@ class Box:
 
         True only for the call whose unlink took the message out of the inbox: only one can,
         so journaling on it records each move once, however many processes complete it."""
-        inbox = self.sub("inbox")
-        target = self.sub(to)
+        inbox = self.ensure_sub("inbox")
+        target = self.ensure_sub(to)
         name = msg_id + MSG_SUFFIX
         try:
             inbox.link_to(name, target, name)
@@ -423,7 +431,7 @@ class Box:
         """"won" or "held". A live holder is waited for up to `patience` seconds (it is
         usually another session's Stop finishing the same message), then we cede: a
         false refusal leaves the message queued, a false win would deliver it twice."""
-        claiming = self.sub("claiming")
+        claiming = self.ensure_sub("claiming")
         deadline = time.monotonic() + patience
         pause = 0.005
         while True:
@@ -440,12 +448,12 @@ class Box:
             else:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.05)
-            if not self.sub("inbox").exists(msg_id + MSG_SUFFIX):
+            if not self.ensure_sub("inbox").exists(msg_id + MSG_SUFFIX):
                 return "gone"
 
     def _release(self, msg_id, owner):
         """Drop our claim — only if it is still ours (a broken-and-reclaimed one is not)."""
-        claiming = self.sub("claiming")
+        claiming = self.ensure_sub("claiming")
         holder = claims.read_owner(claiming, msg_id)
         if holder is None:
             return
@@ -460,9 +468,9 @@ class Box:
             return False
         crash.point("expire:claimed")
         try:
-            if not self.sub("inbox").exists(msg_id + MSG_SUFFIX):
+            if not self.ensure_sub("inbox").exists(msg_id + MSG_SUFFIX):
                 return False
-            if self.sub("receipts").exists(msg_id + MSG_SUFFIX):
+            if self.ensure_sub("receipts").exists(msg_id + MSG_SUFFIX):
                 self._finish_move(msg_id, "seen")  # consumed, its move interrupted: not expired
                 return False
             if not self._finish_move(msg_id, "expired"):
@@ -484,7 +492,7 @@ class Box:
             pass  # the notice is best-effort detail; the expiry itself stands
         note = {"id": msg_id, "from": sender, "sent_at": sent_at, "expired_at": utc_stamp(time.time())}
         try:
-            self.sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
+            self.ensure_sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
         except FileExistsError:
             pass
 
@@ -504,7 +512,7 @@ class Box:
     # -- repair --------------------------------------------------------------
     def repair(self):
         """Finish what crashed processes left half-done. Proportional to claims, not to the inbox."""
-        claiming = self.sub("claiming", create=False)
+        claiming = self.open_sub("claiming")
         if claiming is None:
             return 0
         fixed = 0
@@ -536,21 +544,21 @@ class Box:
         any. Returns the message's state now: "queued", "consumed", "expired" or "gone"."""
         self._repair_one(msg_id)
         name = msg_id + MSG_SUFFIX
-        if self.sub("inbox").exists(name):
+        if self.ensure_sub("inbox").exists(name):
             return "queued"
-        if self.sub("receipts").exists(name):
+        if self.ensure_sub("receipts").exists(name):
             return "consumed"
-        return "expired" if self.sub("expired").exists(name) else "gone"
+        return "expired" if self.ensure_sub("expired").exists(name) else "gone"
 
     def _repair_one(self, msg_id):
         """After a dead owner's claim is gone: complete its move if it had decided one."""
         name = msg_id + MSG_SUFFIX
-        if not self.sub("inbox").exists(name):
+        if not self.ensure_sub("inbox").exists(name):
             self._journal_lost_line(msg_id)
             return
         if self.complete_decided(msg_id):
             return
-        forwarded = self.sub("forwarded", create=False)
+        forwarded = self.open_sub("forwarded")
         if forwarded is not None and forwarded.exists(name):
             from git_korus_mail.store import forwarding  # a dead forwarder decided a move: finish it
             forwarding.finish(self, msg_id)
@@ -559,12 +567,12 @@ class Box:
         """Finish a consume (its receipt exists) or an expiry (its expired link exists) that a
         process decided and did not complete. True when one was decided."""
         name = msg_id + MSG_SUFFIX
-        if self.sub("receipts").exists(name):
+        if self.ensure_sub("receipts").exists(name):
             # the consumer died before its journal line (it writes it after the move)
             if self._finish_move(msg_id, "seen"):
                 self._journal_repaired_consume(msg_id)
             return True
-        expired = self.sub("expired", create=False)
+        expired = self.open_sub("expired")
         if expired is not None and expired.exists(name):
             if self._finish_move(msg_id, "expired"):
                 self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
@@ -576,12 +584,12 @@ class Box:
         marked repaired, unless it is there after all (it may have died after writing it).
         The journal is history; the receipt and the links were the truth all along."""
         name = msg_id + MSG_SUFFIX
-        receipts = self.sub("receipts", create=False)
+        receipts = self.open_sub("receipts")
         if receipts is not None and receipts.exists(name):
             if not self._journaled("consumed", msg_id):
                 self._journal_repaired_consume(msg_id)
             return
-        expired = self.sub("expired", create=False)
+        expired = self.open_sub("expired")
         if expired is not None and expired.exists(name) and not self._journaled("expired", msg_id):
             self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
 
@@ -595,7 +603,7 @@ class Box:
         """Journal a consume that a dead process decided (its receipt names the session)."""
         session = None
         try:
-            data, _ = self.sub("receipts").read_regular(msg_id + MSG_SUFFIX, 64 * 1024)
+            data, _ = self.ensure_sub("receipts").read_regular(msg_id + MSG_SUFFIX, 64 * 1024)
             session = json.loads(data).get("session")
         except (OSError, ValueError, NotRegular, TooLarge, AttributeError):
             pass  # the move stands; the journal line just lacks the session

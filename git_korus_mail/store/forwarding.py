@@ -46,7 +46,7 @@ def write_worktree(box, ident):
 
 def forward_record(box, msg_id):
     """The source box's recorded decision for `msg_id` ({"box", "path", ...}), or None."""
-    d = box.sub(FORWARDED, create=False)
+    d = box.open_sub(FORWARDED)
     if d is None:
         return None
     try:
@@ -86,7 +86,7 @@ def finish(src, msg_id):
 
 def _move_claimed(src, dst, msg_id, why):
     name = msg_id + MSG_SUFFIX
-    inbox = src.sub("inbox")
+    inbox = src.ensure_sub("inbox")
     if not inbox.exists(name):
         return "gone"
     if src.complete_decided(msg_id):
@@ -104,7 +104,7 @@ def _move_claimed(src, dst, msg_id, why):
         decision = {"id": msg_id, "box": dst.name, "path": dst.recorded_path(), "from": src.name, "why": why,
                     "at": utc_stamp(time.time())}
         try:
-            src.sub(FORWARDED).create_staged(name, json.dumps(decision, sort_keys=True).encode(), src.root.tmp,
+            src.ensure_sub(FORWARDED).create_staged(name, json.dumps(decision, sort_keys=True).encode(), src.root.tmp,
                                              "fwdrec", sync=True)
         except FileExistsError:
             pass  # there, but unreadable (we hold the claim, so no one races us): the move goes on here
@@ -123,7 +123,7 @@ def _move_claimed(src, dst, msg_id, why):
 def _has_trace(box, name):
     """The destination holds the message already, in any state: never place it twice."""
     for sub in ("inbox", "seen", "expired", "receipts"):
-        d = box.sub(sub, create=False)
+        d = box.open_sub(sub)
         if d is not None and d.exists(name):
             return True
     return False
@@ -134,7 +134,7 @@ def _place(box, name, data):
     tmp = box.root.tmp
     staged = f"fwd.{name}.{os.getpid()}.{os.urandom(4).hex()}"
     tmp.create_exclusive(staged, data, sync=True)
-    inbox = box.sub("inbox")
+    inbox = box.ensure_sub("inbox")
     try:
         tmp.rename_to(staged, inbox, name)
     except BaseException:
@@ -157,7 +157,7 @@ def move_queue(src, dst, why):
 
 def _move_sent(src, dst):
     """The moved worktree's own sent records go with it, so its `status` still lists them."""
-    sent = src.sub("sent", create=False)
+    sent = src.open_sub("sent")
     if sent is None:
         return
     target = None
@@ -165,7 +165,7 @@ def _move_sent(src, dst):
         if name.startswith(".") or not name.endswith(MSG_SUFFIX):
             continue
         if target is None:
-            target = dst.sub("sent")
+            target = dst.ensure_sub("sent")
         try:
             sent.rename_to(name, target, name)  # atomic: the record is in one box or the other
         except FileNotFoundError:

@@ -58,18 +58,18 @@ class Dir:
         check_dir_stat(os.fstat(fd), path)
         return d
 
-    def sub(self, name, create=False):
-        """Open (and maybe create) a child directory, never through a symlink."""
-        if create:
-            try:
-                os.mkdir(name, DIR_MODE, dir_fd=self.fd)
-            except FileExistsError:
-                pass
-            else:
-                # before the open: a umask of 0477 leaves the owner no read bit (0300), and
-                # the open below would then fail for anyone but root. The name is the one
-                # just made in a directory only we may write; the open still refuses a symlink.
-                os.chmod(name, DIR_MODE, dir_fd=self.fd)
+    def ensure_sub(self, name):
+        """Open a child directory, creating it (0700) when absent; never through a symlink.
+        Writers only: a read uses `open_sub`, which never creates."""
+        try:
+            os.mkdir(name, DIR_MODE, dir_fd=self.fd)
+        except FileExistsError:
+            pass
+        else:
+            # before the open: a umask of 0477 leaves the owner no read bit (0300), and
+            # the open below would then fail for anyone but root. The name is the one
+            # just made in a directory only we may write; the open still refuses a symlink.
+            os.chmod(name, DIR_MODE, dir_fd=self.fd)
         return self.sub_existing(name)
 
     def sub_existing(self, name):
@@ -102,8 +102,9 @@ class Dir:
         except OSError as again:
             raise _dir_error(again, path) from None
 
-    def sub_or_none(self, name):
-        """The child directory, or None when it does not exist (a normal state for new boxes)."""
+    def open_sub(self, name):
+        """The child directory, or None when it does not exist (a normal state for new boxes).
+        Never creates: what reads use."""
         try:
             return self.sub_existing(name)
         except FileNotFoundError:

@@ -55,7 +55,7 @@ class LaunchMarkers:
 
     def existing(self):
         if self._dir is None:
-            self._dir = self.shown.sub_or_none(self.name)
+            self._dir = self.shown.open_sub(self.name)
         return self._dir
 
     def names(self):
@@ -65,7 +65,7 @@ class LaunchMarkers:
 
     def _created(self):
         if self._dir is None:
-            self._dir = self.shown.sub(self.name, create=True)
+            self._dir = self.shown.ensure_sub(self.name)
             rec = self.launch.record()
             if rec is not None and not self._dir.exists(RECORD):
                 rec["session"] = self.session
@@ -175,7 +175,7 @@ def _gone(shown, name, st, now, me):
 
 def _recorded_owner(shown, name):
     try:
-        d = shown.sub_or_none(name)
+        d = shown.open_sub(name)
     except MailError:
         return None
     if d is None:
@@ -192,7 +192,7 @@ def _recorded_owner(shown, name):
 
 def _remove(shown, name, budget):
     try:
-        d = shown.sub_or_none(name)
+        d = shown.open_sub(name)
     except MailError:
         return 0  # another owner's or a writable directory: not ours to empty
     if d is None:

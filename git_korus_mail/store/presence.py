@@ -42,12 +42,12 @@ def record(box, session, event, cwd, launch=None, account=None, prior=None, extr
     })
     if extra:
         rec.update(extra)
-    box.sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
+    box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
     return rec
 
 
 def load(box, session):
-    d = box.sub("sessions", create=False)
+    d = box.open_sub("sessions")
     if d is None:
         return None
     try:
@@ -59,7 +59,7 @@ def load(box, session):
 
 
 def sessions(box):
-    d = box.sub("sessions", create=False)
+    d = box.open_sub("sessions")
     if d is None:
         return []
     out = []
