@@ -265,16 +265,18 @@ def _usage_error(line, doc):
 
 
 def _dispatch(command, args):
+    """Turn docopt's dict into the command's own typed arguments, then run it: no command
+    sees the dict. `--repo` is not an argument of the command: it picks the clone."""
     out = sys.stdout
     if command == "completion":
-        from git_korus_mail.commands import completion
-        shell = next(s for s in ("bash", "zsh", "fish") if args[s])
-        return completion.run(shell, out)
+        module, params = _params(command, args)
+        return module.run(params, out)  # the one command that needs no clone
     from git_korus_mail.clone import Clone
 
-    clone = Clone(repo_opt=args.get("--repo"))
+    clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report
     try:
-        return _run(command, args, clone, out)
+        module, params = _params(command, args)
+        return module.run(clone, params, out)
     finally:
         # the journal is history: a line it could not take is a warning, never the command's failure
         root = clone.opened_root()
@@ -282,33 +284,43 @@ def _dispatch(command, args):
             sys.stderr.write(f"git korus-mail: warning: {fault}\n")
 
 
-def _run(command, args, clone, out):
+def _params(command, a):
+    """(its module under commands/, its typed arguments) from docopt's dict for `command`."""
     if command == "send":
-        from git_korus_mail import send
-        return send.run(clone, args, out)
-    if command in ("list", "status"):
-        from git_korus_mail import report
-        if command == "list":
-            return report.run_list(clone, args["--json"], out, show_all=args["--all"])
-        return report.run_status(clone, args["--json"], out, show_all=args["--all"])
+        from git_korus_mail.commands import send as cmd
+        return cmd, cmd.SendArgs(to=tuple(a["--to"] or ()), all_worktrees=bool(a["--all-worktrees"]),
+                                 body=a["<body>"], kind=a["--kind"] or "note",
+                                 ttl_minutes=cmd.parse_ttl(a["--ttl"]), session=a.get("--session"),
+                                 create=bool(a.get("--create")), json=bool(a["--json"]))
+    if command == "list":
+        from git_korus_mail.commands import list as cmd
+        return cmd, cmd.ListArgs(all=bool(a["--all"]), json=bool(a["--json"]))
+    if command == "status":
+        from git_korus_mail.commands import status as cmd
+        return cmd, cmd.StatusArgs(all=bool(a["--all"]), json=bool(a["--json"]))
     if command == "forward":
-        from git_korus_mail.commands import forward
-        return forward.run(clone, args, out)
+        from git_korus_mail.commands import forward as cmd
+        return cmd, cmd.ForwardArgs(box=a["<box>"], to=a["--to"], json=bool(a["--json"]))
     if command in ("off", "on"):
-        from git_korus_mail import report
-        return report.run_switch(clone, command == "off", out)
+        from git_korus_mail.commands import switch as cmd
+        return cmd, cmd.SwitchArgs(off=command == "off")
     if command == "install":
-        from git_korus_mail import install
-        return install.run_install(clone, args, out)
+        from git_korus_mail.commands import install as cmd
+        return cmd, cmd.InstallArgs(scope=a["--scope"] or "local", urgent=bool(a["--urgent"]),
+                                    force=bool(a["--force"]))
     if command == "uninstall":
-        from git_korus_mail import install
-        return install.run_uninstall(clone, args, out)
+        from git_korus_mail.commands import uninstall as cmd
+        return cmd, cmd.UninstallArgs(scope=a["--scope"] or "local", purge=bool(a["--purge"]),
+                                      yes=bool(a["--yes"]))
     if command == "doctor":
-        from git_korus_mail.commands import doctor
-        return doctor.run(clone, args, out)
+        from git_korus_mail.commands import doctor as cmd
+        return cmd, cmd.DoctorArgs(json=bool(a["--json"]))
     if command == "release":
-        from git_korus_mail.commands import release
-        return release.run(clone, args, out)
+        from git_korus_mail.commands import release as cmd
+        return cmd, cmd.ReleaseArgs(id=a["<id>"])
+    if command == "completion":
+        from git_korus_mail.commands import completion as cmd
+        return cmd, cmd.CompletionArgs(shell=next(s for s in ("bash", "zsh", "fish") if a[s]))
     raise AssertionError(command)
 
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from git_korus_mail.clients.claude import protocol as claude_protocol
 from git_korus_mail.clients.claude import settings as claude
 from git_korus_mail.shell import sh_quote
-from git_korus_mail.errors import MailError, UsageError
+from git_korus_mail.errors import MailError
 
 STUB_NAME = "claude-hook"
 HOOKS_SUBDIR = "hooks"
@@ -101,11 +101,10 @@ def find_helper():
 
 
 def _template_path():
-    here = os.path.dirname(os.path.abspath(__file__))
-    for path in (os.path.join(here, "hooks", "claude-hook.sh"),                   # wheel
-                 os.path.join(os.path.dirname(here), "hooks", "claude-hook.sh")):  # source tree
-        if os.path.isfile(path):
-            return path
+    from git_korus_mail.shipped import shipped_file
+    path = shipped_file("hooks", "claude-hook.sh")
+    if path is not None:
+        return path
     raise MailError("the hook template claude-hook.sh is missing from this installation; reinstall it")
 
 
@@ -341,11 +340,7 @@ def _locked(hooks_dir):
 
 
 # -- install ------------------------------------------------------------------------------
-def _scope(args):
-    scope = args.get("--scope") or "local"
-    if scope not in ("local", "user"):
-        raise UsageError(f"--scope {scope!r}: expected local or user")
-    return scope
+SCOPES = ("local", "user")
 
 
 def write_stub(root, helper, force=False, repo=None):
@@ -451,11 +446,8 @@ def install_post_checkout(clone, helper, force, scope_rec):
     return lines, None
 
 
-def run_install(clone, args, out):
-    if args.get("--urgent"):
-        raise MailError("--urgent: the wake-up tier is not built yet; run install without it")
-    scope = _scope(args)
-    force = bool(args.get("--force"))
+def run_install(clone, out, scope="local", force=False):
+    """Wire `scope` (one of SCOPES; commands/install.py checks the arguments)."""
     only_own = os.environ.get(POST_CHECKOUT_ENV) == "1" and scope == "local"
     if only_own:
         # from our post-checkout hook, inside `git worktree add`: one line, not the full report
@@ -701,10 +693,10 @@ def queue_counts(root):
     return counts
 
 
-def _confirm_purge(root, args, out):
+def _confirm_purge(root, yes, out):
     counts = queue_counts(root)
     out.write(f"{root.path} holds: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
-    if args.get("--yes"):
+    if yes:
         return True
     out.write(f"delete {root.path} and everything in it? [y/N] ")
     out.flush()
@@ -715,11 +707,10 @@ def _confirm_purge(root, args, out):
     return answer.strip().lower() in ("y", "yes")
 
 
-def run_uninstall(clone, args, out):
-    scope = _scope(args)
-    purge = bool(args.get("--purge"))
+def run_uninstall(clone, out, scope="local", purge=False, yes=False):
+    """Unwire `scope` (one of SCOPES); with `purge`, delete the mail root too (`yes`: asked already)."""
     root = clone.mail_root(create=False)
-    if purge and not args.get("--yes") and not (sys.stdin is not None and sys.stdin.isatty()):
+    if purge and not yes and not (sys.stdin is not None and sys.stdin.isatty()):
         raise MailError("--purge deletes the queued mail; stdin is not a terminal, so pass --yes to confirm")
     if root is None:
         out.write("nothing installed here (no mail root)\n")
@@ -730,7 +721,7 @@ def run_uninstall(clone, args, out):
     if purge and record.scope(other) is not None:
         raise MailError(f"--purge would delete the stub the {other} scope still calls; "
                         f"run `git korus-mail uninstall --scope {other}` first")
-    if purge and not _confirm_purge(root, args, out):
+    if purge and not _confirm_purge(root, yes, out):
         out.write("not purged; nothing changed\n")
         return 1
     stub = stub_path(root)

@@ -1,4 +1,4 @@
-"""`list`, `status`, `off`, `on`: what the queue holds, as observed, with as-of times.
+"""What the queue holds, as observed, with as-of times: the data `list` and `status` print (commands/).
 
 Delivery is reported from receipts and display markers, never inferred from a
 successful send (seed step 8). Reading a box first repairs what crashed processes
@@ -9,10 +9,9 @@ import json
 import os
 import time
 
-from git_korus_mail import ui
 from git_korus_mail.store import journal, markers, presence
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
-from git_korus_mail.message import human_age, utc_stamp
+from git_korus_mail.message import utc_stamp
 
 COUNTED = ("inbox", "claiming", "seen", "expired")
 SESSIONS_SHOWN = 5   # per box in `list`, unless --all
@@ -114,57 +113,6 @@ def collect_list(clone):
         row["stranded"] = stranded(row)
     return {"as_of": utc_stamp(now), "mail_root": root.path if root else None,
             "delivery": "off" if (root and root.is_off()) else "on", "boxes": rows}
-
-
-def _more(n, what):
-    """The line that says a listing was cut: how many were left out, and how to see them."""
-    return f"... and {n} more {what} (--all shows every one)"
-
-
-def _e(value):
-    """A value read from disk (a name, a path, a field), as text safe for a terminal or an agent's
-    context: every control, bidi or invisible character escaped by the drain's own rules."""
-    from git_korus_mail import render
-    text, _cut = render.escape_line(str(value), 1 << 20)
-    return text
-
-
-def run_list(clone, as_json, out, show_all=False):
-    data = collect_list(clone)
-    if as_json:
-        out.write(json.dumps(data, indent=2) + "\n")
-        return 0
-    out.write(f"boxes as of {data['as_of']}  (delivery {data['delivery']})\n")
-    for row in data["boxes"]:
-        c = row["counts"]
-        flags = []
-        if row["this"]:
-            flags.append("this worktree")
-        if row["prunable"]:
-            flags.append("PRUNABLE")
-        if not row["worktree"]:
-            flags.append("no worktree")
-        if row["stranded"]:
-            flags.append(f"STRANDED: {row['counts']['inbox']} queued that no worktree reads; "
-                         f"git korus-mail forward {row['key']} --to <worktree>")
-        if row["live_sessions"] > 1:
-            flags.append(f"{row['live_sessions']} live sessions: both see the same mail")
-        if row["quarantined"]:
-            flags.append(f"{row['quarantined']} quarantined")
-        oldest = row["oldest_unread_age_s"]
-        head = ui.bold(_e(row["slug"]))
-        out.write(f"{head}  {_e(row['path'] or '?')}"
-                  f"{'  [' + _e(row['branch']) + ']' if row['branch'] else ''}"
-                  f"{'  (' + ', '.join(flags) + ')' if flags else ''}\n")
-        out.write(f"    inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
-                  f"{'  oldest unread ' + human_age(oldest) if oldest is not None else ''}\n")
-        sessions = row["sessions"] if show_all else row["sessions"][:SESSIONS_SHOWN]
-        for s in sessions:
-            out.write(f"    session {_e(s['session'])}  {_e(s['state'])}  last {_e(s['last_event'])} at {_e(s['at'])}\n")
-        if len(sessions) < len(row["sessions"]):
-            n = len(row["sessions"]) - len(sessions)
-            out.write(f"    {_more(n, 'session' if n == 1 else 'sessions')}\n")
-    return 0
 
 
 def _message_state(root, rec, quarantines=None, now=None):
@@ -318,59 +266,10 @@ def _load_sent(entry):
     return rec
 
 
-def run_status(clone, as_json, out, show_all=False):
-    d = collect_status(clone, sent_limit=None if show_all else SENT_SHOWN)
-    if as_json:
-        out.write(json.dumps(d, indent=2) + "\n")
-        return 0
-    out.write(f"mail root {_e(d['mail_root'])}  (as of {d['as_of']})\n")
-    out.write(f"delivery  {d['delivery']}\n")
-    out.write(f"this worktree  {_e(d['this']['path'])}  key {_e(d['this']['key'])}\n")
-    if d["box"]:
-        c = d["box"]["counts"]
-        out.write(f"  inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
-                  f"  (as of {d['as_of']})\n")
-        for ev, last in sorted(d["box"]["last_drain"].items()):
-            out.write(f"  last {_e(ev)} drain at {_e(last['at'])} (session {_e(last['session'])})\n")
-    else:
-        out.write("  no mail has been sent here yet\n")
-    if d["sent"]:
-        out.write("sent from this worktree (newest first):\n")
-        for rec in d["sent"]:
-            f = rec["fate"]
-            detail = ""
-            if f["state"] == "consumed":
-                launch = f" (launch {_e(f['launch'])})" if f.get("launch") else ""
-                detail = f" by session {_e(f.get('session'))}{launch} at {_e(f.get('at'))}"
-            elif f["state"] == "shown":
-                detail = " to " + ", ".join(f"{_e(s.get('session'))} at {_e(s.get('at'))}" for s in f["shown"])
-            elif f["state"] == "expired":
-                detail = " unread"
-            state = f["state"]
-            if state == "quarantined":
-                state = f"quarantined: {_e(f.get('reason'))}"
-            elif state == "missing":
-                detail = f" ({_e(f.get('detail'))})"
-            if f.get("moved_to"):
-                detail += f" (moved to box {_e(f['moved_to'][-1])})"
-            out.write(f"  {_e(rec['id'])} -> {_e(rec.get('path'))}  {ui.bold(state)}{detail}  (as of {f['as_of']})\n")
-    if d["sent_total"] > len(d["sent"]):
-        n = d["sent_total"] - len(d["sent"])
-        out.write(f"  {_more(n, 'message' if n == 1 else 'messages')}\n")
-    if d["journal"]:
-        out.write("latest events:\n")
-        for ev in d["journal"]:
-            rest = " ".join(f"{_e(k)}={_e(v)}" for k, v in sorted(ev.items()) if k not in ("at", "event"))
-            out.write(f"  {_e(ev.get('at'))}  {_e(ev.get('event'))}  {rest}\n")
-    return 0
-
-
-def run_switch(clone, off, out):
+def switch(clone, off):
+    """Turn delivery off or on; returns (changed, messages queued, which stay)."""
     root = clone.mail_root(create=True)
     changed = root.set_off(off)
     queued = sum(root.box(n).count("inbox") for n in root.box_names() if root.box(n) is not None)
     root.journal("off" if off else "on", changed=changed)
-    state = "off" if off else "on"
-    out.write(f"delivery {state}{'' if changed else ' (it already was)'}; "
-              f"{queued} queued message{'s' if queued != 1 else ''} kept\n")
-    return 0
+    return changed, queued

@@ -14,7 +14,6 @@ from git_korus_mail.store import presence
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.store.files import MSG_SUFFIX
 
-MAX_DESTINATIONS = 8
 # How far past the limit an oversized stdin body is read, only to report its real size
 # (never kept): a body piped from a runaway command must not be read forever.
 SIZE_PROBE_BYTES = 64 * 1024 * 1024
@@ -164,30 +163,18 @@ def _box_path(clone, name):
     return box.recorded_path() if box is not None else None
 
 
-def run(clone, args, out):
-    """Returns the exit status: 0 only when every destination was queued."""
-    dests = args["--to"] or []
-    if len(dests) > MAX_DESTINATIONS:
-        raise UsageError(f"{len(dests)} destinations; at most {MAX_DESTINATIONS} (--to ... --to)")
-    kind = args["--kind"] or "note"
-    if not message.valid_kind(kind):
-        raise UsageError(f"--kind {kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
-    ttl = _ttl(args["--ttl"])
-    session = args.get("--session")
-    if session is not None and not message.valid_session(session):
-        raise UsageError(f"--session {session!r}: not a session id")
-    body = read_body(args["<body>"])
-    check_body(body)
-    targets = resolve(clone, dests, create=args.get("--create", False),
-                      all_worktrees=args.get("--all-worktrees", False))
+def deliver(clone, targets, body, kind, ttl, session=None):
+    """Publish one message per resolved target; returns (results, delivery_off).
+
+    Each result is {"to", "ok", "error"} for a target not queued, or {"to", "ok", "id", "path",
+    "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link)."""
     root = clone.mail_root(create=True)
     own = clone.own_worktree()
     sender = {"path": clone.own_key.path, "branch": own.branch if own else None,
               "session": os.environ.get("CLAUDE_CODE_SESSION_ID")}
-    results, failed = [], 0
+    results = []
     for t in targets:
         if t.error:
-            failed += 1
             results.append({"to": t.dest, "ok": False, "error": t.error})
             continue
         msg, box = None, None
@@ -198,7 +185,6 @@ def run(clone, args, out):
         except (MailError, OSError) as exc:
             # MailError: refused before the link (an id already queued counts: that link is not ours)
             if isinstance(exc, MailError) or not _is_queued(box, msg):
-                failed += 1
                 results.append({"to": t.dest, "ok": False, "error": str(exc)})
                 continue
             # the link exists, so the message is queued: what failed after it is a warning
@@ -215,20 +201,7 @@ def run(clone, args, out):
         warnings.extend(root.take_journal_faults())
         results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
                         "expires_at": msg["expires_at"], "warnings": warnings})
-    off = root.is_off()
-    if args["--json"]:
-        out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
-    else:
-        for r in results:
-            if r["ok"]:
-                out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]})\n")
-                for w in r["warnings"]:
-                    sys.stderr.write(f"git korus-mail: warning: {r['id']} is queued, but {w}\n")
-            else:
-                sys.stderr.write(f"git korus-mail: not queued: {r['error']}\n")
-        if off and any(r["ok"] for r in results):
-            out.write("note: delivery is off (mail/OFF); it stays queued until `git korus-mail on`\n")
-    return 1 if failed else 0
+    return results, root.is_off()
 
 
 def _is_queued(box, msg):
@@ -268,8 +241,8 @@ def _record_sent(root, clone, msg, target):
     sent.create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(), sync=False)
 
 
-def _ttl(value):
-    """Minutes within 1..MAX_TTL_MINUTES: every TTL sent must be one the drain honours
+def check_ttl(value):
+    """Minutes (an int, or the text typed) within 1..MAX_TTL_MINUTES: every TTL sent must be one the drain honours
     (a ttl past year 9999 once queued mail the drain then quarantined as "bad expires_at")."""
     if value is None:
         return message.DEFAULT_TTL_MINUTES

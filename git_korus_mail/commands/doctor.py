@@ -17,6 +17,7 @@ import json
 import os
 import stat
 import time
+from dataclasses import dataclass
 
 from git_korus_mail import install, ui
 from git_korus_mail.clients.claude import protocol as claude_protocol
@@ -29,6 +30,11 @@ from git_korus_mail.store.files import TMP_MAX_AGE, MailRoot, mail_root_path
 CLOCK_SLACK = 5 * 60   # journal times may disagree this much before it counts as a clock fault
 JOURNAL_WINDOW = 500   # recent records the clock check reads
 STOP_GRACE = 10 * 60   # a turn this recent may still be running, its Stop not yet fired
+
+
+@dataclass(frozen=True)
+class DoctorArgs:
+    json: bool = False   # machine-readable
 
 
 class Findings:
@@ -49,7 +55,7 @@ def run(clone, args, out):
     findings = collect(clone, now)
     data = {"as_of": utc_stamp(now), "mail_root": mail_root_path(clone.common_dir),
             "healthy": findings.healthy, "findings": findings.items}
-    if args.get("--json"):
+    if args.json:
         out.write(json.dumps(data, indent=2) + "\n")
     else:
         _write_text(data, out)

@@ -8,10 +8,18 @@ and each message keeps its id, so its sender's `status` still finds its fate.
 
 import json
 import os
+from dataclasses import dataclass
 
 from git_korus_mail import keys, send
 from git_korus_mail.store import forwarding
 from git_korus_mail.errors import MailError, UsageError
+
+
+@dataclass(frozen=True)
+class ForwardArgs:
+    box: str              # a box key, a unique key prefix (4+ chars), or the path it was for
+    to: str               # a worktree path, `.`, or a worktree name, as for send
+    json: bool = False    # machine-readable result
 
 
 def find_box(root, spec):
@@ -40,10 +48,10 @@ def run(clone, args, out):
     root = clone.mail_root()
     if root is None:
         raise MailError("this clone has no mail queue yet: nothing to forward")
-    src_name = find_box(root, args["<box>"])
-    if args["--to"] == "all":
+    src_name = find_box(root, args.box)
+    if args.to == "all":
         raise UsageError("--to all: forward to one worktree")
-    [target] = send.resolve(clone, [args["--to"]])
+    [target] = send.resolve(clone, [args.to])
     if target.error:
         raise MailError(f"--to {target.error}")
     if target.key.name == src_name:
@@ -55,7 +63,7 @@ def run(clone, args, out):
     result = forwarding.move_queue(src, dst, "forwarded")
     root.journal("box-forwarded", source=src_name, box=dst.name, moved=len(result["moved"]),
                  held=len(result["held"]), skipped=len(result["skipped"]))
-    if args.get("--json"):
+    if args.json:
         out.write(json.dumps({"source": src_name, "destination": {"box": dst.name, "path": target.path},
                               **result}, indent=2) + "\n")
     else:

@@ -7,6 +7,8 @@ this command is the way out: run by a person, never automatically, and journaled
 A claim whose owner provably runs here is refused: that is a move in progress.
 """
 
+from dataclasses import dataclass
+
 from git_korus_mail import message
 from git_korus_mail.store import claims
 from git_korus_mail.errors import MailError
@@ -21,12 +23,17 @@ NEXT = {
 }
 
 
+@dataclass(frozen=True)
+class ReleaseArgs:
+    id: str   # the message id whose claim to release (doctor prints it)
+
+
 def _e(value):
     return escape_line(str(value), 1 << 12)[0]
 
 
 def run(clone, args, out):
-    msg_id = args["<id>"]
+    msg_id = args.id
     if not message.valid_id(msg_id):
         raise MailError(f"{_e(msg_id)!s}: not a message id (doctor prints the id of each claim)")
     root = clone.mail_root()

@@ -1,0 +1,52 @@
+"""`list`: every box: each worktree of the clone, then any other box."""
+
+import json
+from dataclasses import dataclass
+
+from git_korus_mail import report, ui
+from git_korus_mail.commands.text import more, safe
+from git_korus_mail.message import human_age
+
+
+@dataclass(frozen=True)
+class ListArgs:
+    all: bool = False    # every session of each box (else the latest report.SESSIONS_SHOWN)
+    json: bool = False   # machine-readable
+
+
+def run(clone, args, out):
+    data = report.collect_list(clone)
+    if args.json:
+        out.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    out.write(f"boxes as of {data['as_of']}  (delivery {data['delivery']})\n")
+    for row in data["boxes"]:
+        c = row["counts"]
+        flags = []
+        if row["this"]:
+            flags.append("this worktree")
+        if row["prunable"]:
+            flags.append("PRUNABLE")
+        if not row["worktree"]:
+            flags.append("no worktree")
+        if row["stranded"]:
+            flags.append(f"STRANDED: {row['counts']['inbox']} queued that no worktree reads; "
+                         f"git korus-mail forward {row['key']} --to <worktree>")
+        if row["live_sessions"] > 1:
+            flags.append(f"{row['live_sessions']} live sessions: both see the same mail")
+        if row["quarantined"]:
+            flags.append(f"{row['quarantined']} quarantined")
+        oldest = row["oldest_unread_age_s"]
+        head = ui.bold(safe(row["slug"]))
+        out.write(f"{head}  {safe(row['path'] or '?')}"
+                  f"{'  [' + safe(row['branch']) + ']' if row['branch'] else ''}"
+                  f"{'  (' + ', '.join(flags) + ')' if flags else ''}\n")
+        out.write(f"    inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
+                  f"{'  oldest unread ' + human_age(oldest) if oldest is not None else ''}\n")
+        sessions = row["sessions"] if args.all else row["sessions"][:report.SESSIONS_SHOWN]
+        for s in sessions:
+            out.write(f"    session {safe(s['session'])}  {safe(s['state'])}  last {safe(s['last_event'])} at {safe(s['at'])}\n")
+        if len(sessions) < len(row["sessions"]):
+            n = len(row["sessions"]) - len(sessions)
+            out.write(f"    {more(n, 'session' if n == 1 else 'sessions')}\n")
+    return 0

@@ -1,0 +1,56 @@
+"""`send`: queue a message for other worktrees' sessions (the publishing is send.deliver)."""
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from git_korus_mail import message, send
+from git_korus_mail.errors import UsageError
+
+MAX_DESTINATIONS = 8
+
+
+@dataclass(frozen=True)
+class SendArgs:
+    to: Tuple[str, ...] = ()        # destinations as typed: path, `.`, `all`, name, key prefix
+    all_worktrees: bool = False     # every other worktree instead of `to`
+    body: Optional[str] = None      # the text; None or "-" reads stdin
+    kind: str = "note"
+    ttl_minutes: Optional[int] = None   # None: message.DEFAULT_TTL_MINUTES
+    session: Optional[str] = None   # show only to this session id
+    create: bool = False            # allow a path that is no worktree of this clone
+    json: bool = False
+
+
+def parse_ttl(text):
+    """--ttl as typed -> minutes (UsageError naming the option when it is no whole number in range)."""
+    return None if text is None else send.check_ttl(text)
+
+
+def run(clone, args, out):
+    """Returns the exit status: 0 only when every destination was queued."""
+    if len(args.to) > MAX_DESTINATIONS:
+        raise UsageError(f"{len(args.to)} destinations; at most {MAX_DESTINATIONS} (--to ... --to)")
+    if not message.valid_kind(args.kind):
+        raise UsageError(f"--kind {args.kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
+    ttl = send.check_ttl(args.ttl_minutes)
+    if args.session is not None and not message.valid_session(args.session):
+        raise UsageError(f"--session {args.session!r}: not a session id")
+    body = send.read_body(args.body)
+    send.check_body(body)
+    targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees)
+    results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session)
+    if args.json:
+        out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
+    else:
+        for r in results:
+            if r["ok"]:
+                out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]})\n")
+                for w in r["warnings"]:
+                    sys.stderr.write(f"git korus-mail: warning: {r['id']} is queued, but {w}\n")
+            else:
+                sys.stderr.write(f"git korus-mail: not queued: {r['error']}\n")
+        if off and any(r["ok"] for r in results):
+            out.write("note: delivery is off (mail/OFF); it stays queued until `git korus-mail on`\n")
+    return 1 if any(not r["ok"] for r in results) else 0

@@ -1,0 +1,18 @@
+"""`off` / `on`: suppress / resume delivery everywhere; queued mail is kept."""
+
+from dataclasses import dataclass
+
+from git_korus_mail import report
+
+
+@dataclass(frozen=True)
+class SwitchArgs:
+    off: bool   # True for `off`, False for `on`
+
+
+def run(clone, args, out):
+    changed, queued = report.switch(clone, args.off)
+    state = "off" if args.off else "on"
+    out.write(f"delivery {state}{'' if changed else ' (it already was)'}; "
+              f"{queued} queued message{'s' if queued != 1 else ''} kept\n")
+    return 0

@@ -1,0 +1,103 @@
+"""Commands called in-process with their own typed arguments: no docopt dict, no subprocess.
+
+Real processes stay for concurrency and hooks (test_race, test_drain, ...); here the
+question is only what a command does with its arguments, and what it prints.
+"""
+
+import dataclasses
+import io
+
+import pytest
+from docopt import docopt
+
+from git_korus_mail import cli
+from git_korus_mail.clone import Clone
+from git_korus_mail.commands import send, status
+from git_korus_mail.errors import UsageError
+
+
+@pytest.fixture
+def in_main(clone, monkeypatch):
+    monkeypatch.chdir(clone.main)
+    return Clone()
+
+
+@pytest.mark.parametrize("args, says", [
+    (send.SendArgs(to=(".",) * 9, body="hi"), "9 destinations; at most 8"),
+    (send.SendArgs(to=(".",), body="hi", kind="Bad/Kind"), "--kind 'Bad/Kind'"),
+    (send.SendArgs(to=(".",), body="hi", ttl_minutes=0), "--ttl 0: out of range"),
+    (send.SendArgs(to=(".",), body="hi", ttl_minutes=5256001), "--ttl 5256001: out of range"),
+    (send.SendArgs(to=(".",), body="hi", session="not a session"), "--session 'not a session'"),
+])
+def test_send_argument_errors_queue_nothing(clone, in_main, args, says):
+    out = io.StringIO()
+    with pytest.raises(UsageError, match=says.replace("(", r"\(")):
+        send.run(in_main, args, out)
+    assert out.getvalue() == ""
+    assert not clone.mail_root.exists()  # refused before anything was made
+
+
+def test_send_ttl_as_typed_is_checked_before_it_becomes_minutes():
+    assert send.parse_ttl(None) is None and send.parse_ttl("90") == 90
+    with pytest.raises(UsageError, match="--ttl 'abc': minutes as a whole number"):
+        send.parse_ttl("abc")
+
+
+def test_send_then_status_formatting(clone, in_main):
+    out = io.StringIO()
+    assert send.run(in_main, send.SendArgs(to=("../web",), body="schema changed", kind="handoff"), out) == 0
+    line = out.getvalue()
+    assert line.startswith("queued ") and f"-> {clone.web}" in line and line.endswith(" (web)\n"), line
+    msg_id = line.split()[1]
+
+    text = io.StringIO()
+    assert status.run(in_main, status.StatusArgs(), text) == 0
+    lines = text.getvalue().splitlines()
+    assert lines[0].startswith(f"mail root {clone.mail_root}  (as of ")
+    assert lines[1] == "delivery  on"
+    assert "sent from this worktree (newest first):" in lines
+    sent = [x for x in lines if x.startswith(f"  {msg_id} -> {clone.web}  ")]
+    assert len(sent) == 1 and "queued" in sent[0], lines
+    assert any(" sent " in x and f"id={msg_id}" in x for x in lines), lines  # the journal's line
+
+
+def test_status_json_counts_what_all_would_show(clone, in_main):
+    for i in range(3):
+        send.run(in_main, send.SendArgs(to=("../web",), body=f"m{i}"), io.StringIO())
+    import json
+    text = io.StringIO()
+    status.run(in_main, status.StatusArgs(json=True), text)
+    data = json.loads(text.getvalue())
+    assert data["sent_total"] == 3 and len(data["sent"]) == 3
+
+
+# One argv per usage line of each command: cli must turn each into typed arguments.
+ARGVS = [
+    ["send", "--to=.", "--to=../web", "--kind=alert", "--ttl=5", "--session=s1", "--create", "--json", "hi"],
+    ["send", "--all-worktrees", "-"],
+    ["list", "--all", "--json"], ["status"], ["forward", "abcd", "--to=web"],
+    ["off"], ["on"], ["install", "--scope=user", "--force"], ["uninstall", "--purge", "--yes"],
+    ["doctor", "--json"], ["release", "20260101T000000Z-0123456789abcdef"], ["completion", "zsh"],
+]
+
+
+def test_every_command_gets_typed_arguments_not_the_dict():
+    covered = set()
+    for argv in ARGVS:
+        module, params = cli._params(argv[0], docopt(cli.COMMANDS[argv[0]], argv=argv, default_help=False))
+        covered.add(argv[0])
+        assert dataclasses.is_dataclass(params) and not isinstance(params, dict), argv
+        assert module.__name__.startswith("git_korus_mail.commands."), module
+        for field in dataclasses.fields(params):
+            value = getattr(params, field.name)
+            assert not isinstance(value, (dict, list)), (argv, field.name, value)
+    assert covered == set(cli.COMMANDS)  # a new command needs a line above
+
+
+def test_typed_arguments_carry_what_was_typed():
+    a = docopt(cli.COMMANDS["send"], argv=ARGVS[0], default_help=False)
+    _module, params = cli._params("send", a)
+    assert params == send.SendArgs(to=(".", "../web"), all_worktrees=False, body="hi", kind="alert",
+                                   ttl_minutes=5, session="s1", create=True, json=True)
+    _module, params = cli._params("off", docopt(cli.COMMANDS["off"], argv=["off"], default_help=False))
+    assert params.off is True
