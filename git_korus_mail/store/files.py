@@ -199,6 +199,11 @@ class Box:
                 self._subs[name] = d
         return d
 
+    def has(self, sub, name):
+        """Whether `sub/name` exists; an absent subdirectory is not created to find out."""
+        d = self.open_sub(sub)
+        return d is not None and d.exists(name)
+
     def recorded_path(self):
         try:
             data, _ = self.dir.read_regular("path", 64 * 1024)
@@ -290,8 +295,11 @@ class Box:
             return "publish-finished"
         # none of our links is there now: look again at the inbox entry, which the sender's
         # unlink of its staging file (or a finished move) may have left with one link
+        inbox = self.open_sub("inbox")
         try:
-            now = self.ensure_sub("inbox").lstat(msg_id + MSG_SUFFIX)
+            if inbox is None:
+                raise FileNotFoundError(msg_id)
+            now = inbox.lstat(msg_id + MSG_SUFFIX)
         except FileNotFoundError:
             return "in-progress"  # consumed or expired meanwhile
         if (now.st_dev, now.st_ino) != same:
@@ -366,8 +374,7 @@ class Box:
         receipt; see launch.py). Returns one of:
         "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
         process holds its claim: try again at a later Stop)."""
-        inbox = self.ensure_sub("inbox")
-        if not inbox.exists(msg_id + MSG_SUFFIX):
+        if not self.has("inbox", msg_id + MSG_SUFFIX):
             return "gone"
         owner = claims.me("consume", session)
         got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
@@ -375,7 +382,7 @@ class Box:
             return got
         crash.point("consume:claimed")
         try:
-            if not inbox.exists(msg_id + MSG_SUFFIX):
+            if not self.has("inbox", msg_id + MSG_SUFFIX):
                 return "gone"
             receipt = {
                 "id": msg_id,
@@ -448,7 +455,7 @@ class Box:
             else:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.05)
-            if not self.ensure_sub("inbox").exists(msg_id + MSG_SUFFIX):
+            if not self.has("inbox", msg_id + MSG_SUFFIX):
                 return "gone"
 
     def _release(self, msg_id, owner):
@@ -468,9 +475,9 @@ class Box:
             return False
         crash.point("expire:claimed")
         try:
-            if not self.ensure_sub("inbox").exists(msg_id + MSG_SUFFIX):
+            if not self.has("inbox", msg_id + MSG_SUFFIX):
                 return False
-            if self.ensure_sub("receipts").exists(msg_id + MSG_SUFFIX):
+            if self.has("receipts", msg_id + MSG_SUFFIX):
                 self._finish_move(msg_id, "seen")  # consumed, its move interrupted: not expired
                 return False
             if not self._finish_move(msg_id, "expired"):
@@ -544,16 +551,16 @@ class Box:
         any. Returns the message's state now: "queued", "consumed", "expired" or "gone"."""
         self._repair_one(msg_id)
         name = msg_id + MSG_SUFFIX
-        if self.ensure_sub("inbox").exists(name):
+        if self.has("inbox", name):
             return "queued"
-        if self.ensure_sub("receipts").exists(name):
+        if self.has("receipts", name):
             return "consumed"
-        return "expired" if self.ensure_sub("expired").exists(name) else "gone"
+        return "expired" if self.has("expired", name) else "gone"
 
     def _repair_one(self, msg_id):
         """After a dead owner's claim is gone: complete its move if it had decided one."""
         name = msg_id + MSG_SUFFIX
-        if not self.ensure_sub("inbox").exists(name):
+        if not self.has("inbox", name):
             self._journal_lost_line(msg_id)
             return
         if self.complete_decided(msg_id):
@@ -567,7 +574,7 @@ class Box:
         """Finish a consume (its receipt exists) or an expiry (its expired link exists) that a
         process decided and did not complete. True when one was decided."""
         name = msg_id + MSG_SUFFIX
-        if self.ensure_sub("receipts").exists(name):
+        if self.has("receipts", name):
             # the consumer died before its journal line (it writes it after the move)
             if self._finish_move(msg_id, "seen"):
                 self._journal_repaired_consume(msg_id)
@@ -603,7 +610,10 @@ class Box:
         """Journal a consume that a dead process decided (its receipt names the session)."""
         session = None
         try:
-            data, _ = self.ensure_sub("receipts").read_regular(msg_id + MSG_SUFFIX, 64 * 1024)
+            receipts = self.open_sub("receipts")
+            if receipts is None:
+                raise FileNotFoundError(msg_id)
+            data, _ = receipts.read_regular(msg_id + MSG_SUFFIX, 64 * 1024)
             session = json.loads(data).get("session")
         except (OSError, ValueError, NotRegular, TooLarge, AttributeError):
             pass  # the move stands; the journal line just lacks the session

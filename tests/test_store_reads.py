@@ -1,0 +1,47 @@
+"""Reads never create: reporting commands and an empty-box show leave another worktree's box
+as they found it (no subdirectory appears). Each command runs as a real separate process."""
+
+import json
+import os
+
+from helpers import hook, run_cli
+from install_fixtures import box_dir, dead_pid, mkdir700
+
+from git_korus_mail.store import claims
+
+
+def dirs_under(path):
+    """Every directory below `path`, relative, read here with os.walk (not by the product)."""
+    out = set()
+    for top, subdirs, _files in os.walk(path):
+        for d in subdirs:
+            out.add(os.path.relpath(os.path.join(top, d), path))
+    return out
+
+
+def test_status_list_doctor_create_no_directory_in_another_box(clone):
+    run_cli("send", "--to", str(clone.web), "hello", cwd=clone.main, check=True)
+    box = box_dir(clone, clone.web)
+    msg_id = next((box / "inbox").glob("*.json")).stem
+    # a consumer that died right after its claim: the reports break the claim and look at
+    # the message's receipt, expiry and forwarding, none of which exists
+    owner = claims.me("consume", "s-dead")
+    owner["pid"] = dead_pid()
+    mkdir700(box / "claiming")
+    (box / "claiming" / f"{msg_id}.claim").write_text(json.dumps(owner))
+    before = dirs_under(box)
+    assert before == {"inbox", "claiming"}, before
+    for cmd in (["status"], ["status", "--json"], ["list"], ["doctor"]):
+        run_cli(*cmd, cwd=clone.main)
+        assert dirs_under(box) == before, (cmd, dirs_under(box) - before)
+    assert (box / "inbox" / f"{msg_id}.json").exists()  # still queued for web
+
+
+def test_a_show_with_an_empty_box_creates_nothing_in_another_box(clone):
+    hook("SessionStart", clone.main, "s-api")
+    other = box_dir(clone, clone.main)
+    before = dirs_under(other)
+    hook("SessionStart", clone.web, "s-web")
+    hook("UserPromptSubmit", clone.web, "s-web", extra={"prompt": "hi"})
+    hook("Stop", clone.web, "s-web")
+    assert dirs_under(other) == before, dirs_under(other) - before
