@@ -112,7 +112,7 @@ Wire Claude Code's hooks to the drain for every worktree of the clone.
 
 options:
   --scope=<scope>   `local` (each worktree's .claude/settings.local.json) or `user`
-                    ($CLAUDE_CONFIG_DIR/settings.json with a repo anchor) [default: local]
+                    (settings.json in Claude Code's config dir, with a repo anchor) [default: local]
   --urgent          the wake-up tier (not built yet)
   --force           rewrite our entries even when they look current
   --repo=<path>     the clone to wire

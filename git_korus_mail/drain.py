@@ -1,13 +1,15 @@
-"""The drain: show mail at every hook event, consume it exactly once at Stop.
+"""The drain: show mail at every showing phase, consume it exactly once at the consume phase.
 
-Client-free: it takes an event name, a session id and a cwd, and returns what to
-show and what to do once the showing has been written out. The seed's four
+Client-free: it takes a phase (show / consume / end), facts about the launch (session id,
+launch identity, account, cwd) and the client's event name as a label only (for presence,
+markers and the journal), and returns what to show and what to do once the showing has been
+written out. A client module (clients/claude/) maps its own events onto phases. The seed's four
 measured ways a first version breaks, and where each is answered here:
 1. exclusion that does not exclude — consumption goes through store.Box.consume
    (exclusive claim, exclusive receipt);
-2. showing is not consuming — `show` never consumes; only `stop` does, and only
-   what this very launch was shown (a session discarded after SessionStart
-   never reaches Stop, so its mail stays queued);
+2. showing is not consuming — `show` never consumes; only `consume` does, and only
+   what this very launch was shown (a session discarded after its opening show
+   never reaches its consume phase, so its mail stays queued);
 3. a marker minted before the emit — markers are written by `Outcome.commit`, which
    the caller runs only after the output is written and flushed; a marker is
    keyed by (session, launch, message), so neither another session's marker nor
@@ -27,9 +29,11 @@ from git_korus_mail.launch import NoLaunch
 from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_id, valid_session
 from git_korus_mail.store.files import MSG_SUFFIX, MailRoot
 
+SHOW, CONSUME, END = "show", "consume", "end"
+PHASES = (SHOW, CONSUME, END)
 SKIP_SUFFIX = markers.SKIP_SUFFIX
 MAX_PENDING_FAULTS = 10
-PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at PostToolUse
+PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at a frequent show
 MAX_EXAMINED = 200  # files one event reads: a flood costs many events, not one long one
 MAX_JUNK = 200  # files one event quarantines, after the real mail is read: junk never starves it
 READ_BUDGET = 16 * 1024 * 1024  # message bytes one event reads (the first message always): bounds its memory
@@ -50,7 +54,7 @@ class Outcome:
 
     def commit(self):
         """Run the follow-up; returns the faults it met (one line each), already queued
-        for the session's next Stop notice where that could still be written."""
+        for the session's next consume notice where that could still be written."""
         if self._commit is None:
             return []
         faults = self._commit()
@@ -75,16 +79,39 @@ def session_dir_name(session):
     return "x-" + keys.digest(session)[:32]
 
 
-class Drain:
-    """One hook event. `launch` is the client process that runs it (launch.Launch), handed in
-    by the client module; without one (NoLaunch) mail is shown but never consumed."""
+def state_after(phase, opening):
+    """The presence state a phase leaves a session in; None (unchanged) for a run with no phase."""
+    if phase == SHOW:
+        return "idle" if opening else "working"
+    if phase == CONSUME:
+        return "idle"
+    if phase == END:
+        return "closed"
+    return None
 
-    def __init__(self, event, session, cwd, repo_opt=None, source=None, launch=None, account=None):
-        self.event = event
+
+class Drain:
+    """One hook run, in client-free terms.
+
+    `phase` is SHOW, CONSUME, END, or None for an event that asks nothing of the mail (its
+    presence is still recorded). `label` is the client's name for the event, recorded as is.
+    `opening` marks the show that opens a launch: it announces the box (even when empty), tells
+    expiry notices, sweeps stale files, and gets faults in the model's context too. `frequent`
+    marks a show that fires many times a turn: it spares presence a rewrite when nothing changed.
+    `launch` is the client process that runs it (launch.Launch), handed in by the client module;
+    without one (NoLaunch) mail is shown but never consumed."""
+
+    def __init__(self, phase, session, cwd, label=None, opening=False, frequent=False, repo_opt=None,
+                 launch=None, account=None):
+        if phase is not None and phase not in PHASES:
+            raise ValueError(f"not a drain phase: {phase!r}")
+        self.phase = phase
+        self.event = label if label is not None else (phase or "none")
+        self.opening = bool(opening) and phase == SHOW
+        self.frequent = bool(frequent) and phase == SHOW
         self.session = session_dir_name(session)
         self.cwd = cwd
         self.repo_opt = repo_opt
-        self.source = source
         self.launch = launch if launch is not None else NoLaunch("no client process was named")
         self.account = account
         self.now = time.time()
@@ -116,7 +143,7 @@ class Drain:
             # a cwd the payload names but the system cannot use (too long a name, no access)
             return self._fault_outcome(f"cannot find the mail queue for this cwd: {exc.strerror or exc}")
         if opened is None:
-            if self.event == "Stop":
+            if self.phase == CONSUME:
                 where = f"--repo {self.repo_opt}" if self.repo_opt else self.cwd
                 return Outcome(notice=f"korus-mail: no mail queue here ({where} is in no git clone); "
                                       f"mail cannot reach this session. Start it inside a worktree, or "
@@ -129,11 +156,11 @@ class Drain:
         try:
             # inside the try: a refused sessions/ is a box part like inbox/, said, not a traceback
             self.prior = presence.load(self.box, self.session) or {}
-            if self.event == "Stop":
+            if self.phase == CONSUME:
                 return self._stop()
-            if self.event == "SessionEnd":
+            if self.phase == END:
                 return self._end()
-            if self.event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+            if self.phase == SHOW:
                 return self._show()
         except MailError as exc:
             # a box part that is a symlink, another user's, or group-writable: refused, and said
@@ -142,15 +169,15 @@ class Drain:
         return Outcome()
 
     def _fault_outcome(self, text):
-        # said where a reader decides (SessionStart) and at Stop; not at every prompt and tool call
-        if self.event in ("Stop", "SessionStart"):
+        # said where a reader decides (the opening show) and at consume; not at every prompt and tool call
+        if self.phase == CONSUME or self.opening:
             return Outcome(notice=f"korus-mail: {text}",
-                           context=f"korus-mail: {text}" if self.event == "SessionStart" else None)
+                           context=f"korus-mail: {text}" if self.opening else None)
         return Outcome()
 
     def _record(self, extra=None):
         self.faults.extend(self.root.take_journal_faults())
-        if (self.event == "PostToolUse" and not self.faults and not extra
+        if (self.frequent and not self.faults and not extra
                 and self.prior.get("state") == "working" and self._prior_age() < PRESENCE_REFRESH):
             return  # a tool call changes nothing a reader needs: spare every tool call a file write
         pending = list(self.prior.get("pending_faults") or [])
@@ -160,11 +187,14 @@ class Drain:
         if extra:
             ext.update(extra)
         try:
-            self.prior = presence.record(self.box, self.session, self.event, self.cwd, launch=self.launch,
-                                         account=self.account, prior=self.prior, extra=ext)
+            self.prior = presence.record(self.box, self.session, self.event, self.cwd, self._state(),
+                                         launch=self.launch, account=self.account, prior=self.prior, extra=ext)
         except OSError as exc:
             # presence is bookkeeping; delivery must not fail for it, but it must not be silent either
             self.faults.append(f"presence not recorded: {exc.strerror}")
+
+    def _state(self):
+        return state_after(self.phase, self.opening)
 
     def _prior_age(self):
         try:
@@ -172,17 +202,17 @@ class Drain:
         except ValueError:
             return float("inf")
 
-    # -- show (SessionStart, UserPromptSubmit, PostToolUse) -------------------------
+    # -- show ---------------------------------------------------------------------
     def _show(self):
         # render is imported only where something is rendered: an event with no mail never needs it
         box, root = self.box, self.root
         box.repair()
-        if self.event == "SessionStart":
+        if self.opening:
             root.sweep_tmp(self.now)  # staging files of killed processes (older than 36 h)
         lines = []
         if root.is_off():
             self._record()
-            if self.event == "SessionStart":
+            if self.opening:
                 return Outcome(context=f"korus-mail: delivery is off for this clone (as of {utc_stamp(self.now)});"
                                        f" queued mail waits until `git korus-mail on`.")
             return Outcome()
@@ -197,7 +227,7 @@ class Drain:
             self._quarantine(name, "not a message file name")
         remaining = len(candidates) - examined
         notices, notice_names = ([], [])
-        if self.event == "SessionStart":
+        if self.opening:
             # read only now: what the batch load just expired is told to this very session
             from git_korus_mail import render
             notices, notice_names = self._notices()
@@ -211,7 +241,7 @@ class Drain:
                                                          now=self.now)
         if text:
             lines.append(text)
-        elif self.event == "SessionStart":
+        elif self.opening:
             waiting = len(candidates) + len(already)
             if waiting and not candidates:
                 lines.append(f"korus-mail: no new mail for {render.field(self.key.path)} "
@@ -250,17 +280,17 @@ class Drain:
                         notices_dir.unlink_quiet(name)
             except (OSError, MailError) as exc:
                 faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
-            if self.event == "SessionStart":
+            if self.opening:
                 self._sweep()  # a new launch is when an old one's markers are most likely stale
             return faults + root.take_journal_faults()
         return Outcome(context=context, commit=commit, report=self._report_late)
 
     def _report_late(self, faults):
-        """Queue faults met after the output for the next Stop's notice. Returns what failed here."""
+        """Queue faults met after the output for the next consume notice. Returns what failed here."""
         pending = (list(self.prior.get("pending_faults") or []) + faults)[-MAX_PENDING_FAULTS:]
         try:
-            self.prior = presence.record(self.box, self.session, self.event, self.cwd, launch=self.launch,
-                                         account=self.account, prior=self.prior,
+            self.prior = presence.record(self.box, self.session, self.event, self.cwd, self._state(),
+                                         launch=self.launch, account=self.account, prior=self.prior,
                                          extra={"pending_faults": pending})
         except (OSError, MailError) as exc:
             return [f"presence not recorded: {_why(exc)}"]
@@ -364,7 +394,7 @@ class Drain:
                 names.append(name)
         return out, names
 
-    # -- Stop: consume exactly what this launch was shown -------------------------
+    # -- consume: exactly what this launch was shown ------------------------------
     def _stop(self):
         box, root = self.box, self.root
         box.ensure_sub("inbox")  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
@@ -412,7 +442,7 @@ class Drain:
                 result = box.consume(name, self.session, observation, launch=record)
             except (OSError, MailError) as exc:
                 faults.append(f"consuming {render_field(name)} met an error ({_why(exc)}); {self._fate(name)}")
-                continue  # the marker stays: the next Stop finishes or retries the consume
+                continue  # the marker stays: the next consume finishes or retries the consume
             if result == "held":
                 from git_korus_mail.store import claims
                 owner = claims.read_owner(box.ensure_sub("claiming"), name) or {}
@@ -434,7 +464,7 @@ class Drain:
         self.faults = []
         self.prior["pending_faults"] = []
         self._record(extra)
-        faults.extend(self.faults)  # what this very Stop could not record is told now, not lost
+        faults.extend(self.faults)  # what this very consume could not record is told now, not lost
         return Outcome(notice=self._notice(faults))
 
     def _fate(self, msg_id):
@@ -461,7 +491,7 @@ class Drain:
         text = "korus-mail: " + "; ".join(faults)
         return text[:2000]
 
-    # -- SessionEnd: drop this launch's markers of mail never consumed; it stays queued -----
+    # -- end: drop this launch's markers of mail never consumed; it stays queued -----
     def _end(self):
         if self.box.open_sub("shown") is not None:
             self._markers().clear()

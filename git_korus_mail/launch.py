@@ -2,7 +2,7 @@
 
 A session id is not a launch. Claude Code keeps the id across `--resume` and
 `--continue`, so two processes, one after the other, can carry the same id, and a
-process killed with SIGKILL runs no SessionEnd. Display markers must therefore say
+process killed with SIGKILL runs no end phase. Display markers must therefore say
 which *process* displayed a message, not only which session id it had (see
 docs/CONTRACT.md, "Display markers").
 

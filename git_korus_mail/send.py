@@ -163,15 +163,17 @@ def _box_path(clone, name):
     return box.recorded_path() if box is not None else None
 
 
-def deliver(clone, targets, body, kind, ttl, session=None):
-    """Publish one message per resolved target; returns (results, delivery_off).
+def deliver(clone, targets, body, kind, ttl, session=None, sender_session=None):
+    """Publish one message per resolved target; returns (results, delivery_off). `session` is
+    the recipient session it is for, if any; `sender_session` the session it is sent from, as
+    the client names it (clients.session_of).
 
     Each result is {"to", "ok", "error"} for a target not queued, or {"to", "ok", "id", "path",
     "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link)."""
     root = clone.mail_root(create=True)
     own = clone.own_worktree()
     sender = {"path": clone.own_key.path, "branch": own.branch if own else None,
-              "session": os.environ.get("CLAUDE_CODE_SESSION_ID")}
+              "session": sender_session}
     results = []
     for t in targets:
         if t.error:

@@ -63,9 +63,9 @@ def _drainer(idx, web_path, seconds, barrier, conn):
         barrier.wait(TIMEOUT)
         until = time.time() + seconds
         while time.time() < until:
-            out = drain.Drain("UserPromptSubmit", session, web_path).run()
+            out = drain.Drain("show", session, web_path, label="UserPromptSubmit").run()
             out.commit()
-            drain.Drain("Stop", session, web_path).run().commit()
+            drain.Drain("consume", session, web_path, label="Stop").run().commit()
             events += 2
         conn.send(("ok", events))
     except BaseException:  # noqa: BLE001 - reported to the test

@@ -1,0 +1,22 @@
+"""The clients korus-mail serves, one package each (clients/claude/ for Claude Code).
+
+A client package knows its hook protocol, its events and environment, and its install
+wiring; the core knows none of them. Commands that need a client fact ask here. Kept
+free of imports at load time: the hook hot path imports this package.
+"""
+
+
+def hook_protocols():
+    """The hook-protocol module of every client, in the order commands ask them."""
+    from git_korus_mail.clients.claude import protocol as claude
+    return (claude,)
+
+
+def session_of(environ):
+    """The session id the environment names (a command run inside a session), from the first
+    client that names one; None when none does."""
+    for client in hook_protocols():
+        session = client.session_of(environ)
+        if session is not None:
+            return session
+    return None

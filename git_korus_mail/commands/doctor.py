@@ -19,7 +19,7 @@ import stat
 import time
 from dataclasses import dataclass
 
-from git_korus_mail import install, ui
+from git_korus_mail import clients, install, ui
 from git_korus_mail.clients.claude import protocol as claude_protocol
 from git_korus_mail.clients.claude import settings as claude
 from git_korus_mail.store import claims, journal, presence
@@ -172,7 +172,7 @@ def _check_wiring(clone, root, findings):
         if problems:
             findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(label))
         else:
-            findings.add("wiring", True, label, "wired, and the stub answers SessionStart")
+            findings.add("wiring", True, label, f"wired, and the stub answers {claude_protocol.OPENING_EVENT}")
     for wt in skipped:
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
     if local:
@@ -284,10 +284,16 @@ def _check_quarantine(box, findings):
 
 
 def _check_drains(box, findings, now):
-    """Last drain per event in this box; turns with no Stop ever mean Stop is not wired."""
+    """Last drain per event in this box, for each client; turns with no consume ever mean the
+    consume event is not wired."""
     sessions = presence.sessions(box)
     if not sessions:
         return
+    for client in clients.hook_protocols():
+        _check_client_drains(client, box, sessions, findings, now)
+
+
+def _check_client_drains(client, box, sessions, findings, now):
     last = {}
     turns = []
     for rec in sessions:
@@ -295,19 +301,20 @@ def _check_drains(box, findings, now):
         for ev, at in events.items():
             if isinstance(at, str) and at > last.get(ev, ""):
                 last[ev] = at
-        # a session discarded after SessionStart never reaches Stop, and that is fine;
+        # a session discarded after its opening show never reaches consume, and that is fine;
         # one that ran a turn must have
-        for ev in ("UserPromptSubmit", "PostToolUse"):
+        for ev in client.TURN_EVENTS:
             if isinstance(events.get(ev), str):
                 turns.append(events[ev])
-    summary = ", ".join(f"{ev} {_ago(last[ev], now)}" for ev in claude_protocol.EVENTS if ev in last)
+    summary = ", ".join(f"{ev} {_ago(last[ev], now)}" for ev in client.EVENTS if ev in last)
     where = f"box {box.name}"
     newest_turn = max(turns) if turns else None
-    if "Stop" not in last and newest_turn and _age(newest_turn, now) > STOP_GRACE:
+    stop = client.CONSUME_EVENT
+    if stop not in last and newest_turn and _age(newest_turn, now) > STOP_GRACE:
         findings.add("drains", False, where,
-                     f"sessions here ran turns but Stop never drained (last: {summary}): mail is shown "
+                     f"sessions here ran turns but {stop} never drained (last: {summary}): mail is shown "
                      f"and never consumed",
-                     "check the Stop entry in this worktree's .claude/settings.local.json "
+                     f"check the {stop} entry in this worktree's {client.LOCAL_SETTINGS_NAME} "
                      "(git korus-mail install), then restart those sessions")
     else:
         findings.add("drains", True, where, f"last drain per event: {summary}")

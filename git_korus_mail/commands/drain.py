@@ -1,6 +1,9 @@
 """`git-korus-mail drain`: the entry point Claude Code runs at every hook event.
 
-Reads the hook payload on stdin, answers in the event's own JSON on stdout, and
+`serve` is the same entry for any client: it takes the client's hook-protocol module
+(clients/claude/protocol.py here; see clients/__init__.py) for everything client-specific,
+and the client-free core drain for the rest. Reads the hook payload on stdin, answers in
+the event's own form on stdout, and
 only then (after the flush) writes the display markers. The exit code is decided
 before them: 0 once the output is out, whatever fails after (docs/HOOKS.md). Imports nothing heavy:
 see the hot-path test (`python -X importtime`) and bench/.
@@ -37,31 +40,36 @@ def main(argv):
     except ValueError as exc:
         sys.stderr.write(f"git korus-mail: {exc}\n")
         return 129
+    return serve(claude, repo)
+
+
+def serve(client, repo=None):
+    """Run one hook event for `client` (a hook-protocol module): payload from stdin, answer on
+    stdout, display markers after the flush. Returns the exit code (docs/HOOKS.md)."""
     data = sys.stdin.buffer.read(MAX_STDIN + 1) if sys.stdin is not None else b""
     try:
         if len(data) > MAX_STDIN:
-            raise claude.BadPayload(f"stdin is over {MAX_STDIN // (1024 * 1024)} MiB")
-        payload = claude.read_payload(data)
-    except claude.BadPayload as exc:
+            raise client.BadPayload(f"stdin is over {MAX_STDIN // (1024 * 1024)} MiB")
+        payload = client.read_payload(data)
+    except client.BadPayload as exc:
         sys.stderr.write(f"git korus-mail: drain: {exc}\n")
-        _emit(claude.user_notice_output(f"korus-mail: the hook got an unusable payload ({exc})"))
+        _emit(client.user_notice_output(f"korus-mail: the hook got an unusable payload ({exc})"))
         return 0
     if os.environ.get("KORUS_MAIL_VERIFY") == "1" and payload.session.startswith("korus-verify-"):
         # install's self-test: prove the stub reaches a working drain without touching any box
-        _emit(claude.context_output(payload.event, "korus-mail: hook wiring verified"))
+        _emit(client.context_output(payload.event, "korus-mail: hook wiring verified"))
         return 0
     from git_korus_mail import drain
     try:
-        outcome = drain.Drain(payload.event, payload.session, payload.cwd, repo_opt=repo,
-                              source=payload.source, launch=claude.launch_of(os.environ),
-                              account=claude.account_of(os.environ)).run()
+        outcome = drain.Drain(session=payload.session, cwd=payload.cwd, repo_opt=repo,
+                              **client.drain_facts(payload, os.environ)).run()
     except Exception as exc:  # noqa: BLE001 - reported to the user below, never swallowed
         import traceback
         traceback.print_exc()
-        _emit(claude.fault_output(payload.event, f"korus-mail: drain failed at {payload.event}: "
+        _emit(client.fault_output(payload.event, f"korus-mail: drain failed at {payload.event}: "
                                                  f"{type(exc).__name__}: {exc}"))
         return 0  # the JSON above is the report; its exit code says the output is valid (docs/HOOKS.md)
-    out = _format(payload.event, outcome)
+    out = client.answer(payload.event, outcome.context, outcome.notice)
     if out is not None:
         try:
             _emit(out)
@@ -81,14 +89,6 @@ def main(argv):
     for fault in late:
         sys.stderr.write(f"git korus-mail: drain at {payload.event}: {fault}\n")
     return 0
-
-
-def _format(event, outcome):
-    if outcome.context and event in claude.SHOW_EVENTS:
-        return claude.context_output(event, outcome.context, notice=outcome.notice)
-    if outcome.notice:
-        return claude.user_notice_output(outcome.notice)
-    return None
 
 
 def _emit(text):

@@ -1,11 +1,12 @@
 """`send`: queue a message for other worktrees' sessions (the publishing is send.deliver)."""
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from git_korus_mail import message, send
+from git_korus_mail import clients, message, send
 from git_korus_mail.errors import UsageError
 
 MAX_DESTINATIONS = 8
@@ -40,7 +41,8 @@ def run(clone, args, out):
     body = send.read_body(args.body)
     send.check_body(body)
     targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees)
-    results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session)
+    results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
+                                sender_session=clients.session_of(os.environ))
     if args.json:
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
     else:

@@ -489,7 +489,7 @@ class Box:
             self._release(msg_id, owner)
 
     def _write_notice(self, msg_id):
-        """Remember an unread expiry so the recipient's next SessionStart is told (the seed: nobody was)."""
+        """Remember an unread expiry so the recipient's next opening show tells them (the seed: nobody was)."""
         sender = sent_at = None
         try:
             msg, _ = self.load(msg_id, "expired")

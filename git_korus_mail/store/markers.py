@@ -8,8 +8,8 @@ launch of the same session id is shown that mail again (a duplicate display, nev
 a silent loss) and consumes it at its own Stop.
 
 Directories of launches that are provably gone, of the layout before launches
-(`shown/<session>/`), and of junk, are swept a few at a time at SessionStart and
-Stop; removing a marker can only cause a message to be shown again.
+(`shown/<session>/`), and of junk, are swept a few at a time at a launch's opening show and
+at consume; removing a marker can only cause a message to be shown again.
 """
 
 import errno
@@ -27,7 +27,7 @@ SKIP_SUFFIX = ".skip"
 SWEEP_DIRS = 4  # other launches' directories judged per event
 SWEEP_FILES = 200  # markers removed per event; a bigger directory takes several events
 UNPROVABLE_IDLE = 7 * 24 * 3600  # a launch on another host or pid namespace: swept when idle this long
-UNKNOWN_IDLE = 36 * 3600  # a directory of unidentified launches (their SessionEnd usually removes it)
+UNKNOWN_IDLE = 36 * 3600  # a directory of unidentified launches (their end phase usually removes it)
 
 
 def dir_name(session_dir, launch):
@@ -105,7 +105,7 @@ class LaunchMarkers:
             d.unlink_quiet(msg_id)
 
     def clear(self):
-        """Remove this launch's directory (SessionEnd): whatever it showed stays queued."""
+        """Remove this launch's directory (the end phase): whatever it showed stays queued."""
         d = self.existing()
         if d is None:
             return

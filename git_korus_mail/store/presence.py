@@ -2,8 +2,7 @@
 
 Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
 write). `send --to all` and `list` read them. A session is live while its state
-is not closed and its client process (the launch the caller names; for Claude Code,
-CLAUDE_PID) still runs; with no pid recorded it counts as live for a day after its
+is not closed and its client process (the launch the client module names) still runs; with no pid recorded it counts as live for a day after its
 last event.
 """
 
@@ -16,13 +15,12 @@ from git_korus_mail.launch import parse_tag
 from git_korus_mail.message import parse_stamp, utc_stamp
 
 NO_PID_LIVE_SECONDS = 24 * 3600
-STATE_AFTER = {"SessionStart": "idle", "UserPromptSubmit": "working", "PostToolUse": "working",
-               "Stop": "idle", "SessionEnd": "closed"}
 
 
-def record(box, session, event, cwd, launch=None, account=None, prior=None, extra=None):
-    """Rewrite this session's presence after an event; returns the record. `launch` is the
-    client process (launch.Launch) and `account` the client's config dir, when known."""
+def record(box, session, event, cwd, state=None, launch=None, account=None, prior=None, extra=None):
+    """Rewrite this session's presence after an event; returns the record. `event` is the
+    client's name for it (a label), `state` what the drain's phase left the session in (None:
+    unchanged), `launch` the client process (launch.Launch) and `account` its config dir."""
     now = time.time()
     rec = dict(prior or {})
     events = dict(rec.get("events") or {})
@@ -37,7 +35,7 @@ def record(box, session, event, cwd, launch=None, account=None, prior=None, extr
         "boot": rec.get("boot") or claims.me("presence")["boot"],
         "last_event": event,
         "at": utc_stamp(now),
-        "state": STATE_AFTER.get(event, rec.get("state", "idle")),
+        "state": state or rec.get("state", "idle"),
         "events": events,
     })
     if extra:

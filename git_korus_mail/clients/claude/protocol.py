@@ -23,6 +23,9 @@ SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"
 END_EVENT = "SessionEnd"
 EVENTS = SHOW_EVENTS + (CONSUME_EVENT, END_EVENT)
+OPENING_EVENT = "SessionStart"  # what install's self-test and doctor run the stub with
+TURN_EVENTS = ("UserPromptSubmit", "PostToolUse")  # a session that ran one must reach CONSUME_EVENT
+LOCAL_SETTINGS_NAME = ".claude/settings.local.json"  # where doctor points a person (install wires it)
 INLINE_LIMIT = 10_000  # Claude Code's inline limit for additionalContext / plain stdout
 MAX_CWD = 4096  # PATH_MAX on Linux: no longer path can name a directory a session runs in
 
@@ -82,6 +85,40 @@ def launch_of(environ):
 def account_of(environ):
     """Which Claude Code account (config dir) the session runs under, when it says."""
     return environ.get("CLAUDE_CONFIG_DIR") or None
+
+
+# How each event drives the client-free drain: (phase, opening, frequent); see core drain.Drain.
+# SessionStart opens a launch; PostToolUse fires at every tool call; Stop ends a turn, the one
+# point where the model has certainly read what was shown (consume); SessionEnd ends the launch.
+PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
+            "PostToolUse": ("show", False, True), "Stop": ("consume", False, False),
+            "SessionEnd": ("end", False, False)}
+NAME = "claude"
+
+
+def drain_facts(payload, environ):
+    """The keyword arguments of drain.Drain for this payload, after the session and cwd: the
+    event's phase, the event as a label, and the launch and account from the environment. An
+    event we do not wire has no phase: the drain only records presence for it."""
+    phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
+    return {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
+            "launch": launch_of(environ), "account": account_of(environ)}
+
+
+def session_of(environ):
+    """The session this process runs in, when Claude Code says (a Bash tool call's environment)."""
+    return environ.get("CLAUDE_CODE_SESSION_ID")
+
+
+def answer(event, context, notice):
+    """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
+    model only at a showing event (at Stop it would start another turn): elsewhere the notice
+    alone, to the user."""
+    if context and event in SHOW_EVENTS:
+        return context_output(event, context, notice=notice)
+    if notice:
+        return user_notice_output(notice)
+    return None
 
 
 def context_output(event, text, notice=None):
