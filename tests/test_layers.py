@@ -1,0 +1,197 @@
+"""The house drawn from the imports: no upward arrow, no circle between packages, no big module.
+
+Layers, top to bottom (docs/ and README's layout map say the same):
+    cli > commands > clients > core > store > leaf utilities
+A module may import its own layer or any layer below it, never one above. Every import
+counts, also one inside a function (the hot path defers many), found by parsing each
+file with ast, not by importing it.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "git_korus_mail"
+LAYERS = ("leaf", "store", "core", "clients", "commands", "cli")   # bottom to top
+RANK = {name: i for i, name in enumerate(LAYERS)}
+
+# Tiny utilities every layer may use; they import nothing of ours but each other.
+LEAF = {"errors", "fastjson", "crash", "ui", "shipped", "shell", "__init__"}
+# Modules still at the package's top level, each with the layer it belongs to. A module that
+# moves into its package (core/, store/, clients/, commands/) leaves this table.
+TOP_LEVEL = {
+    "cli": "cli", "__main__": "cli",
+    "install": "commands",   # install/uninstall's work: the commands' own helper until it is split
+    "advice": "commands",    # what to tell a user whose PATH lacks the command (install, stub)
+    "clone": "core", "discover": "core", "drain": "core", "gitrepo": "core", "keys": "core",
+    "launch": "core", "message": "core", "render": "core", "report": "core", "send": "core",
+    "wtident": "core",
+}
+# Upward imports that exist today, each with its reason; the goal is none. An entry that is no
+# longer needed fails the test, so the list only shrinks.
+KNOWN_UPWARD = {
+    ("store.files", "message"): "the store checks and parses the message file format it holds",
+    ("store.forwarding", "message"): "forwarding records carry message-format timestamps and size limits",
+    ("store.journal", "message"): "journal lines carry message-format timestamps (utc_stamp)",
+    ("store.presence", "message"): "presence records carry message-format timestamps",
+    ("store.forwarding", "wtident"): "a box records the identity of the worktree it belongs to",
+    ("store.markers", "launch"): "display markers are keyed by the launch tag launch.py defines",
+    ("store.presence", "launch"): "presence records name the launch by its tag",
+}
+# Modules allowed over MAX_LINES, each with the reason; the goal is none.
+MAX_LINES = 400
+TOO_BIG = {
+    "drain": "being split into show / consume / end phases by the client-free drain work",
+    "install": "being split into settings editing, stub, post-checkout and verification modules",
+    "store.files": "being split by job (root, box, consume, expire, repair) with the store interface",
+}
+
+
+def modules():
+    """{dotted name under git_korus_mail: path} for every module of the package."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        found[".".join(rel.parts)] = path
+    return found
+
+
+def layer_of(name):
+    """The layer of a module named relative to the package ("store.files", "cli", ...)."""
+    head = name.partition(".")[0]
+    if head in ("store", "core", "clients", "commands"):
+        return head
+    if head in LEAF:
+        return "leaf"
+    if head in TOP_LEVEL:
+        return TOP_LEVEL[head]
+    raise AssertionError(f"git_korus_mail.{name}: no layer; put it in a package or in TOP_LEVEL/LEAF")
+
+
+def imports_of(path, name):
+    """Every module of ours that `path` imports, anywhere in the file, as names relative to the package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package_parts = name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:   # relative: resolve against this module's package
+                base = package_parts[:len(package_parts) - node.level + 1]
+                mod = ".".join(["git_korus_mail", *base] + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            # `from git_korus_mail.store import claims` names the submodule claims when there is one
+            targets = [f"{mod}.{a.name}" if _is_module(f"{mod}.{a.name}") else mod for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t == "git_korus_mail" or not t.startswith("git_korus_mail."):
+                continue
+            found.add(t[len("git_korus_mail."):])
+    return {t for t in found if _is_module("git_korus_mail." + t)}
+
+
+def _is_module(dotted):
+    rel = Path(*dotted.split(".")[1:]) if dotted.startswith("git_korus_mail.") else None
+    return rel is not None and ((PACKAGE / rel).with_suffix(".py").is_file() or (PACKAGE / rel / "__init__.py").is_file())
+
+
+def graph():
+    mods = modules()
+    return {name: imports_of(path, name) for name, path in mods.items()}
+
+
+def upward_imports(edges, allowed=()):
+    bad = []
+    for src, targets in edges.items():
+        for dst in sorted(targets):
+            if RANK[layer_of(dst)] > RANK[layer_of(src)] and (src, dst) not in allowed:
+                bad.append(f"{src} ({layer_of(src)}) imports {dst} ({layer_of(dst)})")
+    return bad
+
+
+def package_of(name):
+    head = name.partition(".")[0]
+    return head if head in ("store", "core", "clients", "commands") else layer_of(name)
+
+
+def package_cycles(edges, allowed=()):
+    """Cycles in the graph of packages (a module's package; top-level modules by their layer)."""
+    pg = {}
+    for src, targets in edges.items():
+        for dst in targets:
+            if (src, dst) in allowed:
+                continue
+            a, b = package_of(src), package_of(dst)
+            if a != b:
+                pg.setdefault(a, set()).add(b)
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in sorted(pg.get(node, ())):
+            if state.get(nxt) == "open":
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+
+    for node in sorted(pg):
+        if node not in state:
+            visit(node, [node])
+    return cycles
+
+
+def test_every_module_has_a_layer():
+    for name in modules():
+        layer_of(name)
+
+
+def test_no_upward_import():
+    edges = graph()
+    bad = upward_imports(edges, KNOWN_UPWARD)
+    assert not bad, "upward imports (layers: " + " > ".join(reversed(LAYERS)) + "):\n" + "\n".join(bad)
+    stale = sorted(pair for pair in KNOWN_UPWARD if pair[1] not in edges.get(pair[0], ()))
+    assert not stale, f"no longer imported, drop them from KNOWN_UPWARD: {stale}"
+
+
+def test_no_import_cycle_between_packages():
+    cycles = package_cycles(graph(), KNOWN_UPWARD)
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_module_over_the_line_limit():
+    over = {}
+    for name, path in modules().items():
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > MAX_LINES:
+            over[name] = n
+    unexplained = {k: v for k, v in over.items() if k not in TOO_BIG}
+    assert not unexplained, f"modules over {MAX_LINES} lines: {unexplained}"
+    stale = sorted(set(TOO_BIG) - set(over))
+    assert not stale, f"no longer over {MAX_LINES} lines, drop them from TOO_BIG: {stale}"
+
+
+# -- the checker itself, on made-up sources: it must see what it is meant to see ----------
+@pytest.fixture
+def fake(tmp_path):
+    def make(name, source):
+        path = tmp_path / (name.replace(".", "_") + ".py")
+        path.write_text(source)
+        return path
+    return make
+
+
+def test_a_function_level_upward_import_is_seen(fake):
+    path = fake("store.files", "def f():\n    from git_korus_mail.commands import send\n")
+    edges = {"store.files": imports_of(path, "store.files")}
+    assert edges["store.files"] == {"commands.send"}
+    assert upward_imports(edges) == ["store.files (store) imports commands.send (commands)"]
+
+
+def test_a_cycle_between_packages_is_seen():
+    edges = {"store.files": {"commands.send"}, "commands.send": {"store.files"}}
+    assert package_cycles(edges) == ["commands -> store -> commands"]
