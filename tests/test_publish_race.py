@@ -8,7 +8,9 @@ KORUS_PUBLISH_RACE_SECONDS (60 with CI=true, 10 locally; the old code lost mail 
 quarantined, and every message sent is either consumed (a receipt) or still queued.
 
 Every racer is its own process ('spawn'); the drains run the real Drain in-process
-in a loop, which costs a few ms an event instead of a process start.
+in a loop, which costs a few ms an event instead of a process start. Each sender is
+held up to PREEMPT between its link and its unlink, as a busy machine deschedules it:
+the window the red team hit with real processes, made wide enough to hit every run.
 """
 
 import multiprocessing as mp
@@ -26,15 +28,22 @@ SECONDS = float(os.environ.get("KORUS_PUBLISH_RACE_SECONDS") or (60 if CI else 1
 SENDERS = 8
 DRAINS = 4
 TIMEOUT = SECONDS + 120
-PAUSE = 0.01
+PAUSE = 0.05
+PREEMPT = 0.004  # seconds, at most, a sender is held between its link and its unlink
 
 
 
 def _sender(idx, main_path, web_path, seconds, barrier, conn):
     """Publish through the store, as `send` does, until the deadline; report the ids."""
     try:
-        from git_korus_mail import message
+        import random
+        from git_korus_mail import crash, message
         from git_korus_mail.store.files import MailRoot
+
+        def preempted(step):  # a sender descheduled between its link and its unlink, as on a busy machine
+            if step == "send:linked":
+                time.sleep(random.random() * PREEMPT)
+        crash.point = preempted
         common = keys.locate(main_path).common_dir
         key = keys.key_for(web_path)
         root = MailRoot.open(common, create=True)
@@ -58,14 +67,16 @@ def _drainer(idx, web_path, seconds, barrier, conn):
     """Show, write the markers, consume at Stop, over and over, as one session."""
     try:
         from git_korus_mail import drain
+        from git_korus_mail.launch import Launch
         session = f"0000000{idx}-race-4000-8000-000000000000"
+        me = Launch.of_process("claude", os.getpid())  # this process plays the client, so Stop consumes
         events = 0
         barrier.wait(TIMEOUT)
         until = time.time() + seconds
         while time.time() < until:
-            out = drain.Drain("show", session, web_path, label="UserPromptSubmit").run()
+            out = drain.Drain("show", session, web_path, label="UserPromptSubmit", launch=me).run()
             out.commit()
-            drain.Drain("consume", session, web_path, label="Stop").run().commit()
+            drain.Drain("consume", session, web_path, label="Stop", launch=me).run().commit()
             events += 2
         conn.send(("ok", events))
     except BaseException:  # noqa: BLE001 - reported to the test
@@ -166,6 +177,6 @@ def test_drains_racing_publication_quarantine_nothing(clone):
           f"{len(receipts)} consumed, {len(inbox)} queued, {events} drain events, "
           f"{len(quarantined)} quarantined")
     assert quarantined == [], f"{len(quarantined)} of {len(sent)} legitimate messages quarantined"
-    assert len(sent) > 0 and events > 0
+    assert len(sent) > 0 and events > 0 and receipts, "the load must show and consume mail"
     assert set(sent) == inbox | receipts and not inbox & receipts
     invariants.check(clone.mail_root)

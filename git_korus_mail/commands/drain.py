@@ -67,7 +67,7 @@ def serve(client, repo=None):
         import traceback
         traceback.print_exc()
         _emit(client.fault_output(payload.event, f"korus-mail: drain failed at {payload.event}: "
-                                                 f"{type(exc).__name__}: {exc}"))
+                                                 f"{_said(exc)} (details on the hook's stderr)"))
         return 0  # the JSON above is the report; its exit code says the output is valid (docs/HOOKS.md)
     out = client.answer(payload.event, outcome.context, outcome.notice)
     if out is not None:
@@ -89,6 +89,16 @@ def serve(client, repo=None):
     for fault in late:
         sys.stderr.write(f"git korus-mail: drain at {payload.event}: {fault}\n")
     return 0
+
+
+def _said(exc):
+    """An unexpected error as told to the model and the user: its kind and, for an OSError,
+    the system's words, never its message, which may carry a file name someone else chose
+    (a 240-byte junk name once reached the SessionStart context this way). The traceback
+    on stderr has everything."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{type(exc).__name__}: {exc.strerror}"
+    return type(exc).__name__
 
 
 def _emit(text):
