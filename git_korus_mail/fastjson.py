@@ -6,10 +6,14 @@ bench/RESULTS.md). The C scanner and encoder in `_json` need none of that. Where
 `_json` is missing (another interpreter), this falls back to the json package.
 """
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
 try:
     import _json
 except ImportError:  # pragma: no cover - CPython always has it
-    _json = None
+    _json = None  # type: ignore[assignment]
 
 _WHITESPACE = " \t\n\r"
 
@@ -22,17 +26,17 @@ class _DecodeContext:
     parse_float = float
     parse_int = int
     parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
-    memo = {}
+    memo: "dict[str, str]" = {}
 
 
-def _no_default(obj):
+def _no_default(obj: object) -> "Any":
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 if _json is not None:
-    _scan = _json.make_scanner(_DecodeContext())
+    _scan = _json.make_scanner(_DecodeContext())  # type: ignore[arg-type]  # duck-types the decoder
 
-    def loads(text):
+    def loads(text: "str | bytes | bytearray") -> "Any":
         """Parse a JSON document (str or UTF-8 bytes). ValueError when it is not exactly one JSON value,
         whatever is wrong with it, on every Python we support."""
         if isinstance(text, (bytes, bytearray)):
@@ -53,7 +57,7 @@ if _json is not None:
             raise ValueError(f"extra data after JSON (at character {end})")
         return value
 
-    def dumps(obj, sort_keys=False, ensure_ascii=True):
+    def dumps(obj: object, sort_keys: bool = False, ensure_ascii: bool = True) -> str:
         """Compact-ish JSON (", " and ": " separators, as json.dumps without indent).
 
         A fresh encoder per call: its markers dict (the circular-reference check) keeps the ids of
@@ -63,13 +67,13 @@ if _json is not None:
         enc = _json.make_encoder({}, _no_default, string_encoder, None, ": ", ", ", sort_keys, False, True)
         return "".join(enc(obj, 0))
 else:  # pragma: no cover
-    def loads(text):
+    def loads(text: "str | bytes | bytearray") -> "Any":
         import json
         try:
             return json.loads(text)
         except RecursionError:
             raise ValueError("not JSON: nested too deeply") from None
 
-    def dumps(obj, sort_keys=False, ensure_ascii=True):
+    def dumps(obj: object, sort_keys: bool = False, ensure_ascii: bool = True) -> str:
         import json
         return json.dumps(obj, sort_keys=sort_keys, ensure_ascii=ensure_ascii)

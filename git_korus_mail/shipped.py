@@ -10,7 +10,7 @@ import os
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def shipped_file(*parts):
+def shipped_file(*parts: str) -> "str | None":
     """The path of a shipped file, e.g. shipped_file("hooks", "claude-hook.sh"); None when absent."""
     for base in (PACKAGE_DIR, os.path.dirname(PACKAGE_DIR)):  # the wheel's place first, then the source tree's
         path = os.path.join(base, *parts)

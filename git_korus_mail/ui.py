@@ -3,13 +3,13 @@
 import os
 import sys
 
-_enabled = None
+_enabled: "bool | None" = None
 
 
-def enabled():
+def enabled() -> bool:
     global _enabled
     if _enabled is None:
-        _enabled = (sys.stdout is not None and hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+        _enabled = bool(sys.stdout is not None and hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
                     and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb")
         if _enabled:
             import colorama
@@ -17,14 +17,14 @@ def enabled():
     return _enabled
 
 
-def bold(text):
+def bold(text: str) -> str:
     if not enabled():
         return text
     import colorama
     return f"{colorama.Style.BRIGHT}{text}{colorama.Style.RESET_ALL}"
 
 
-def red(text):
+def red(text: str) -> str:
     if not enabled():
         return text
     import colorama

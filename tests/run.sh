@@ -41,6 +41,8 @@ fi
 # Lint first, in the log: a name that no longer exists fails here, not at pytest start-up.
 echo "+ ruff check ." >&2
 .venv/bin/ruff check .
+# Types, once, on the main Python (the commands and what is strict: tests/typecheck.sh).
+bash tests/typecheck.sh
 
 # Every CPython the package claims: the non-e2e suite on each other version (pyenv's, or
 # python3.X on PATH). Missing one fails under CI=true; elsewhere it is skipped, and said.

@@ -56,3 +56,13 @@ def test_ci_runs_ruff_before_pytest():
     script = (REPO_ROOT / "tests" / "run.sh").read_text()
     assert "ruff check" in script
     assert script.index("ruff check") < script.index("-m pytest")
+
+
+def test_types_check():
+    # tests/typecheck.sh is what tests/run.sh runs: the whole package, then --strict where typed
+    exe = shutil.which("mypy", path=str(REPO_ROOT / ".venv" / "bin")) or shutil.which("mypy")
+    if exe is None:
+        pytest.skip("mypy is not installed (it is in the test extra: pip install -e '.[test]')")
+    proc = subprocess.run(["bash", "tests/typecheck.sh"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, MYPY=exe))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
