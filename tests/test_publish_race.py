@@ -180,3 +180,17 @@ def test_drains_racing_publication_quarantine_nothing(clone):
     assert len(sent) > 0 and events > 0 and receipts, "the load must show and consume mail"
     assert set(sent) == inbox | receipts and not inbox & receipts
     invariants.check(clone.mail_root)
+
+
+def test_an_older_senders_staging_link_is_not_a_foreign_link_either(clone):
+    """Senders before tmp/msg.<id> staged as tmp/msg.<id>.<8 hex>; one may still run during an
+    upgrade, and its publication in flight is no attack."""
+    from git_korus_mail import message
+    root, box, msg = _one_box(clone)
+    tmp = clone.mail_root / "tmp" / ("msg." + msg["id"] + ".0badcafe")
+    tmp.write_bytes(message.encode(msg))
+    inbox = clone.mail_root / "box" / box.name / "inbox"
+    inbox.mkdir(exist_ok=True)
+    os.link(tmp, inbox / (msg["id"] + ".json"))
+    _msg, st = box.load(msg["id"])
+    assert box.linked_elsewhere(msg["id"], st) == "in-progress"

@@ -306,6 +306,24 @@ class Box:
             return "in-progress"  # replaced since it was read: the next event reads it afresh
         if now.st_nlink == 1:
             return "publish-finished"
+        return self._old_staging(msg_id, same)
+
+    def _old_staging(self, msg_id, same):
+        """A sender of an older version stages as tmp/msg.<id>.<8 hex>: during an upgrade its
+        publication must not pass for an attack either. A scan of tmp/, on this rare path only."""
+        tmp = self.root.tmp
+        for name in tmp.names():
+            if not name.startswith(staging_name(msg_id) + "."):
+                continue
+            try:
+                other = tmp.lstat(name)
+            except FileNotFoundError:
+                continue
+            if (other.st_dev, other.st_ino) == same:
+                if time.time() - other.st_ctime < PUBLISH_GRACE:
+                    return "in-progress"
+                tmp.unlink_quiet(name)
+                return "publish-finished"
         return None
 
     def quarantine(self, name, reason, sub="inbox"):
