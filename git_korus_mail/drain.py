@@ -20,14 +20,12 @@ measured ways a first version breaks, and where each is answered here:
 import os
 import time
 
-from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash, keys
 from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.fsafe import NotOwned, NotRegular, TooLarge
 from git_korus_mail.launch import NoLaunch
-from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_id, valid_session
-from git_korus_mail.store.files import MSG_SUFFIX, MailRoot
+from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_session
+from git_korus_mail.store.files import MSG_SUFFIX, MailRoot, NotOwned, NotRegular, TooLarge
 
 SHOW, CONSUME, END = "show", "consume", "end"
 PHASES = (SHOW, CONSUME, END)
@@ -232,7 +230,7 @@ class Drain:
             from git_korus_mail import render
             notices, notice_names = self._notices()
             if notices:
-                lines.append(render.render_expiry_notice(notices, os.path.join(box.dir.path, "expired")))
+                lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
         text, blocks, deferred = (None, [], remaining)
         if batch:
             from git_korus_mail import render
@@ -274,10 +272,7 @@ class Drain:
                 root.journal("shown", id=b.msg_id, box=box.name, session=self.session, launch=self.launch.tag,
                              hook_event=self.event)
             try:
-                notices_dir = box.open_sub("notices")
-                if notices_dir is not None:
-                    for name in notice_names:
-                        notices_dir.unlink_quiet(name)
+                box.clear_notices(notice_names)
             except (OSError, MailError) as exc:
                 faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
             if self.opening:
@@ -298,13 +293,13 @@ class Drain:
 
     def _markers(self):
         if self.shown is None:
-            self.shown = markers.LaunchMarkers(self.box.ensure_sub("shown"), self.session, self.launch, self.root.tmp)
+            self.shown = markers.for_launch(self.box, self.session, self.launch)
         return self.shown
 
     def _sweep(self):
         """Clear a few marker directories of launches that are gone: bounded work per event."""
         try:
-            markers.sweep(self.box.ensure_sub("shown"), self._markers().name, self.now)
+            markers.sweep_box(self.box, self._markers().name, self.now)
         except (OSError, MailError):
             pass  # housekeeping only: stale markers authorize nothing, they merely wait
 
@@ -316,8 +311,8 @@ class Drain:
         from git_korus_mail import render
         box = self.box
         batch, skipped, examined, read = [], 0, 0, 0
-        inbox_path = box.ensure_sub("inbox").path
-        seen_path = os.path.join(box.dir.path, "seen")
+        inbox_path = box.path_of("inbox")
+        seen_path = box.path_of("seen")
         # enough to fill one event even when every message is small
         want = render.EVENT_CAP // 200
         for msg_id in candidates:
@@ -376,28 +371,12 @@ class Drain:
                                f"{render.field(reason, 120)}")
 
     def _notices(self):
-        d = self.box.open_sub("notices")
-        if d is None:
-            return [], []
-        out, names = [], []
-        for name in sorted(d.names())[:1000]:
-            if not (name.endswith(MSG_SUFFIX) and valid_id(name[:-len(MSG_SUFFIX)])):
-                continue  # not a notice we wrote: its name is nobody's to put in the model's context
-            try:
-                data, _ = d.read_regular(name, 64 * 1024)
-                rec = json.loads(data)
-            except (OSError, ValueError, NotRegular, TooLarge):
-                continue
-            if isinstance(rec, dict):
-                rec["id"] = name[:-len(MSG_SUFFIX)]  # the file's own name, a valid id
-                out.append(rec)
-                names.append(name)
-        return out, names
+        return self.box.notices()
 
     # -- consume: exactly what this launch was shown ------------------------------
     def _stop(self):
         box, root = self.box, self.root
-        box.ensure_sub("inbox")  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
+        box.ensure_inbox()  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
         box.repair()  # a dead consumer's claim must not outlive it until the next show
         faults = list(self.prior.get("pending_faults") or [])
         extra = {"pending_faults": []}
@@ -445,7 +424,7 @@ class Drain:
                 continue  # the marker stays: the next consume finishes or retries the consume
             if result == "held":
                 from git_korus_mail.store import claims
-                owner = claims.read_owner(box.ensure_sub("claiming"), name) or {}
+                owner = box.claim_owner(name) or {}
                 verdict, known = claims.judge(owner)
                 now = self._fate(name)  # looked at after the wait: the holder may have finished
                 if not now.startswith("it is not consumed"):
@@ -493,7 +472,7 @@ class Drain:
 
     # -- end: drop this launch's markers of mail never consumed; it stays queued -----
     def _end(self):
-        if self.box.open_sub("shown") is not None:
+        if markers.any_shown(self.box):
             self._markers().clear()
         self._record()
         return Outcome()

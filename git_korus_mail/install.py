@@ -273,8 +273,7 @@ class Record:
 
 # -- where things go -------------------------------------------------------------------------
 def _hooks_dir(root):
-    d = root.dir.ensure_sub(HOOKS_SUBDIR)
-    return d.path
+    return root.ensure_dir_path(HOOKS_SUBDIR)
 
 
 def stub_path(root):
@@ -686,10 +685,9 @@ def queue_counts(root):
         counts["queued"] += box.count("inbox")
         counts["seen"] += box.count("seen")
         counts["expired"] += box.count("expired")
-        counts["quarantined"] += sum(1 for n in box.names("quarantine") if not n.endswith(".why.json"))
+        counts["quarantined"] += len(box.quarantined_names())
         counts["sessions"] += box.count("sessions")
-    tmp = root.dir.open_sub("tmp")
-    counts["tmp files"] = len(tmp.names()) if tmp is not None else 0
+    counts["tmp files"] = len(root.tmp_entries())
     return counts
 
 
@@ -761,7 +759,7 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
             pass
     if purge:
         path = root.path
-        root.dir.close()
+        root.close()
         shutil.rmtree(path)
         out.write(f"purged {path}\n")
         return 0

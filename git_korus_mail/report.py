@@ -5,12 +5,10 @@ successful send (seed step 8). Reading a box first repairs what crashed processe
 left and moves expired mail aside, so every report shows settled state.
 """
 
-import json
 import os
 import time
 
-from git_korus_mail.store import journal, markers, presence
-from git_korus_mail.store.fsafe import NotRegular, TooLarge
+from git_korus_mail.store import markers, presence, sent
 from git_korus_mail.message import utc_stamp
 
 COUNTED = ("inbox", "claiming", "seen", "expired")
@@ -26,7 +24,7 @@ def settle(box):
 
 def _box_row(box, now):
     counts = {sub: box.count(sub) for sub in COUNTED}
-    counts["claiming"] = sum(1 for n in box.names("claiming") if n.endswith(".claim"))
+    counts["claiming"] = box.claim_count()
     oldest = box.oldest_unread_age(now)
     sess = presence.sessions(box)
     last = {}
@@ -37,7 +35,7 @@ def _box_row(box, now):
     return {
         "counts": counts,
         "oldest_unread_age_s": None if oldest is None else int(oldest),
-        "quarantined": sum(1 for n in box.names("quarantine") if not n.endswith(".why.json")),
+        "quarantined": len(box.quarantined_names()),
         "sessions": [{"session": r.get("session"), "state": r["liveness"], "last_event": r.get("last_event"),
                       "at": r.get("at"), "config_dir": r.get("config_dir")} for r in sess],
         "last_drain": last,
@@ -149,25 +147,21 @@ def _moved(state, moved):
 
 def _state_in(box, mid, quarantines, now):
     name = mid + ".json"
-    inbox = box.open_sub("inbox")
-    if inbox is not None and inbox.exists(name):
+    if box.has("inbox", name):
         box.expire_due(now, ids=[mid])  # report settled state: due mail is expired first
-    receipts = box.open_sub("receipts")
-    if receipts is not None and receipts.exists(name):
-        try:
-            data, _ = receipts.read_regular(name, 64 * 1024)
-            r = json.loads(data)
-            return {"state": "consumed", "session": r.get("session"),
-                    "launch": (r.get("launch") or {}).get("tag") if isinstance(r.get("launch"), dict) else None,
-                    "at": r.get("consumed_at"),
-                    "shown_at": (r.get("observed") or {}).get("at")}
-        except (OSError, ValueError, AttributeError, NotRegular, TooLarge):  # report what we can
-            return {"state": "consumed"}
-    expired = box.open_sub("expired")
-    if expired is not None and expired.exists(name):
+    r = box.receipt(mid)
+    if r is not None:
+        if not r:
+            return {"state": "consumed"}  # unreadable: report what we can
+        observed = r.get("observed")
+        return {"state": "consumed", "session": r.get("session"),
+                "launch": (r.get("launch") or {}).get("tag") if isinstance(r.get("launch"), dict) else None,
+                "at": r.get("consumed_at"),
+                "shown_at": observed.get("at") if isinstance(observed, dict) else None}
+    if box.has("expired", name):
         return {"state": "expired", "unread": True}
-    if inbox is not None and inbox.exists(name):
-        shown = _shown_by(box, mid)
+    if box.has("inbox", name):
+        shown = markers.shown_by(box, mid)
         if shown:
             return {"state": "shown", "shown": shown}
         return {"state": "queued"}
@@ -177,29 +171,6 @@ def _state_in(box, mid, quarantines, now):
     if reason is not None:
         return {"state": "quarantined", "reason": reason}
     return None
-
-
-def _shown_by(box, mid):
-    d = box.open_sub("shown")
-    if d is None:
-        return []
-    out = []
-    for name in d.names():
-        sid, launch = markers.split_name(name)  # shown/<session>@<launch>/ (store/markers.py)
-        sd = d.open_sub(name)
-        if sd is None:
-            continue
-        try:
-            data, _ = sd.read_regular(mid, 64 * 1024)
-            obs = json.loads(data)
-            out.append({"session": sid, "launch": launch, "at": obs.get("at"), "event": obs.get("event")})
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError, AttributeError, NotRegular, TooLarge):
-            out.append({"session": sid, "launch": launch})
-        finally:
-            sd.close()
-    return out
 
 
 def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
@@ -221,49 +192,17 @@ def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
         if b is not None and name != clone.own_key.name:
             b.repair()
     quarantines = {}
-    every = _sent_entries(root, box, clone)
+    every = sent.entries(root, box, clone.own_key.path, shared=not clone.in_worktree())
     data["sent_total"] = len(every)
     for entry in (every if sent_limit is None else every[:sent_limit]):
-        rec = _load_sent(entry)
+        rec = sent.load(entry)
         if rec is None:
             continue
         rec["fate"] = _message_state(root, rec, quarantines, now)
         rec["fate"]["as_of"] = utc_stamp(time.time())
         data["sent"].append(rec)
-    data["journal"] = journal.read(root.dir, limit=events)
+    data["journal"] = root.read_journal(limit=events)
     return data
-
-
-def _sent_entries(root, box, clone):
-    """What we sent, newest first, as (name, dir, record or None): our box's sent/ (read
-    later, only as many as are shown), and for a sender outside every worktree (which keeps
-    no box) the mail root's sent/, where its records carry its path."""
-    out = []
-    sent = box.open_sub("sent") if box is not None else None
-    if sent is not None:
-        out.extend((n, sent, None) for n in sent.names() if n.endswith(".json") and not n.startswith("."))
-    shared = root.dir.open_sub("sent") if not clone.in_worktree() else None
-    if shared is not None:
-        for n in shared.names():
-            rec = _load_sent((n, shared, None)) if n.endswith(".json") and not n.startswith(".") else None
-            if rec is not None and rec.get("from") == clone.own_key.path:
-                out.append((n, shared, rec))
-    out.sort(key=lambda e: e[0], reverse=True)
-    return out
-
-
-def _load_sent(entry):
-    name, d, rec = entry
-    if rec is not None:
-        return rec
-    try:
-        data_b, _ = d.read_regular(name, 64 * 1024)
-        rec = json.loads(data_b)
-    except (OSError, ValueError, NotRegular, TooLarge):
-        return None
-    if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("box"), str):
-        return None
-    return rec
 
 
 def switch(clone, off):

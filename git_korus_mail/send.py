@@ -5,12 +5,11 @@ receipt (see `status`). Destinations that do not name a worktree of this clone
 are refused, because mail queued into a box nobody drains is silently lost.
 """
 
-import json
 import os
 import sys
 
 from git_korus_mail import keys, message
-from git_korus_mail.store import presence
+from git_korus_mail.store import presence, sent
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.store.files import MSG_SUFFIX
 
@@ -211,8 +210,7 @@ def _is_queued(box, msg):
     if box is None or msg is None:
         return False
     try:
-        inbox = box.open_sub("inbox")
-        return inbox is not None and inbox.exists(msg["id"] + MSG_SUFFIX)
+        return box.has("inbox", msg["id"] + MSG_SUFFIX)
     except (MailError, OSError):
         return False
 
@@ -236,11 +234,7 @@ def _record_sent(root, clone, msg, target):
     """Index the message so `status` can follow it to its fate: in the sender's own box when
     it is a worktree (or already has a box), else in the mail root's sent/, so a sender in
     /tmp, .git/mail or a bare repository leaves no box behind that nobody drains."""
-    own = clone.own_box(create=True)
-    sent = own.ensure_sub("sent") if own is not None else root.dir.ensure_sub("sent")
-    rec = {"id": msg["id"], "box": target.key.name, "path": target.path, "sent_at": msg["sent_at"],
-           "expires_at": msg["expires_at"], "kind": msg["kind"], "from": clone.own_key.path}
-    sent.create_exclusive(msg["id"] + ".json", json.dumps(rec, sort_keys=True).encode(), sync=False)
+    sent.record(root, clone.own_box(create=True), msg, target.key.name, target.path, clone.own_key.path)
 
 
 def check_ttl(value):

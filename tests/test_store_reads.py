@@ -3,6 +3,8 @@ as they found it (no subdirectory appears). Each command runs as a real separate
 
 import json
 import os
+import re
+from pathlib import Path
 
 from helpers import hook, run_cli
 from install_fixtures import box_dir, dead_pid, mkdir700
@@ -45,3 +47,24 @@ def test_a_show_with_an_empty_box_creates_nothing_in_another_box(clone):
     hook("UserPromptSubmit", clone.web, "s-web", extra={"prompt": "hi"})
     hook("Stop", clone.web, "s-web")
     assert dirs_under(other) == before, dirs_under(other) - before
+
+
+# Everything on disk goes through store/: outside it, no module opens a store directory,
+# reads or writes one of its files, or knows a record's file name. The names are the
+# store's own primitives (fsafe.Dir and its methods) and the file formats' suffixes.
+STORE_ONLY = re.compile(r"fsafe|\bDir\b|\.(open_|ensure_)?sub\(|sub_existing|read_regular|read_json|create_exclusive"
+                        r"|create_staged|write_replace|link_to\(|rename_to\(|unlink_quiet|\.dir\b|\.why\.json\b"
+                        r"|\.claim\b|\.broken-")
+ALLOWED = re.compile(r"\bre\.sub\(|\*\.why\.json")  # a regex substitution; a glob shown to a person
+
+
+def test_nothing_outside_the_store_touches_its_files():
+    pkg = Path(__file__).resolve().parent.parent / "git_korus_mail"
+    found = []
+    for path in sorted(pkg.rglob("*.py")):
+        if (pkg / "store") in path.parents:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if STORE_ONLY.search(ALLOWED.sub("", line)):
+                found.append(f"{path.relative_to(pkg)}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)

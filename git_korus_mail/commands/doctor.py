@@ -219,15 +219,12 @@ def _check_stub(stub, helper, findings, repo=None):
 
 # -- boxes -------------------------------------------------------------------------------
 def _check_claims(box, findings):
-    claiming = box.open_sub("claiming")
-    if claiming is None:
-        return
-    for name in sorted(claiming.names()):
+    for name in box.claim_names():
         where = f"box {box.name}"
         shown = _e(name)
         if name.endswith(claims.CLAIM_SUFFIX):
             msg_id = name[:-len(claims.CLAIM_SUFFIX)]
-            owner = claims.read_owner(claiming, msg_id)
+            owner = box.claim_owner(msg_id)
             if owner is None:
                 continue  # released while we looked
             who = (f"pid {_e(owner.get('pid'))} ({_e(owner.get('purpose') or '?')}, "
@@ -244,7 +241,7 @@ def _check_claims(box, findings):
                              f"{_e(known)}. It is never broken automatically, so its message stays queued "
                              f"until the claim is released",
                              f"if you know that process is gone: git korus-mail release {_e(msg_id)}")
-        elif ".claim.broken-" in name:
+        elif claims.is_breaker_leftover(name):
             findings.add("claims", False, where, f"{shown}: a claim breaker died halfway",
                          "git korus-mail list (it cleans these up)")
 
@@ -274,10 +271,10 @@ def _e(value):
 
 
 def _check_quarantine(box, findings):
-    names = [n for n in box.names("quarantine") if not n.endswith(".why.json") and not n.startswith(".")]
+    names = box.quarantined_names()
     if not names:
         return
-    qdir = os.path.join(box.dir.path, "quarantine")
+    qdir = box.path_of("quarantine")
     findings.add("quarantine", False, f"box {box.name}",
                  f"{len(names)} file(s) that were not valid messages, e.g. {sorted(names)[0]}",
                  f"read the reasons in {qdir}/*.why.json, then delete what you have understood")
@@ -333,26 +330,20 @@ def _ago(stamp, now):
 
 # -- the root's staging area and journal ---------------------------------------------------
 def _check_tmp(root, findings, now):
-    tmp = root.dir.open_sub("tmp")
-    if tmp is None:
-        return
+    tmp_path = root.tmp_path()
     stale = []
     young = 0
-    for name in tmp.names():
-        try:
-            st = tmp.lstat(name)
-        except FileNotFoundError:
-            continue
+    for name, st in root.tmp_entries():
         if now - st.st_mtime > TMP_MAX_AGE:
             stale.append(name)
         else:
             young += 1
     if stale:
-        findings.add("tmp", False, tmp.path,
+        findings.add("tmp", False, tmp_path,
                      f"{len(stale)} staging file(s) older than {TMP_MAX_AGE // 3600} h, left by crashed senders",
-                     f"delete them: rm '{tmp.path}'/<name> (e.g. {sorted(stale)[0]})")
+                     f"delete them: rm '{tmp_path}'/<name> (e.g. {sorted(stale)[0]})")
     elif young:
-        findings.add("tmp", True, tmp.path, f"{young} staging file(s) in flight")
+        findings.add("tmp", True, tmp_path, f"{young} staging file(s) in flight")
 
 
 def _check_journal(root, findings):
@@ -360,7 +351,7 @@ def _check_journal(root, findings):
     for name in (journal.NAME, journal.ROTATED, journal.LOCK):
         path = os.path.join(root.path, name)
         try:
-            st = root.dir.lstat(name)
+            st = root.lstat(name)
         except FileNotFoundError:
             continue
         problem = "is a symlink" if stat.S_ISLNK(st.st_mode) else journal.refusal(st)
@@ -374,7 +365,7 @@ def _check_journal(root, findings):
 
 def _check_clock(root, findings, now):
     try:
-        records = journal.read(root.dir, limit=JOURNAL_WINDOW)
+        records = root.read_journal(limit=JOURNAL_WINDOW)
     except OSError as exc:
         findings.add("clock", False, root.path, f"journal unreadable: {exc.strerror}",
                      "check the permissions of journal.jsonl")

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from git_korus_mail import message
 from git_korus_mail.store import claims
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.render import escape_line
 
 NEXT = {
@@ -40,8 +39,7 @@ def run(clone, args, out):
     boxes = []
     for name in root.box_names() if root is not None else []:
         box = root.box(name)
-        claiming = box.open_sub("claiming") if box is not None else None
-        if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
+        if box is not None and box.has_claim(msg_id):
             boxes.append(box)
     if not boxes:
         raise MailError(f"no claim on {msg_id} in any box of this clone: nothing to release")
@@ -52,14 +50,11 @@ def run(clone, args, out):
 
 
 def _release(root, box, msg_id, out):
-    claiming = box.ensure_sub("claiming")
     try:
-        data, _st = claiming.read_regular(msg_id + claims.CLAIM_SUFFIX, 64 * 1024)
+        data = box.read_claim(msg_id)
     except FileNotFoundError:
         out.write(f"{msg_id} in box {box.name}: the claim is gone already (released or finished)\n")
         return 0
-    except (OSError, NotRegular, TooLarge):
-        data = None
     owner = claims.parse_owner(data) if data is not None else None
     verdict, known = claims.judge(owner)
     who = (f"pid {_e(owner.get('pid'))} on host {_e(owner.get('host'))} ({_e(owner.get('purpose') or '?')})"
@@ -67,7 +62,7 @@ def _release(root, box, msg_id, out):
     if verdict == "alive":
         raise MailError(f"not released: the claim on {msg_id} in box {box.name} is held by {who}, which "
                         f"{_e(known)}: a move in progress, not a dead claim")
-    result = claims.release_as_seen(claiming, msg_id, data)
+    result = box.release_claim_as_seen(msg_id, data)
     if result is None:
         out.write(f"{msg_id} in box {box.name}: the claim is gone already (released or finished)\n")
         return 0

@@ -206,3 +206,8 @@ def release_as_seen(claiming_dir, msg_id, seen_data):
     claiming_dir.unlink_quiet(aside)
     return True
 
+
+def is_breaker_leftover(name):
+    """A claim a breaker renamed aside (`<id>.claim.broken-<pid>-<hex>`) and did not finish with."""
+    return CLAIM_SUFFIX + ".broken-" in name
+

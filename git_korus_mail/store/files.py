@@ -24,13 +24,14 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail import crash
 from git_korus_mail.store import claims, journal
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.fsafe import Dir, NotRegular, TooLarge
+from git_korus_mail.store.fsafe import SMALL_FILE, Dir, NotOwned, NotRegular, TooLarge  # noqa: F401 - NotOwned: for callers
 from git_korus_mail.message import MAX_FILE_BYTES, Invalid, expires_at, id_time, parse, utc_stamp, valid_id
 
 MAIL_DIR = "mail"
 OFF_FILE = "OFF"
 TMP_MAX_AGE = 36 * 3600
 MSG_SUFFIX = ".json"
+WHY_SUFFIX = ".why.json"  # quarantine/<q-name>.why.json: why a file was moved aside
 WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
@@ -81,6 +82,17 @@ class MailRoot:
         return cls(common_dir, d)
 
     # -- global switches and staging ---------------------------------------
+    def close(self):
+        self.dir.close()
+
+    def lstat(self, name):
+        """lstat of a file directly under the mail root (doctor checks the journal's files)."""
+        return self.dir.lstat(name)
+
+    def read_journal(self, limit=None):
+        """The journal's records, oldest first (see journal.read)."""
+        return journal.read(self.dir, limit=limit)
+
     def is_off(self):
         return self.dir.exists(OFF_FILE)
 
@@ -160,6 +172,24 @@ class MailRoot:
             return []
         return sorted(n for n in boxes.names() if not n.startswith("."))
 
+    def tmp_entries(self):
+        """[(name, lstat)] of the staging area, without creating it (doctor, uninstall)."""
+        tmp = self.dir.open_sub("tmp")
+        out = []
+        for name in tmp.names() if tmp is not None else []:
+            try:
+                out.append((name, tmp.lstat(name)))
+            except FileNotFoundError:
+                continue
+        return out
+
+    def tmp_path(self):
+        return os.path.join(self.path, "tmp")
+
+    def ensure_dir_path(self, name):
+        """The path of `name` directly under the mail root, made (0700) when absent (install's hooks/)."""
+        return self.dir.ensure_sub(name).path
+
     def sweep_tmp(self, now=None):
         """Remove staging files older than 36 h: the only thing a crashed sender leaves."""
         now = time.time() if now is None else now
@@ -203,6 +233,85 @@ class Box:
         """Whether `sub/name` exists; an absent subdirectory is not created to find out."""
         d = self.open_sub(sub)
         return d is not None and d.exists(name)
+
+    def path_of(self, sub):
+        """Where `sub` is or would be, for messages to people and to the model (never opened)."""
+        return os.path.join(self.dir.path, sub)
+
+    def ensure_inbox(self):
+        """Open (making) the inbox: a refused one (symlink, owner, mode) raises MailError here."""
+        self.ensure_sub("inbox")
+
+    # -- receipts, claims, notices: the records and their formats ----------------
+    def receipt(self, msg_id):
+        """The consume receipt of `msg_id`: None when there is none, {} when it exists but cannot
+        be read (consumed all the same: its presence is the proof), else the record."""
+        d = self.open_sub("receipts")
+        name = msg_id + MSG_SUFFIX
+        if d is None or not d.exists(name):
+            return None
+        rec = d.read_json(name)
+        return rec if isinstance(rec, dict) else {}
+
+    def claim_names(self):
+        """Every name in claiming/ (claims and a dead breaker's leftovers), sorted."""
+        return sorted(self.names("claiming"))
+
+    def claim_count(self):
+        return sum(1 for n in self.names("claiming") if n.endswith(claims.CLAIM_SUFFIX))
+
+    def quarantined_names(self):
+        """The files moved aside (their `.why.json` records not counted), unsorted."""
+        return [n for n in self.names("quarantine") if not n.endswith(WHY_SUFFIX) and not n.startswith(".")]
+
+    def has_claim(self, msg_id):
+        return self.has("claiming", msg_id + claims.CLAIM_SUFFIX)
+
+    def claim_owner(self, msg_id):
+        """The owner record of the claim on `msg_id`: None when unclaimed, {} when unreadable."""
+        d = self.open_sub("claiming")
+        return claims.read_owner(d, msg_id) if d is not None else None
+
+    def read_claim(self, msg_id):
+        """The claim's raw bytes (what `release_claim_as_seen` compares against); None when the
+        file cannot be read; FileNotFoundError when there is no claim."""
+        d = self.open_sub("claiming")
+        if d is None:
+            raise FileNotFoundError(msg_id)
+        try:
+            data, _st = d.read_regular(msg_id + claims.CLAIM_SUFFIX, SMALL_FILE)
+        except FileNotFoundError:
+            raise
+        except (OSError, NotRegular, TooLarge):
+            return None
+        return data
+
+    def release_claim_as_seen(self, msg_id, data):
+        """Drop the claim if it still holds `data` (see claims.release_as_seen)."""
+        return claims.release_as_seen(self.ensure_sub("claiming"), msg_id, data)
+
+    def notices(self, limit=1000):
+        """Expiry notices waiting for this box's next SessionStart: ([record], [name]). Only
+        names we write (`<id>.json`) count; each record's id is its file's name."""
+        d = self.open_sub("notices")
+        if d is None:
+            return [], []
+        out, names = [], []
+        for name in sorted(d.names())[:limit]:
+            if not (name.endswith(MSG_SUFFIX) and valid_id(name[:-len(MSG_SUFFIX)])):
+                continue  # not a notice we wrote: its name is nobody's to put in the model's context
+            rec = d.read_json(name)
+            if isinstance(rec, dict):
+                rec["id"] = name[:-len(MSG_SUFFIX)]  # the file's own name, a valid id
+                out.append(rec)
+                names.append(name)
+        return out, names
+
+    def clear_notices(self, names):
+        d = self.open_sub("notices")
+        if d is not None:
+            for name in names:
+                d.unlink_quiet(name)
 
     def recorded_path(self):
         try:
@@ -340,7 +449,7 @@ class Box:
         except FileNotFoundError:
             return None
         why = {"name": name, "from": sub, "reason": reason, "at": utc_stamp(time.time())}
-        q.create_exclusive(target + ".why.json", json.dumps(why, sort_keys=True, ensure_ascii=True).encode("ascii"),
+        q.create_exclusive(target + WHY_SUFFIX, json.dumps(why, sort_keys=True, ensure_ascii=True).encode("ascii"),
                            sync=False)
         self.root.journal("quarantined", box=self.name, name=name, reason=reason)
         return target
@@ -352,7 +461,7 @@ class Box:
         if q is None:
             return out
         for n in q.names():
-            if not n.endswith(".why.json"):
+            if not n.endswith(WHY_SUFFIX):
                 continue
             try:
                 data, _ = q.read_regular(n, 64 * 1024)

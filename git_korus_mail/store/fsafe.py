@@ -11,10 +11,12 @@ import errno
 import os
 import stat
 
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+SMALL_FILE = 64 * 1024  # the size limit of every record the store writes (receipts, claims, notices...)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -181,6 +183,15 @@ class Dir:
             return data, st
         finally:
             os.close(fd)
+
+    def read_json(self, name, limit=SMALL_FILE):
+        """A small record of ours, parsed; None when it is absent, not a plain file of ours,
+        too large, or not JSON. Reports read what they can: one bad record costs only itself."""
+        try:
+            data, _ = self.read_regular(name, limit)
+            return json.loads(data)
+        except (OSError, ValueError, NotRegular, TooLarge):
+            return None
 
     # -- writing -----------------------------------------------------------
     def create_exclusive(self, name, data, sync=True):

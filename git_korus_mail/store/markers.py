@@ -218,3 +218,43 @@ def _rmdir(shown, name):
     except OSError as exc:
         if exc.errno not in (errno.ENOTEMPTY, errno.ENOENT, errno.EEXIST):
             raise
+
+
+def shown_by(box, msg_id):
+    """Which launches were shown `msg_id` and when, from every display marker of `box` (status)."""
+    d = box.open_sub("shown")
+    if d is None:
+        return []
+    out = []
+    for name in d.names():
+        sid, launch = split_name(name)  # shown/<session>@<launch>/
+        sd = d.open_sub(name)
+        if sd is None:
+            continue
+        try:
+            if not sd.exists(msg_id):
+                continue
+            obs = sd.read_json(msg_id)
+            if isinstance(obs, dict):
+                out.append({"session": sid, "launch": launch, "at": obs.get("at"), "event": obs.get("event")})
+            else:
+                out.append({"session": sid, "launch": launch})
+        finally:
+            sd.close()
+    return out
+
+
+def for_launch(box, session, launch):
+    """The display markers of `session` in `launch` in `box` (made on first mark)."""
+    return LaunchMarkers(box.ensure_sub("shown"), session, launch, box.root.tmp)
+
+
+def sweep_box(box, keep, now):
+    """`sweep` over `box`'s shown/ (see there)."""
+    sweep(box.ensure_sub("shown"), keep, now)
+
+
+def any_shown(box):
+    """Whether `box` has a shown/ at all (SessionEnd has nothing to clear without one)."""
+    return box.open_sub("shown") is not None
+

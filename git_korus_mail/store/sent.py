@@ -1,0 +1,49 @@
+"""The sender's index of what it sent: one record per message, so `status` can follow each
+message to its fate (see files.Box.fate, forwarding for mail that moved boxes).
+
+A sender inside a worktree keeps `box/<key>/sent/<id>.json`; one outside every worktree (in
+/tmp, in .git/mail, in a bare repository) keeps no box, so its records go to the mail root's
+`sent/`, each carrying the sender's path in `from`. Records are written once, exclusively.
+"""
+
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.store.files import MSG_SUFFIX
+
+SENT = "sent"
+
+
+def record(root, own_box, msg, target_box, target_path, sender_path):
+    """Index a message just published (`own_box` None: a sender outside every worktree)."""
+    sent = own_box.ensure_sub(SENT) if own_box is not None else root.dir.ensure_sub(SENT)
+    rec = {"id": msg["id"], "box": target_box, "path": target_path, "sent_at": msg["sent_at"],
+           "expires_at": msg["expires_at"], "kind": msg["kind"], "from": sender_path}
+    sent.create_exclusive(msg["id"] + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(), sync=False)
+
+
+def entries(root, box, sender_path, shared):
+    """What `sender_path` sent, newest first, as opaque entries for `load`: `box`'s sent/ (read
+    later, only as many as are shown), and with `shared` (a sender outside every worktree) the
+    mail root's sent/, whose records are read now to pick the sender's own."""
+    out = []
+    sent = box.open_sub(SENT) if box is not None else None
+    if sent is not None:
+        out.extend((n, sent, None) for n in sent.names() if n.endswith(MSG_SUFFIX) and not n.startswith("."))
+    common = root.dir.open_sub(SENT) if shared else None
+    if common is not None:
+        for n in common.names():
+            rec = load((n, common, None)) if n.endswith(MSG_SUFFIX) and not n.startswith(".") else None
+            if rec is not None and rec.get("from") == sender_path:
+                out.append((n, common, rec))
+    out.sort(key=lambda e: e[0], reverse=True)
+    return out
+
+
+def load(entry):
+    """The record of one entry, or None when it is unreadable or not shaped like ours."""
+    name, d, rec = entry
+    if rec is not None:
+        return rec
+    rec = d.read_json(name)
+    if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("box"), str):
+        return None
+    return rec
