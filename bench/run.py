@@ -384,14 +384,14 @@ def bench_stub(world, conds, prof):
     """What Claude Code runs: `/bin/sh -c "'<stub>' <Event>"`. The stub captures the drain's answer
     (so a helper that cannot run is reported, docs/HOOKS.md); measured against the drain alone
     and against an exec-only stub, the stub's form before it captured anything."""
-    from git_korus_mail import install
     from git_korus_mail.clients.claude import settings as claude
+    from git_korus_mail.clients.claude import stub as claude_stub
     common, paths = world.clone("stub", ["web"])
     web = paths["web"]
     hooks = world.base / "stub-hooks"
     hooks.mkdir()
     stub = hooks / "claude-hook"
-    stub.write_text(install.render_stub(world.tool, str(paths["main"])))
+    stub.write_text(claude_stub.render_stub(world.tool, str(paths["main"])))
     stub.chmod(0o700)
     exec_stub = hooks / "exec-hook"
     exec_stub.write_text(f"#!/bin/sh\nshift\nexec {claude.sh_quote(world.tool)} drain \"$@\"\n")

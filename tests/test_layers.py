@@ -22,8 +22,8 @@ LEAF = {"errors", "fastjson", "crash", "ui", "shipped", "shell", "__init__"}
 # moves into its package (core/, store/, clients/, commands/) leaves this table.
 TOP_LEVEL = {
     "cli": "cli", "__main__": "cli",
-    "install": "commands",   # install/uninstall's work: the commands' own helper until it is split
-    "advice": "commands",    # what to tell a user whose PATH lacks the command (install, stub)
+    "advice": "core",        # what to tell a user whose PATH lacks the command (install, stub, post-checkout)
+    "wiring": "core",        # install wiring every client shares (files, record, stub, post-checkout, exclude)
     "clone": "core", "discover": "core", "drain": "core", "gitrepo": "core", "keys": "core",
     "launch": "core", "message": "core", "render": "core", "report": "core", "send": "core",
     "wtident": "core",
@@ -43,7 +43,6 @@ KNOWN_UPWARD = {
 MAX_LINES = 400
 TOO_BIG = {
     "drain": "being split into show / consume / end phases by the client-free drain work",
-    "install": "being split into settings editing, stub, post-checkout and verification modules",
     "store.files": "being split by job (root, box, consume, expire, repair) with the store interface",
 }
 

@@ -19,11 +19,15 @@ import stat
 import time
 from dataclasses import dataclass
 
-from git_korus_mail import clients, install, ui
+from git_korus_mail import clients, ui
 from git_korus_mail.clients.claude import protocol as claude_protocol
-from git_korus_mail.clients.claude import settings as claude
+from git_korus_mail.clients.claude import settings_file as claude_files
+from git_korus_mail.clients.claude import stub as claude_stub
+from git_korus_mail.clients.claude import verify as claude_verify
 from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
+from git_korus_mail.wiring import postcheckout
+from git_korus_mail.wiring import record as install_record
 from git_korus_mail.message import human_age, parse_stamp, utc_stamp
 from git_korus_mail.store.files import TMP_MAX_AGE, MailRoot, mail_root_path
 
@@ -139,32 +143,16 @@ def _check_root(clone, findings):
 
 
 # -- wiring ----------------------------------------------------------------------------
-def _calls(path, stub):
-    try:
-        _raw, data = install.read_settings(path)
-    except (MailError, OSError):
-        return True  # a broken file is for verify to report
-    return data is not None and any(s == stub for _e, s in claude.callers(data))
-
-
 def _check_wiring(clone, root, findings):
-    stub = install.stub_path(root)
-    record = install.Record.load(os.path.join(root.path, install.HOOKS_SUBDIR))
-    targets, skipped = install.local_targets(clone)
-    wired = []
-    local = record.scope("local") is not None or any(_calls(p, stub) for p, _wt in targets)
-    if local:
-        wired += [(p, None, wt.path) for p, wt in targets]
-    user_path = install.user_settings_path()
-    if record.scope("user") is not None or _calls(user_path, stub):
-        anchor = install.repo_anchor(clone)
-        wired.append((user_path, anchor, anchor))
+    stub = claude_stub.stub_path(root)
+    record = install_record.Record.load(os.path.join(root.path, install_record.HOOKS_SUBDIR))
+    wired, skipped, local = claude_verify.wired_files(clone, record, stub)
     if not wired:
         findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
                      "git korus-mail install")
         return
-    _check_stub(stub, record.data.get("helper"), findings, repo=install.repo_anchor(clone))
-    for label, problems in install.verify(root, stub, wired):
+    _check_stub(stub, record.data.get("helper"), findings, repo=postcheckout.repo_anchor(clone))
+    for label, problems in claude_verify.verify(root, stub, wired):
         if label == stub:
             if problems:
                 findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
@@ -177,8 +165,8 @@ def _check_wiring(clone, root, findings):
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
     if local:
         hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
-            or os.path.join(install.git_hooks_dir(clone)[0], install.POST_CHECKOUT)
-        if install.is_ours_post_checkout(hook) and os.access(hook, os.X_OK):
+            or os.path.join(postcheckout.git_hooks_dir(clone)[0], postcheckout.POST_CHECKOUT)
+        if postcheckout.is_ours_post_checkout(hook) and os.access(hook, os.X_OK):
             findings.add("wiring", True, hook, "wires worktrees that `git worktree add` makes")
         else:
             findings.add("wiring", False, hook, "no post-checkout hook of ours: new worktrees are not wired",
@@ -189,7 +177,7 @@ def _wiring_fix(path):
     """Advice that can succeed: install never touches a settings file it cannot parse, so
     running it again alone would fail the same way."""
     try:
-        install.read_settings(path)
+        claude_files.read_settings(path)
     except MailError:
         return f"fix {path} by hand (it must be a JSON object), then run `git korus-mail install`"
     except OSError as exc:
@@ -208,7 +196,7 @@ def _check_stub(stub, helper, findings, repo=None):
         return
     try:
         with open(stub, "rb") as f:
-            current = f.read() == install.render_stub(helper, repo).encode("utf-8", "surrogateescape")
+            current = f.read() == claude_stub.render_stub(helper, repo).encode("utf-8", "surrogateescape")
     except (OSError, MailError):
         current = False
     if current:

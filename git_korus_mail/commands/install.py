@@ -1,20 +1,41 @@
-"""`install`: wire this clone's worktrees to the drain (the work is install.run_install)."""
+"""`install`: wire this clone's worktrees to the drain.
 
+What install writes, each recorded in `<mail>/hooks/installed.json` (wiring/record.py) so
+uninstall puts back exactly what was there:
+- the stub `<mail>/hooks/claude-hook` (clients/claude/stub.py), which runs the absolute path
+  of the git-korus-mail that installed it;
+- our entries in each worktree's Claude Code settings (scope local), or in the user's with a
+  repo anchor (scope user): clients/claude/settings_file.py;
+- the local settings file in `<common>/info/exclude` (wiring/exclude.py);
+- a git post-checkout hook that wires a worktree made by `git worktree add` (wiring/postcheckout.py).
+
+Settings files are edited by read, merge, compare, replace: a current file is never
+rewritten (bytes and mtime stay), an invalid one is never touched. Install ends by
+verifying what it wrote, running the stub once (clients/claude/verify.py: prove, do not infer).
+"""
+
+import os
+import sys
 from dataclasses import dataclass
 
-from git_korus_mail import install
+from git_korus_mail.clients.claude import settings_file as claude_files
+from git_korus_mail.clients.claude import stub as claude_stub
+from git_korus_mail.clients.claude import verify as claude_verify
 from git_korus_mail.errors import MailError, UsageError
+from git_korus_mail.wiring import exclude, postcheckout
+from git_korus_mail.wiring import record as install_record
+from git_korus_mail.wiring import stub as hookstub
 
 
 @dataclass(frozen=True)
 class InstallArgs:
-    scope: str = "local"   # one of install.SCOPES
+    scope: str = "local"   # one of SCOPES
     urgent: bool = False   # the wake-up tier: refused until it is built
     force: bool = False    # rewrite our entries even when they look current
 
 
 def check_scope(scope):
-    if scope not in install.SCOPES:
+    if scope not in SCOPES:
         raise UsageError(f"--scope {scope!r}: expected local or user")
     return scope
 
@@ -22,4 +43,84 @@ def check_scope(scope):
 def run(clone, args, out):
     if args.urgent:
         raise MailError("--urgent: the wake-up tier is not built yet; run install without it")
-    return install.run_install(clone, out, scope=check_scope(args.scope), force=args.force)
+    return run_install(clone, out, scope=check_scope(args.scope), force=args.force)
+
+
+SCOPES = ("local", "user")
+
+
+def run_install(clone, out, scope="local", force=False):
+    """Wire `scope` (one of SCOPES; commands/install.py checks the arguments)."""
+    only_own = os.environ.get(postcheckout.POST_CHECKOUT_ENV) == "1" and scope == "local"
+    if only_own:
+        # from our post-checkout hook, inside `git worktree add`: one line, not the full report
+        import io
+        report, out = out, io.StringIO()
+    helper = hookstub.find_helper()
+    root = clone.mail_root(create=True)
+    hooks_dir = install_record.ensure_hooks_dir(root)
+    with install_record.locked(hooks_dir):
+        record = install_record.Record.load(hooks_dir)
+        if only_own and record.scope("local") is None:
+            return 0  # uninstalled since: a stray post-checkout wires nothing
+        stub, state = claude_stub.write_stub(root, helper, force, repo=postcheckout.repo_anchor(clone))
+        out.write(f"stub  {stub}  {state}  (runs {helper})\n")
+        scope_rec = record.scope(scope, create=True)
+        record.data["helper"] = helper
+        if scope == "local":
+            targets, skipped = claude_files.local_targets(clone, only_own)
+            for wt in skipped:
+                out.write(f"skipped  {wt.path}  (prunable worktree: `git worktree prune` removes it)\n")
+            wired = [(path, None, wt.path) for path, wt in targets]
+        else:
+            anchor = postcheckout.repo_anchor(clone)
+            wired = [(claude_files.user_settings_path(), anchor, anchor)]
+        not_wired = []
+        try:
+            for path, repo, cwd in wired:
+                try:
+                    state = claude_files.wire_file(path, stub, repo, force, scope_rec["files"])
+                except MailError as exc:
+                    # one broken settings file must not leave the worktrees after it unwired
+                    not_wired.append((cwd, str(exc)))
+                    out.write(f"settings  {path}  NOT WIRED\n")
+                    continue
+                out.write(f"settings  {path}  {state}\n")
+        finally:
+            record.save()  # what was written so far must be undoable, even after a failure
+        if scope == "local" and not only_own:
+            path, state = exclude.add_exclude(clone, scope_rec, claude_files.EXCLUDE_LINE, claude_files.EXCLUDE_COVERING)
+            out.write(f"exclude  {claude_files.EXCLUDE_LINE} in {path}  {state}\n")
+            lines, problem = postcheckout.install_post_checkout(clone, helper, force, scope_rec)
+            for line in lines:
+                out.write(line + "\n")
+            if problem:
+                out.write(f"note: {problem}\n")
+        record.save()
+    # the stub was run at the full install; a new worktree only needs its file read back
+    results = claude_verify.verify(root, stub, wired, run_stub=not only_own)
+    failed = any(problems for _label, problems in results)
+    if only_own:
+        for path, _repo, cwd in wired:
+            if all(cwd != c for c, _why in not_wired):
+                report.write(f"git korus-mail: wired {path} to the mail drain\n")
+        if not failed and not not_wired:
+            return 0
+        out = report
+    write_table(results, out)
+    if not only_own:
+        from git_korus_mail.commands import completion
+        for shell, why, line in completion.setup_lines():
+            out.write(f"completion  {shell}: {why}; set it up once with:\n    {line}\n")
+    for cwd, why in not_wired:
+        sys.stderr.write(f"git korus-mail: not wired: {cwd}: {why}\n")
+    return 1 if failed or not_wired else 0
+
+
+def write_table(results, out):
+    out.write("verify\n")
+    for label, problems in results:
+        if not problems:
+            out.write(f"  ok       {label}\n")
+        for p in problems:
+            out.write(f"  problem  {label}: {p}\n")

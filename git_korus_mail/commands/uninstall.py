@@ -1,17 +1,122 @@
 """`uninstall`: remove what install added; queued mail is kept unless --purge."""
 
+import os
+import shutil
+import sys
 from dataclasses import dataclass
 
-from git_korus_mail import install
+from git_korus_mail.clients.claude import settings_file as claude_files
+from git_korus_mail.clients.claude import stub as claude_stub
 from git_korus_mail.commands.install import check_scope
+from git_korus_mail.errors import MailError
+from git_korus_mail.wiring import exclude, postcheckout
+from git_korus_mail.wiring import record as install_record
 
 
 @dataclass(frozen=True)
 class UninstallArgs:
-    scope: str = "local"   # one of install.SCOPES
+    scope: str = "local"   # one of commands.install.SCOPES
     purge: bool = False    # also delete the mail root (asks first)
     yes: bool = False      # confirm --purge without asking
 
 
 def run(clone, args, out):
-    return install.run_uninstall(clone, out, scope=check_scope(args.scope), purge=args.purge, yes=args.yes)
+    return run_uninstall(clone, out, scope=check_scope(args.scope), purge=args.purge, yes=args.yes)
+
+
+def queue_counts(root):
+    """{what: count} of what the mail root holds, for uninstall's report and --purge's listing."""
+    counts = {"boxes": 0, "queued": 0, "seen": 0, "expired": 0, "quarantined": 0, "sessions": 0}
+    for name in root.box_names():
+        try:
+            box = root.box(name)
+        except MailError:
+            continue
+        if box is None:
+            continue
+        counts["boxes"] += 1
+        counts["queued"] += box.count("inbox")
+        counts["seen"] += box.count("seen")
+        counts["expired"] += box.count("expired")
+        counts["quarantined"] += len(box.quarantined_names())
+        counts["sessions"] += box.count("sessions")
+    counts["tmp files"] = len(root.tmp_entries())
+    return counts
+
+
+def _confirm_purge(root, yes, out):
+    counts = queue_counts(root)
+    out.write(f"{root.path} holds: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
+    if yes:
+        return True
+    out.write(f"delete {root.path} and everything in it? [y/N] ")
+    out.flush()
+    try:
+        answer = input()
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run_uninstall(clone, out, scope="local", purge=False, yes=False):
+    """Unwire `scope` (one of SCOPES); with `purge`, delete the mail root too (`yes`: asked already)."""
+    root = clone.mail_root(create=False)
+    if purge and not yes and not (sys.stdin is not None and sys.stdin.isatty()):
+        raise MailError("--purge deletes the queued mail; stdin is not a terminal, so pass --yes to confirm")
+    if root is None:
+        out.write("nothing installed here (no mail root)\n")
+        return 0
+    hooks_dir = install_record.ensure_hooks_dir(root)
+    record = install_record.Record.load(hooks_dir)
+    other = "user" if scope == "local" else "local"
+    if purge and record.scope(other) is not None:
+        raise MailError(f"--purge would delete the stub the {other} scope still calls; "
+                        f"run `git korus-mail uninstall --scope {other}` first")
+    if purge and not _confirm_purge(root, yes, out):
+        out.write("not purged; nothing changed\n")
+        return 1
+    stub = claude_stub.stub_path(root)
+    with install_record.locked(hooks_dir):
+        record = install_record.Record.load(hooks_dir)
+        scope_rec = record.scope(scope) or {"files": {}}
+        files = dict(scope_rec.get("files") or {})
+        if scope == "local":
+            candidates = list(files) + [p for p, _wt in claude_files.local_targets(clone)[0] if p not in files]
+        else:
+            candidates = list(files) + [p for p in [claude_files.user_settings_path()] if p not in files]
+        for path in candidates:
+            try:
+                state = claude_files.unwire_file(path, stub, files.get(path))
+            except MailError as exc:
+                out.write(f"settings  {path}  not changed: {exc}\n")
+                continue
+            if state and state != "absent":
+                out.write(f"settings  {path}  {state}\n")
+        if scope == "local":
+            if exclude.remove_exclude(clone, scope_rec.get("exclude"), claude_files.EXCLUDE_LINE):
+                out.write(f"exclude  {claude_files.EXCLUDE_LINE}  removed\n")
+            line = postcheckout.remove_post_checkout(clone, scope_rec.get("post_checkout"))
+            if line:
+                out.write(line + "\n")
+        record.drop_scope(scope)
+        record.save()
+        if not record.data["scopes"] and os.path.lexists(stub):
+            os.unlink(stub)
+            out.write(f"stub  {stub}  removed\n")
+    if not record.data["scopes"]:
+        # nothing of ours is left to serialise: the lock file and hooks/ go too
+        try:
+            os.unlink(os.path.join(hooks_dir, install_record.LOCK_NAME))
+            os.rmdir(hooks_dir)
+        except OSError:
+            pass
+    if purge:
+        path = root.path
+        root.close()
+        shutil.rmtree(path)
+        out.write(f"purged {path}\n")
+        return 0
+    counts = queue_counts(root)
+    out.write(f"kept the queue: {counts['queued']} unread message(s) in {counts['boxes']} box(es) at {root.path}"
+              f" (`git korus-mail uninstall --purge` deletes it)\n")
+    return 0

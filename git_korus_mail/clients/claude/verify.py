@@ -1,0 +1,103 @@
+"""Proof that the wiring works (prove, do not infer): every settings file read back, every
+entry checked, and the stub run once as Claude Code would run it."""
+
+import json
+import os
+import subprocess
+
+from git_korus_mail.clients.claude import protocol as claude_protocol
+from git_korus_mail.clients.claude import settings as claude
+from git_korus_mail.clients.claude.settings_file import local_targets, read_settings, user_settings_path
+from git_korus_mail.errors import MailError
+from git_korus_mail.wiring.postcheckout import repo_anchor
+
+VERIFY_TIMEOUT = 30
+
+
+def verify(root, stub, wired, run_stub=True):
+    """[(label, [problems])]: every file read back, every entry checked, every caller's stub
+    present and executable, and the stub run once per file with a synthetic SessionStart."""
+    results = []
+    called = False
+    for path, repo, cwd in wired:
+        problems = []
+        try:
+            raw, data = read_settings(path)
+        except MailError as exc:
+            results.append((path, [str(exc)]))
+            continue
+        if data is None:
+            results.append((path, ["missing"]))
+            continue
+        problems += claude.check_settings(data, stub, repo)
+        for event, path_called in claude.callers(data):
+            if path_called == stub:
+                called = True
+            if not (os.path.isfile(path_called) and os.access(path_called, os.X_OK)):
+                problems.append(f"{event} calls {path_called}, which is not an executable stub "
+                                f"(a removed clone? `git korus-mail uninstall` there, or delete the entry)")
+        if run_stub and not problems:
+            problem = run_stub_once(stub, repo, cwd)
+            if problem:
+                problems.append(problem)
+        results.append((path, problems))
+    stub_problems = []
+    if not (os.path.isfile(stub) and os.access(stub, os.X_OK)):
+        stub_problems.append("missing or not executable: run `git korus-mail install`")
+    if wired and not called:
+        stub_problems.append("no settings file calls it")
+    results.insert(0, (stub, stub_problems))
+    return results
+
+
+def run_stub_once(stub, repo, cwd):
+    """Run our SessionStart command as Claude Code would (/bin/sh -c, payload on stdin);
+    None when the answer is hook JSON that carries no fault."""
+    payload = {"session_id": f"korus-verify-{os.urandom(6).hex()}", "transcript_path": "", "cwd": cwd,
+               "hook_event_name": "SessionStart", "source": "startup"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env["KORUS_MAIL_VERIFY"] = "1"
+    shell = "/bin/sh"  # what Claude Code runs hook commands with (dash on Debian), not bash
+    try:
+        proc = subprocess.run([shell, "-c", claude.hook_command(stub, "SessionStart", repo)], cwd=cwd,
+                              input=json.dumps(payload).encode(), capture_output=True, env=env,
+                              timeout=VERIFY_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"the stub did not answer within {VERIFY_TIMEOUT} s"
+    except OSError as exc:
+        return f"cannot run the stub: {exc.strerror}"
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"the stub exited {proc.returncode}{': ' + err[-1] if err else ''}"
+    answer = proc.stdout.decode("utf-8", "replace")
+    problem = claude_protocol.check_answer("SessionStart", answer)
+    if problem is None and not answer.strip():
+        problem = "the stub printed nothing at SessionStart (the drain always announces itself there)"
+    return problem
+
+
+def calls_stub(path, stub):
+    """True when the settings file at `path` has an entry calling `stub` (or cannot be read:
+    a broken file is for verify to report)."""
+    try:
+        _raw, data = read_settings(path)
+    except (MailError, OSError):
+        return True
+    return data is not None and any(s == stub for _e, s in claude.callers(data))
+
+
+def wired_files(clone, record, stub):
+    """What install wired for this clone, as its record says or as found calling `stub`:
+    ([(settings path, repo anchor or None, cwd)] as verify takes them, prunable worktrees
+    skipped, whether the local scope is wired)."""
+    targets, skipped = local_targets(clone)
+    wired = []
+    local = record.scope("local") is not None or any(calls_stub(p, stub) for p, _wt in targets)
+    if local:
+        wired += [(p, None, wt.path) for p, wt in targets]
+    user_path = user_settings_path()
+    if record.scope("user") is not None or calls_stub(user_path, stub):
+        anchor = repo_anchor(clone)
+        wired.append((user_path, anchor, anchor))
+    return wired, skipped, local

@@ -1,0 +1,75 @@
+"""`<mail>/hooks/`: the record of what install did (installed.json) and the lock that keeps
+one install or uninstall at a time per clone."""
+
+import json
+import os
+from contextlib import contextmanager
+
+from git_korus_mail.errors import MailError
+from git_korus_mail.wiring import files as wfiles
+
+HOOKS_SUBDIR = "hooks"
+RECORD_NAME = "installed.json"
+LOCK_NAME = ".install.lock"
+LOCK_TIMEOUT = 30
+
+
+class Record:
+    """`<mail>/hooks/installed.json`: per scope, which files we created or modified (with the
+    original text, so uninstall can restore bytes), dirs we made, the exclude line, the
+    post-checkout hook."""
+
+    def __init__(self, path, data):
+        self.path = path
+        self.data = data
+
+    @classmethod
+    def load(cls, hooks_dir):
+        path = os.path.join(hooks_dir, RECORD_NAME)
+        raw = wfiles.read_bytes(path)
+        data = {}
+        if raw:
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                data = {}  # a damaged record: uninstall falls back to finding our entries
+        if not isinstance(data, dict):
+            data = {}
+        data.setdefault("scopes", {})
+        return cls(path, data)
+
+    def scope(self, name, create=False):
+        scopes = self.data["scopes"]
+        if create:
+            scopes.setdefault(name, {"files": {}})
+        return scopes.get(name)
+
+    def drop_scope(self, name):
+        self.data["scopes"].pop(name, None)
+
+    def save(self):
+        if not self.data["scopes"]:
+            if os.path.exists(self.path):
+                os.unlink(self.path)
+            return
+        data = (json.dumps(self.data, indent=2, sort_keys=True) + "\n").encode()
+        if wfiles.read_bytes(self.path) != data:  # a repeated install leaves every byte and mtime alone
+            wfiles.write_atomic(self.path, data, 0o600)
+
+
+def ensure_hooks_dir(root):
+    return root.ensure_dir_path(HOOKS_SUBDIR)
+
+
+@contextmanager
+def locked(hooks_dir):
+    """One install/uninstall at a time per clone (a post-checkout may race a manual install)."""
+    import portalocker
+    path = os.path.join(hooks_dir, LOCK_NAME)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    try:
+        flags = portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING  # retried until timeout
+        with portalocker.Lock(path, mode="a", timeout=LOCK_TIMEOUT, flags=flags):
+            yield
+    except portalocker.exceptions.LockException:
+        raise MailError(f"another install or uninstall holds {path}; try again") from None
