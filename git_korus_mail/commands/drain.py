@@ -94,7 +94,7 @@ def serve(client, repo=None):
 def _said(exc):
     """An unexpected error as told to the model and the user: its kind and, for an OSError,
     the system's words, never its message, which may carry a file name someone else chose
-    (a 240-byte junk name once reached the SessionStart context this way). The traceback
+    (a 240-byte junk name once reached the opening show's context this way). The traceback
     on stderr has everything."""
     if isinstance(exc, OSError) and exc.strerror:
         return f"{type(exc).__name__}: {exc.strerror}"
