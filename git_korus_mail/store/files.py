@@ -291,7 +291,7 @@ class Box:
         return claims.release_as_seen(self.ensure_sub("claiming"), msg_id, data)
 
     def notices(self, limit=1000):
-        """Expiry notices waiting for this box's next SessionStart: ([record], [name]). Only
+        """Expiry notices waiting for this box's next opening show: ([record], [name]). Only
         names we write (`<id>.json`) count; each record's id is its file's name."""
         d = self.open_sub("notices")
         if d is None:

@@ -255,6 +255,6 @@ def sweep_box(box, keep, now):
 
 
 def any_shown(box):
-    """Whether `box` has a shown/ at all (SessionEnd has nothing to clear without one)."""
+    """Whether `box` has a shown/ at all (the end phase has nothing to clear without one)."""
     return box.open_sub("shown") is not None
 
