@@ -463,11 +463,7 @@ class Box:
         for n in q.names():
             if not n.endswith(WHY_SUFFIX):
                 continue
-            try:
-                data, _ = q.read_regular(n, 64 * 1024)
-                why = json.loads(data)
-            except (OSError, ValueError, NotRegular, TooLarge):
-                continue
+            why = q.read_json(n)
             if isinstance(why, dict) and isinstance(why.get("name"), str):
                 out[why["name"]] = str(why.get("reason") or "no reason recorded")
         return out
@@ -477,17 +473,10 @@ class Box:
         session from it), "consumed-unmoved" (a receipt, still in the inbox: a move to
         finish), "queued", "expired" or "gone". Receipts are the truth, never the journal."""
         name = msg_id + MSG_SUFFIX
-        inbox = self.open_sub("inbox")
-        queued = inbox is not None and inbox.exists(name)
-        receipts = self.open_sub("receipts")
-        if receipts is not None and receipts.exists(name):
-            session = None
-            try:
-                data, _ = receipts.read_regular(name, 64 * 1024)
-                session = json.loads(data).get("session")
-            except (OSError, ValueError, NotRegular, TooLarge, AttributeError):
-                pass  # consumed all the same: the receipt's presence is the proof
-            return ("consumed-unmoved" if queued else "consumed"), session
+        queued = self.has("inbox", name)
+        receipt = self.receipt(msg_id)  # {} when unreadable: consumed all the same
+        if receipt is not None:
+            return ("consumed-unmoved" if queued else "consumed"), receipt.get("session")
         if queued:
             return "queued", None
         expired = self.open_sub("expired")
@@ -735,15 +724,7 @@ class Box:
 
     def _journal_repaired_consume(self, msg_id):
         """Journal a consume that a dead process decided (its receipt names the session)."""
-        session = None
-        try:
-            receipts = self.open_sub("receipts")
-            if receipts is None:
-                raise FileNotFoundError(msg_id)
-            data, _ = receipts.read_regular(msg_id + MSG_SUFFIX, 64 * 1024)
-            session = json.loads(data).get("session")
-        except (OSError, ValueError, NotRegular, TooLarge, AttributeError):
-            pass  # the move stands; the journal line just lacks the session
+        session = (self.receipt(msg_id) or {}).get("session")  # unreadable: the line just lacks it
         self.root.journal("consumed", id=msg_id, box=self.name, session=session, repaired=True)
 
     # -- reporting -------------------------------------------------------------

@@ -49,11 +49,7 @@ def forward_record(box, msg_id):
     d = box.open_sub(FORWARDED)
     if d is None:
         return None
-    try:
-        data, _ = d.read_regular(msg_id + MSG_SUFFIX, 64 * 1024)
-        rec = json.loads(data)
-    except (OSError, ValueError, NotRegular, TooLarge):
-        return None
+    rec = d.read_json(msg_id + MSG_SUFFIX)
     return rec if isinstance(rec, dict) and isinstance(rec.get("box"), str) else None
 
 

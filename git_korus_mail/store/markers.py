@@ -18,7 +18,6 @@ import os
 from git_korus_mail.store import claims
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.launch import UNKNOWN_TAG, parse_tag
 
 SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain.session_dir_name)
@@ -181,10 +180,7 @@ def _recorded_owner(shown, name):
     if d is None:
         return None
     try:
-        data, _ = d.read_regular(RECORD, 4096)
-        rec = json.loads(data)
-    except (OSError, ValueError, NotRegular, TooLarge):
-        return None
+        rec = d.read_json(RECORD, 4096)
     finally:
         d.close()
     return rec if isinstance(rec, dict) and isinstance(rec.get("pid"), int) else None

@@ -10,7 +10,6 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.store import claims
-from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.launch import parse_tag
 from git_korus_mail.message import parse_stamp, utc_stamp
 
@@ -48,11 +47,7 @@ def load(box, session):
     d = box.open_sub("sessions")
     if d is None:
         return None
-    try:
-        data, _ = d.read_regular(session + ".json", 256 * 1024)
-        rec = json.loads(data)
-    except (OSError, ValueError, NotRegular, TooLarge):  # a bad record reads as no record
-        return None
+    rec = d.read_json(session + ".json", 256 * 1024)  # a bad record reads as no record
     return rec if isinstance(rec, dict) else None
 
 
