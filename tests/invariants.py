@@ -1,23 +1,21 @@
 """Store invariants, checked from the outside (plain file reads, no product code paths).
 
-`check(mail_root)` asserts, for every box, what must hold once every process
+`check(mail_root)` asserts (I1-I5 as docs/STORE.md names them), for every box, what must hold once every process
 touching the store is idle (or dead) and a clean drain has run:
 
-- every message id is in exactly one of inbox/ seen/ expired/, and every file
+- I1: every message id is in exactly one of inbox/ seen/ expired/, and every file
   there is a complete, valid message whose id matches its name;
-- a receipt exists iff the message is in seen/, at most one per id (one name per
+- I2: a receipt exists iff the message is in seen/, at most one per id (one name per
   id is all a directory can hold), and it is complete JSON naming that id;
-- no claim is left in claiming/ (not even a breaker's `.broken-` file) when idle;
-- nothing half-written: no `*.tmp` anywhere in a box, every display marker and
+- I3: no claim is left in claiming/ (not even a breaker's `.broken-` file) when idle;
+- I4: nothing half-written: no `*.tmp` anywhere in a box, every display marker and
   notice parses, the only staging files in tmp/ are a killed sender's, and those
   are complete messages (a torn one is tolerated only with `torn_tmp_ok`, for
   tests that kill senders at random instants inside a write);
-- the journal records `consumed` at most once per id, and only for an id with a
-  receipt from that same session;
-- every `sent/` record (in a box, or the mail root's for senders outside every
+- I5: the journal records `consumed` at most once per id, and only for an id with a
+  receipt from that same session; every `sent/` record (in a box, or the mail root's for senders outside every
   worktree) names a message that exists in its target box, or in the box that the
-  target's `forwarded/` records lead to;
-- a message with a `forwarded/` record is no longer queued in that source box.
+  target's `forwarded/` records lead to; and a message with a `forwarded/` record is no longer queued in that source box.
 
 It returns a summary (ids per state, debris found) for step-specific assertions.
 """
