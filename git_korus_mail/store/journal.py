@@ -40,7 +40,14 @@ def append(root_dir, event, **fields):
     rec = {"at": utc_stamp(time.time()), "event": event}
     rec.update({k: v for k, v in fields.items() if v is not None})
     line = (json.dumps(rec, ensure_ascii=True, sort_keys=True) + "\n").encode("ascii")
-    fd = open_own(root_dir, NAME, os.O_WRONLY | os.O_APPEND)
+    fd = open_own(root_dir, NAME, os.O_WRONLY | os.O_APPEND, rotated_ok=True)
+    for _ in range(3):
+        if os.fstat(fd).st_nlink != 0:
+            break
+        # rotated away twice between our open and now (renamed to .1, then renamed over):
+        # the name holds a newer file, which is where this line belongs
+        os.close(fd)
+        fd = open_own(root_dir, NAME, os.O_WRONLY | os.O_APPEND, rotated_ok=True)
     try:
         size = os.fstat(fd).st_size
         os.write(fd, line)
@@ -51,9 +58,10 @@ def append(root_dir, event, **fields):
         _rotate(root_dir)
 
 
-def open_own(root_dir, name, flags):
+def open_own(root_dir, name, flags, rotated_ok=False):
     """Open (creating 0600) a file of the mail root that must be a regular file of ours with
-    one link; the returned fd has mode 0600 whatever the umask. MailError otherwise."""
+    one link; the returned fd has mode 0600 whatever the umask. MailError otherwise.
+    `rotated_ok`: no links is no refusal (a rotation unlinked it after our open; append retries)."""
     path = os.path.join(root_dir.path, name)
     try:
         fd = os.open(name, flags | os.O_CREAT | _NOFOLLOW, 0o600, dir_fd=root_dir.fd)
@@ -68,7 +76,7 @@ def open_own(root_dir, name, flags):
             raise
     try:
         st = os.fstat(fd)
-        problem = refusal(st)
+        problem = None if (rotated_ok and st.st_nlink == 0) else refusal(st)
         if problem:
             raise MailError(f"{path} {problem}; refusing to write into it")
         if stat.S_IMODE(st.st_mode) != 0o600:
