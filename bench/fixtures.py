@@ -1,5 +1,6 @@
 """The bench's world: hermetic HOME and git, real clones with linked worktrees, hook
-payloads, and mail queued with the product's own format code."""
+payloads, and mail queued with the product's own format code. Shared parts come from
+tests/hermetic.py, which the tests use too."""
 
 import glob
 import json
@@ -7,15 +8,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-from harness import Failure
+from harness import REPO, Failure
 
-# Environment that would change what git or the drain does; scrubbed for every child.
-SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
-         "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-         "CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PROJECT_DIR", "KORUS_MAIL_CRASH_AT",
-         "KORUS_MAIL_VERIFY", "NO_COLOR", "PYTHONPYCACHEPREFIX")
+sys.path.insert(0, str(REPO / "tests"))
+import hermetic  # noqa: E402 - the test world, shared with the tests
+from hermetic import SCRUB  # noqa: E402,F401 - run.py scrubs its own environment with it
 
 BODY = "\n".join([
     "Heads-up from the api worktree: I renamed `Client.fetch` to `Client.get` and moved the",
@@ -36,15 +36,11 @@ class World:
         self.py = py
         self.home = base / "home"
         self.home.mkdir()
-        (self.home / ".gitconfig").write_text(
-            "[init]\n\tdefaultBranch = main\n[user]\n\tname = Bench\n\temail = bench@example.invalid\n")
+        hermetic.write_gitconfig(self.home)
         env = {k: v for k, v in os.environ.items() if k not in SCRUB}
-        env.update(HOME=str(self.home), GIT_CONFIG_NOSYSTEM="1", CLAUDE_CONFIG_DIR=str(self.home / ".claude"),
-                   GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="bench@example.invalid",
-                   GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.invalid",
-                   # every hook names its client process, as Claude Code's do: this bench process
-                   # stands in for it, so each drain pays for identifying its launch
-                   CLAUDE_PID=str(os.getpid()))
+        # every hook names its client process, as Claude Code's do: this bench process stands
+        # in for it (CLAUDE_PID), so each drain pays for identifying its launch
+        env.update(hermetic.hermetic_env(self.home, "Bench", "bench@example.invalid"))
         self.env_inherited = env
         cached = dict(env)
         cached.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -61,24 +57,16 @@ class World:
         top = self.base / name
         top.mkdir()
         main = top / "main"
-        self.git("init", "-q", "-b", "main", str(main), cwd=top)
-        (main / "README").write_text("bench\n")
-        self.git("add", "README", cwd=main)
-        self.git("commit", "-q", "-m", "init", cwd=main)
+        hermetic.init_repo(main, self.git, readme="bench\n")
         paths = {"main": main}
         for wt in worktrees:
-            path = top / wt
-            self.git("worktree", "add", "-q", str(path), "-b", wt, cwd=main)
-            paths[wt] = path
+            paths[wt] = hermetic.add_worktree(main, top / wt, wt, self.git)
         common = Path(self.git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=main))
         return common, paths
 
 
 def payload(event, session, cwd):
-    p = {"session_id": session, "transcript_path": "", "cwd": str(cwd), "hook_event_name": event}
-    if event == "SessionStart":
-        p["source"] = "startup"
-    return json.dumps(p).encode()
+    return json.dumps(hermetic.payload(event, session, cwd)).encode()
 
 
 def hook_answer(stdout):
@@ -96,7 +84,7 @@ def check_empty_box(event):
             return f"{event}: stdout is not JSON: {stdout[:200]!r}"
         if ans is not None and "systemMessage" in ans:
             return f"{event}: fault reported: {ans['systemMessage'][:300]}"
-        ctx = ((ans or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+        ctx = hermetic.context_of(ans) or ""
         if "mail for this worktree" in ctx:
             return f"{event}: the box was supposed to be empty but mail was shown"
         if event == "SessionStart" and "is empty" not in ctx:
@@ -118,7 +106,7 @@ class QueuedCheck:
             ans = hook_answer(stdout)
         except ValueError:
             return f"stdout is not JSON: {stdout[:200]!r}"
-        ctx = ((ans or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+        ctx = hermetic.context_of(ans) or ""
         if "mail for this worktree" not in ctx:
             return f"queued mail was not shown (stdout {stdout[:300]!r})"
         if ans and "systemMessage" in ans:

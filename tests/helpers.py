@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hermetic
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
@@ -29,15 +31,10 @@ class Clone:
         self.base = base
         self.main = base / "api"
         self.main.mkdir()
-        git("init", "-q", "-b", "main", str(self.main), cwd=base)
-        (self.main / "README").write_text("hello\n")
-        git("add", "README", cwd=self.main)
-        git("commit", "-q", "-m", "init", cwd=self.main)
+        hermetic.init_repo(self.main, git)
 
     def add_worktree(self, name, branch=None):
-        path = self.base / name
-        git("worktree", "add", "-q", str(path), "-b", branch or name, cwd=self.main)
-        return path
+        return hermetic.add_worktree(self.main, self.base / name, branch or name, git)
 
     @property
     def common_dir(self):
@@ -62,9 +59,7 @@ def run_cli(*args, cwd, input=None, env=None, check=False):
 
 def hook(event, cwd, session, repo=None, env=None, extra=None):
     """Run `drain` as Claude Code would: payload on stdin, JSON (or nothing) on stdout."""
-    payload = {"session_id": session, "transcript_path": "", "cwd": str(cwd), "hook_event_name": event}
-    if event == "SessionStart":
-        payload["source"] = "startup"
+    payload = hermetic.payload(event, session, cwd)
     if extra:
         payload.update(extra)
     args = ["drain"] + ([f"--repo={repo}"] if repo else [])
@@ -74,10 +69,7 @@ def hook(event, cwd, session, repo=None, env=None, extra=None):
     return (json.loads(out) if out else None), proc
 
 
-def context_of(answer):
-    if not answer:
-        return None
-    return (answer.get("hookSpecificOutput") or {}).get("additionalContext")
+context_of = hermetic.context_of
 
 
 def proc_start_ticks(pid):
