@@ -3,7 +3,9 @@
 Client-free: it takes a phase (show / consume / end), facts about the launch (session id,
 launch identity, account, cwd) and the client's event name as a label only (for presence,
 markers and the journal), and returns what to show and what to do once the showing has been
-written out. A client module (clients/claude/) maps its own events onto phases. The seed's four
+written out. A client module (clients/claude/) maps its own events onto phases. The show
+phase lives in drain_show.py and the consume phase in drain_consume.py, each imported only
+when its phase runs. The seed's four
 measured ways a first version breaks, and where each is answered here:
 1. exclusion that does not exclude — consumption goes through store.Box.consume
    (exclusive claim, exclusive receipt);
@@ -17,15 +19,14 @@ measured ways a first version breaks, and where each is answered here:
 4. the one-shot wake-up — not built (no urgent tier yet).
 """
 
-import os
 import time
 
-from git_korus_mail import crash, keys
+from git_korus_mail import keys
 from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.launch import NoLaunch
-from git_korus_mail.message import Invalid, expires_at, parse_stamp, utc_stamp, valid_session
-from git_korus_mail.store.files import MSG_SUFFIX, MailRoot, NotOwned, NotRegular, TooLarge
+from git_korus_mail.message import parse_stamp, valid_session
+from git_korus_mail.store.files import MailRoot
 
 SHOW, CONSUME, END = "show", "consume", "end"
 PHASES = (SHOW, CONSUME, END)
@@ -200,85 +201,6 @@ class Drain:
         except ValueError:
             return float("inf")
 
-    # -- show ---------------------------------------------------------------------
-    def _show(self):
-        # render is imported only where something is rendered: an event with no mail never needs it
-        box, root = self.box, self.root
-        box.repair()
-        if self.opening:
-            root.sweep_tmp(self.now)  # staging files of killed processes (older than 36 h)
-        lines = []
-        if root.is_off():
-            self._record()
-            if self.opening:
-                return Outcome(context=f"korus-mail: delivery is off for this clone (as of {utc_stamp(self.now)});"
-                                       f" queued mail waits until `git korus-mail on`.")
-            return Outcome()
-        shown_dir = self._markers()
-        ids, odd = box.inbox_ids()
-        already = shown_dir.names() if ids else set()  # an empty inbox needs no marker read
-        candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
-        batch, skips, examined = self._load_batch(candidates, shown_dir) if candidates else ([], 0, 0)
-        for name in odd:  # real mail first; the rest of the junk waits for later events
-            if self.junk >= MAX_JUNK:
-                break
-            self._quarantine(name, "not a message file name")
-        remaining = len(candidates) - examined
-        notices, notice_names = ([], [])
-        if self.opening:
-            # read only now: what the batch load just expired is told to this very session
-            from git_korus_mail import render
-            notices, notice_names = self._notices()
-            if notices:
-                lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
-        text, blocks, deferred = (None, [], remaining)
-        if batch:
-            from git_korus_mail import render
-            budget = render.EVENT_CAP - sum(render.units(x) + 2 for x in lines)
-            text, blocks, deferred = render.render_batch(batch, self.key.path, self.now, remaining, budget=budget,
-                                                         now=self.now)
-        if text:
-            lines.append(text)
-        elif self.opening:
-            waiting = len(candidates) + len(already)
-            if waiting and not candidates:
-                lines.append(f"korus-mail: no new mail for {render.field(self.key.path)} "
-                             f"(as of {utc_stamp(self.now)}; {len(ids)} already shown to this session).")
-            else:
-                lines.append(f"korus-mail: the box for {render.field(self.key.path)} is empty "
-                             f"(as of {utc_stamp(self.now)}).")
-        context = "\n\n".join(lines) if lines else None
-        self._record()
-
-        def commit():
-            # Runs after the output is out: each step's failure is collected, none stops the next
-            # or the exit code (docs/HOOKS.md). A marker that cannot be written leaves its message
-            # unconsumed, to be shown again: never consumed unseen, never lost.
-            faults = []
-            crash.point("show:emitted")
-            # The marker proves that THIS launch displayed the message; written only now,
-            # after the output is out (the seed's repair that minted it first lost mail).
-            for b in blocks:
-                obs = {"session": self.session, "launch": self.launch.tag, "event": self.event,
-                       "at": utc_stamp(self.now), "chars": len(b.text), "truncated": b.truncated,
-                       "body_chars": b.body_chars}
-                try:
-                    shown_dir.mark(b.msg_id, obs)
-                except (OSError, MailError) as exc:
-                    faults.append(f"display marker for {b.msg_id} not written ({_why(exc)}); "
-                                  f"it stays queued and is shown again")
-            crash.point("show:marked")
-            for b in blocks:
-                root.journal("shown", id=b.msg_id, box=box.name, session=self.session, launch=self.launch.tag,
-                             hook_event=self.event)
-            try:
-                box.clear_notices(notice_names)
-            except (OSError, MailError) as exc:
-                faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
-            if self.opening:
-                self._sweep()  # a new launch is when an old one's markers are most likely stale
-            return faults + root.take_journal_faults()
-        return Outcome(context=context, commit=commit, report=self._report_late)
 
     def _report_late(self, faults):
         """Queue faults met after the output for the next consume notice. Returns what failed here."""
@@ -290,6 +212,15 @@ class Drain:
         except (OSError, MailError) as exc:
             return [f"presence not recorded: {_why(exc)}"]
         return []
+
+    # -- the phases: each in its own module, imported only when its phase runs -------
+    def _show(self):
+        from git_korus_mail.drain_show import show
+        return show(self)
+
+    def _stop(self):
+        from git_korus_mail.drain_consume import consume
+        return consume(self)
 
     def _markers(self):
         if self.shown is None:
@@ -303,172 +234,6 @@ class Drain:
         except (OSError, MailError):
             pass  # housekeeping only: stale markers authorize nothing, they merely wait
 
-    def _load_batch(self, candidates, shown_dir):
-        """Read candidates oldest first until a render's worth is found. Returns
-        ([(msg, path, seen_path, BodyView)], skipped, number examined). Bounded by the batch, not the
-        inbox, and in memory: each body is trimmed to what can be rendered as soon as it is parsed,
-        and one event reads at most READ_BUDGET bytes of messages (the rest wait for the next)."""
-        from git_korus_mail import render
-        box = self.box
-        batch, skipped, examined, read = [], 0, 0, 0
-        inbox_path = box.path_of("inbox")
-        seen_path = box.path_of("seen")
-        # enough to fill one event even when every message is small
-        want = render.EVENT_CAP // 200
-        for msg_id in candidates:
-            if len(batch) >= want or examined >= MAX_EXAMINED or read >= READ_BUDGET:
-                break
-            examined += 1
-            try:
-                msg, st = box.load(msg_id)
-            except FileNotFoundError:
-                continue  # consumed or expired since we listed
-            except NotOwned as exc:
-                self._quarantine(msg_id + MSG_SUFFIX, f"owned by uid {exc.args[0]}, not by you")
-                continue
-            except NotRegular as exc:
-                self._quarantine(msg_id + MSG_SUFFIX, f"not a regular file ({exc})")
-                continue
-            except TooLarge as exc:
-                self._quarantine(msg_id + MSG_SUFFIX, f"too large ({exc.args[0]} bytes)")
-                continue
-            except Invalid as exc:
-                self._quarantine(msg_id + MSG_SUFFIX, f"invalid message: {exc}")
-                continue
-            except OSError as exc:
-                self.faults.append(f"cannot read {msg_id}: {exc.strerror}")
-                continue
-            read += st.st_size
-            msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
-            if st.st_nlink > 1:
-                why = box.linked_elsewhere(msg_id, st)
-                if why == "in-progress":
-                    continue
-                if why is None:
-                    self._quarantine(msg_id + MSG_SUFFIX, "hard-linked to another file")
-                    continue
-            if expires_at(msg) <= self.now:
-                box.expire(msg_id, msg)
-                continue
-            if msg.get("session") and msg["session"] != self.session:
-                shown_dir.skip(msg_id)
-                skipped += 1
-                continue
-            batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
-                          os.path.join(seen_path, msg_id + MSG_SUFFIX), view))
-        return batch, skipped, examined
-
-    def _quarantine(self, name, reason):
-        """Move a bad file aside under a name we choose. Its own name is data from whoever wrote
-        it: said to the user only escaped (render.field), and never put in the model's context."""
-        from git_korus_mail import render
-        if self.junk >= MAX_JUNK:
-            return  # this event's share of junk work is done; the file waits for the next
-        self.junk += 1
-        target = self.box.quarantine(name, reason)
-        if target is not None:
-            self.faults.append(f"quarantined {render.field(name, 80)} as quarantine/{target}: "
-                               f"{render.field(reason, 120)}")
-
-    def _notices(self):
-        return self.box.notices()
-
-    # -- consume: exactly what this launch was shown ------------------------------
-    def _stop(self):
-        box, root = self.box, self.root
-        box.ensure_inbox()  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
-        box.repair()  # a dead consumer's claim must not outlive it until the next show
-        faults = list(self.prior.get("pending_faults") or [])
-        extra = {"pending_faults": []}
-        if root.is_off():
-            if not self.prior.get("off_told"):
-                faults.append("delivery is off for this clone (git korus-mail on); nothing was consumed")
-                extra["off_told"] = True
-            self.faults = []
-            self.prior["pending_faults"] = []
-            self._record(extra)
-            return Outcome(notice=self._notice(faults))
-        extra["off_told"] = False
-        shown_dir = self._markers()
-        if not self.launch.known:
-            # nothing ties these markers to a process whose model saw the mail: consume none
-            left = len(shown_dir.shown_ids())
-            if left and not self.prior.get("nolaunch_told"):
-                faults.append(f"{left} message(s) shown but left queued: this hook run cannot tell which "
-                              f"client process it serves ({self.launch.why}), so no display is proven; "
-                              f"they are shown again in the next session")
-                extra["nolaunch_told"] = True
-            ids = []
-        else:
-            ids = shown_dir.shown_ids()
-        record = self.launch.record() if ids else None
-        for name in ids:
-            try:
-                observation = shown_dir.read(name)
-            except (OSError, ValueError, NotRegular, TooLarge) as exc:
-                from git_korus_mail import render
-                faults.append(f"display marker {render.field(name, 80)} unreadable ({exc}); "
-                              f"message left queued")
-                continue
-            if not isinstance(observation, dict) or observation.get("launch") != self.launch.tag \
-                    or observation.get("session") != self.session:
-                from git_korus_mail import render
-                faults.append(f"display marker {render.field(name, 80)} was not written by this launch; "
-                              f"message left queued")
-                shown_dir.drop(name)
-                continue
-            try:
-                result = box.consume(name, self.session, observation, launch=record)
-            except (OSError, MailError) as exc:
-                faults.append(f"consuming {render_field(name)} met an error ({_why(exc)}); {self._fate(name)}")
-                continue  # the marker stays: the next consume finishes or retries the consume
-            if result == "held":
-                from git_korus_mail.store import claims
-                owner = box.claim_owner(name) or {}
-                verdict, known = claims.judge(owner)
-                now = self._fate(name)  # looked at after the wait: the holder may have finished
-                if not now.startswith("it is not consumed"):
-                    faults.append(f"message {render_field(name)} was claimed by another process; {now}")
-                elif verdict == "alive":
-                    faults.append(f"message {render_field(name)} is claimed by live process "
-                                  f"{render_field(owner.get('pid'))}; {now}, and is retried at the next Stop")
-                else:  # say what is known, and the way out a person has
-                    faults.append(f"message {render_field(name)} is claimed by a process that cannot be proven "
-                                  f"dead ({render_field(known)}); {now}. If you know that process is "
-                                  f"gone: git korus-mail release {render_field(name)}")
-                continue
-            shown_dir.drop(name)
-        self._sweep()
-        faults.extend(root.take_journal_faults())
-        self.faults = []
-        self.prior["pending_faults"] = []
-        self._record(extra)
-        faults.extend(self.faults)  # what this very consume could not record is told now, not lost
-        return Outcome(notice=self._notice(faults))
-
-    def _fate(self, msg_id):
-        """What became of a message whose consume failed, looked at afterwards: the notice says
-        what is on disk, never what the failed step was meant to do."""
-        try:
-            state, session = self.box.fate(msg_id)
-        except (OSError, MailError) as exc:
-            return f"its state cannot be read ({_why(exc)})"
-        if state in ("consumed", "consumed-unmoved"):
-            who = "this session" if session == self.session else f"session {render_field(session)}"
-            later = "; its move out of the inbox completes at a later Stop" if state == "consumed-unmoved" else ""
-            return f"its receipt is written, so it is consumed (by {who}){later}"
-        if state == "queued":
-            return "it is not consumed and stays queued"
-        if state == "expired":
-            return "it had expired unread"
-        return "it is no longer queued"
-
-    @staticmethod
-    def _notice(faults):
-        if not faults:
-            return None  # the normal path prints nothing: no per-turn "empty" line
-        text = "korus-mail: " + "; ".join(faults)
-        return text[:2000]
 
     # -- end: drop this launch's markers of mail never consumed; it stays queued -----
     def _end(self):

@@ -1,0 +1,164 @@
+"""The show phase: what a launch has not been shown yet, rendered, and marked shown only after
+the output is out (drain.Outcome.commit). The opening show also announces the box, tells
+expiry notices and sweeps stale files. `drain` is the drain.Drain being run."""
+
+import os
+
+from git_korus_mail import crash
+from git_korus_mail.drain import (MAX_EXAMINED, MAX_JUNK, READ_BUDGET, SKIP_SUFFIX, Outcome, _why)
+from git_korus_mail.errors import MailError
+from git_korus_mail.message import Invalid, expires_at, utc_stamp
+from git_korus_mail.store.files import MSG_SUFFIX, NotOwned, NotRegular, TooLarge
+
+
+def show(drain):
+    # render is imported only where something is rendered: an event with no mail never needs it
+    box, root = drain.box, drain.root
+    box.repair()
+    if drain.opening:
+        root.sweep_tmp(drain.now)  # staging files of killed processes (older than 36 h)
+    lines = []
+    if root.is_off():
+        drain._record()
+        if drain.opening:
+            return Outcome(context=f"korus-mail: delivery is off for this clone (as of {utc_stamp(drain.now)});"
+                                   f" queued mail waits until `git korus-mail on`.")
+        return Outcome()
+    shown_dir = drain._markers()
+    ids, odd = box.inbox_ids()
+    already = shown_dir.names() if ids else set()  # an empty inbox needs no marker read
+    candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
+    batch, skips, examined = _load_batch(drain, candidates, shown_dir) if candidates else ([], 0, 0)
+    for name in odd:  # real mail first; the rest of the junk waits for later events
+        if drain.junk >= MAX_JUNK:
+            break
+        _quarantine(drain, name, "not a message file name")
+    remaining = len(candidates) - examined
+    notices, notice_names = ([], [])
+    if drain.opening:
+        # read only now: what the batch load just expired is told to this very session
+        from git_korus_mail import render
+        notices, notice_names = _notices(drain)
+        if notices:
+            lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
+    text, blocks, deferred = (None, [], remaining)
+    if batch:
+        from git_korus_mail import render
+        budget = render.EVENT_CAP - sum(render.units(x) + 2 for x in lines)
+        text, blocks, deferred = render.render_batch(batch, drain.key.path, drain.now, remaining, budget=budget,
+                                                     now=drain.now)
+    if text:
+        lines.append(text)
+    elif drain.opening:
+        waiting = len(candidates) + len(already)
+        if waiting and not candidates:
+            lines.append(f"korus-mail: no new mail for {render.field(drain.key.path)} "
+                         f"(as of {utc_stamp(drain.now)}; {len(ids)} already shown to this session).")
+        else:
+            lines.append(f"korus-mail: the box for {render.field(drain.key.path)} is empty "
+                         f"(as of {utc_stamp(drain.now)}).")
+    context = "\n\n".join(lines) if lines else None
+    drain._record()
+
+    def commit():
+        # Runs after the output is out: each step's failure is collected, none stops the next
+        # or the exit code (docs/HOOKS.md). A marker that cannot be written leaves its message
+        # unconsumed, to be shown again: never consumed unseen, never lost.
+        faults = []
+        crash.point("show:emitted")
+        # The marker proves that THIS launch displayed the message; written only now,
+        # after the output is out (the seed's repair that minted it first lost mail).
+        for b in blocks:
+            obs = {"session": drain.session, "launch": drain.launch.tag, "event": drain.event,
+                   "at": utc_stamp(drain.now), "chars": len(b.text), "truncated": b.truncated,
+                   "body_chars": b.body_chars}
+            try:
+                shown_dir.mark(b.msg_id, obs)
+            except (OSError, MailError) as exc:
+                faults.append(f"display marker for {b.msg_id} not written ({_why(exc)}); "
+                              f"it stays queued and is shown again")
+        crash.point("show:marked")
+        for b in blocks:
+            root.journal("shown", id=b.msg_id, box=box.name, session=drain.session, launch=drain.launch.tag,
+                         hook_event=drain.event)
+        try:
+            box.clear_notices(notice_names)
+        except (OSError, MailError) as exc:
+            faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
+        if drain.opening:
+            drain._sweep()  # a new launch is when an old one's markers are most likely stale
+        return faults + root.take_journal_faults()
+    return Outcome(context=context, commit=commit, report=drain._report_late)
+
+
+def _load_batch(drain, candidates, shown_dir):
+    """Read candidates oldest first until a render's worth is found. Returns
+    ([(msg, path, seen_path, BodyView)], skipped, number examined). Bounded by the batch, not the
+    inbox, and in memory: each body is trimmed to what can be rendered as soon as it is parsed,
+    and one event reads at most READ_BUDGET bytes of messages (the rest wait for the next)."""
+    from git_korus_mail import render
+    box = drain.box
+    batch, skipped, examined, read = [], 0, 0, 0
+    inbox_path = box.path_of("inbox")
+    seen_path = box.path_of("seen")
+    # enough to fill one event even when every message is small
+    want = render.EVENT_CAP // 200
+    for msg_id in candidates:
+        if len(batch) >= want or examined >= MAX_EXAMINED or read >= READ_BUDGET:
+            break
+        examined += 1
+        try:
+            msg, st = box.load(msg_id)
+        except FileNotFoundError:
+            continue  # consumed or expired since we listed
+        except NotOwned as exc:
+            _quarantine(drain, msg_id + MSG_SUFFIX, f"owned by uid {exc.args[0]}, not by you")
+            continue
+        except NotRegular as exc:
+            _quarantine(drain, msg_id + MSG_SUFFIX, f"not a regular file ({exc})")
+            continue
+        except TooLarge as exc:
+            _quarantine(drain, msg_id + MSG_SUFFIX, f"too large ({exc.args[0]} bytes)")
+            continue
+        except Invalid as exc:
+            _quarantine(drain, msg_id + MSG_SUFFIX, f"invalid message: {exc}")
+            continue
+        except OSError as exc:
+            drain.faults.append(f"cannot read {msg_id}: {exc.strerror}")
+            continue
+        read += st.st_size
+        msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
+        if st.st_nlink > 1:
+            why = box.linked_elsewhere(msg_id, st)
+            if why == "in-progress":
+                continue
+            if why is None:
+                _quarantine(drain, msg_id + MSG_SUFFIX, "hard-linked to another file")
+                continue
+        if expires_at(msg) <= drain.now:
+            box.expire(msg_id, msg)
+            continue
+        if msg.get("session") and msg["session"] != drain.session:
+            shown_dir.skip(msg_id)
+            skipped += 1
+            continue
+        batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
+                      os.path.join(seen_path, msg_id + MSG_SUFFIX), view))
+    return batch, skipped, examined
+
+
+def _quarantine(drain, name, reason):
+    """Move a bad file aside under a name we choose. Its own name is data from whoever wrote
+    it: said to the user only escaped (render.field), and never put in the model's context."""
+    from git_korus_mail import render
+    if drain.junk >= MAX_JUNK:
+        return  # this event's share of junk work is done; the file waits for the next
+    drain.junk += 1
+    target = drain.box.quarantine(name, reason)
+    if target is not None:
+        drain.faults.append(f"quarantined {render.field(name, 80)} as quarantine/{target}: "
+                           f"{render.field(reason, 120)}")
+
+
+def _notices(drain):
+    return drain.box.notices()
