@@ -160,6 +160,8 @@ def _state_in(box, mid, quarantines, now):
                 "shown_at": observed.get("at") if isinstance(observed, dict) else None}
     if box.has("expired", name):
         return {"state": "expired", "unread": True}
+    if box.has("cancelled", name):
+        return {"state": "cancelled"}
     if box.has("inbox", name):
         shown = markers.shown_by(box, mid)
         if shown:

@@ -3,7 +3,7 @@
 `check(mail_root)` asserts (I1-I5 as docs/STORE.md names them), for every box, what must hold once every process
 touching the store is idle (or dead) and a clean drain has run:
 
-- I1: every message id is in exactly one of inbox/ seen/ expired/, and every file
+- I1: every message id is in exactly one of inbox/ seen/ expired/ cancelled/, and every file
   there is a complete, valid message whose id matches its name;
 - I2: a receipt exists iff the message is in seen/, at most one per id (one name per
   id is all a directory can hold), and it is complete JSON naming that id;
@@ -28,7 +28,7 @@ import stat
 from git_korus_mail.message import Invalid, parse
 
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent"}
-STATES = ("inbox", "seen", "expired")
+STATES = ("inbox", "seen", "expired", "cancelled")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
 STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 

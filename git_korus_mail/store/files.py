@@ -36,7 +36,8 @@ WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 
-BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", "receipts", "shown", "sessions", "notices",
+CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (Box.cancel)
+BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, "receipts", "shown", "sessions", "notices",
                "quarantine", "sent", "forwarded")
 
 
@@ -382,7 +383,7 @@ class Box:
         claiming = self.open_sub("claiming")
         if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
             return "in-progress"
-        for sub in ("seen", "expired"):
+        for sub in ("seen", "expired", CANCELLED):
             d = self.open_sub(sub)
             if d is None:
                 continue
@@ -479,9 +480,10 @@ class Box:
             return ("consumed-unmoved" if queued else "consumed"), receipt.get("session")
         if queued:
             return "queued", None
-        expired = self.open_sub("expired")
-        if expired is not None and expired.exists(name):
+        if self.has("expired", name):
             return "expired", None
+        if self.has(CANCELLED, name):
+            return "cancelled", None
         return "gone", None
 
     # -- consume -----------------------------------------------------------
@@ -541,11 +543,13 @@ class Box:
             pass
         except FileNotFoundError:
             return False
-        crash.point(f"{'consume' if to == 'seen' else 'expire'}:linked{'-seen' if to == 'seen' else ''}")
+        if to != CANCELLED:  # a cancel's steps are not crash-tested: it has no command yet
+            crash.point(f"{'consume' if to == 'seen' else 'expire'}:linked{'-seen' if to == 'seen' else ''}")
         if to == "expired":
             self._write_notice(msg_id)
         removed = inbox.unlink_quiet(name)
-        crash.point(f"{'consume' if to == 'seen' else 'expire'}:unlinked-inbox")
+        if to != CANCELLED:
+            crash.point(f"{'consume' if to == 'seen' else 'expire'}:unlinked-inbox")
         target.fsync()
         inbox.fsync()
         return removed
@@ -601,6 +605,30 @@ class Box:
             sender = (msg or {}).get("from") or {}
             self.root.journal("expired", id=msg_id, box=self.name, sender=sender.get("path"))
             return True
+        finally:
+            self._release(msg_id, owner)
+
+    # -- cancel --------------------------------------------------------------
+    def cancel(self, msg_id, by=None):
+        """Withdraw a queued message (the sender's cancel; the command is for later). Claimed like
+        a consume and decided under the claim, so of a cancel and a consume of one message exactly
+        one happens. Returns "cancelled", "consumed" (a receipt exists: too late), "held" (a live
+        process holds the claim: try again) or "gone" (expired, forwarded or never here)."""
+        name = msg_id + MSG_SUFFIX
+        if not self.has("inbox", name):
+            return "consumed" if self.has("receipts", name) else "gone"
+        owner = claims.me("cancel")
+        got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
+        if got != "won":
+            return "consumed" if got == "gone" and self.has("receipts", name) else got
+        try:
+            if self.has("receipts", name):
+                self._finish_move(msg_id, "seen")  # a consume decided, its move interrupted: too late
+                return "consumed"
+            if not self.has("inbox", name) or not self._finish_move(msg_id, CANCELLED):
+                return "consumed" if self.has("receipts", name) else "gone"
+            self.root.journal("cancelled", id=msg_id, box=self.name, by=by)
+            return "cancelled"
         finally:
             self._release(msg_id, owner)
 
@@ -671,6 +699,8 @@ class Box:
             return "queued"
         if self.has("receipts", name):
             return "consumed"
+        if self.has(CANCELLED, name):
+            return "cancelled"
         return "expired" if self.has("expired", name) else "gone"
 
     def _repair_one(self, msg_id):
@@ -695,11 +725,11 @@ class Box:
             if self._finish_move(msg_id, "seen"):
                 self._journal_repaired_consume(msg_id)
             return True
-        expired = self.open_sub("expired")
-        if expired is not None and expired.exists(name):
-            if self._finish_move(msg_id, "expired"):
-                self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
-            return True
+        for to, event in (("expired", "expired"), (CANCELLED, "cancelled")):
+            if self.has(to, name):
+                if self._finish_move(msg_id, to):
+                    self.root.journal(event, id=msg_id, box=self.name, repaired=True)
+                return True
         return False
 
     def _journal_lost_line(self, msg_id):
@@ -712,9 +742,9 @@ class Box:
             if not self._journaled("consumed", msg_id):
                 self._journal_repaired_consume(msg_id)
             return
-        expired = self.open_sub("expired")
-        if expired is not None and expired.exists(name) and not self._journaled("expired", msg_id):
-            self.root.journal("expired", id=msg_id, box=self.name, repaired=True)
+        for to, event in (("expired", "expired"), (CANCELLED, "cancelled")):
+            if self.has(to, name) and not self._journaled(event, msg_id):
+                self.root.journal(event, id=msg_id, box=self.name, repaired=True)
 
     def _journaled(self, event, msg_id):
         try:
