@@ -16,6 +16,10 @@ both to git's own answers on the whole matrix of layouts.
 import os
 import stat
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Optional
+
 # Environment that changes how git discovers a repository: not modelled here.
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
             "GIT_DISCOVERY_ACROSS_FILESYSTEM")
@@ -26,15 +30,17 @@ class Location:
 
     __slots__ = ("worktree", "git_dir", "common_dir")
 
-    def __init__(self, worktree, git_dir, common_dir):
+    def __init__(self, worktree: "Optional[str]", git_dir: str, common_dir: str) -> None:
         self.worktree = worktree
         self.git_dir = git_dir
         self.common_dir = common_dir
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Location(worktree={self.worktree!r}, common_dir={self.common_dir!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Location):
+            return NotImplemented
         return (self.worktree, self.common_dir) == (other.worktree, other.common_dir)
 
 
@@ -42,7 +48,7 @@ class NotModelled(Exception):
     """The fast walk met something only git (or pygit2) can answer."""
 
 
-def fast_locate(start):
+def fast_locate(start: str) -> "Optional[Location]":
     """Location of `start`, None when it is in no repository; NotModelled when unsure."""
     for var in _GIT_ENV:
         if var in os.environ:
@@ -86,7 +92,7 @@ def fast_locate(start):
         path = parent
 
 
-def _finish(worktree, git_dir, uid):
+def _finish(worktree: "Optional[str]", git_dir: str, uid: int) -> Location:
     common = common_dir_of(git_dir)
     try:
         owner_st = os.stat(worktree if worktree is not None else git_dir)
@@ -103,7 +109,7 @@ def _finish(worktree, git_dir, uid):
     return Location(worktree, git_dir, common)
 
 
-def common_dir_of(git_dir):
+def common_dir_of(git_dir: str) -> str:
     """git's rule: the `commondir` file inside a git dir names the common dir (relative to it)."""
     try:
         with open(os.path.join(git_dir, "commondir"), "rb") as f:
@@ -113,7 +119,7 @@ def common_dir_of(git_dir):
     return os.path.realpath(os.path.join(git_dir, rel))
 
 
-def _read_gitfile(dotgit, worktree):
+def _read_gitfile(dotgit: str, worktree: str) -> "Optional[str]":
     try:
         with open(dotgit, "rb") as f:
             text = f.read(4096).decode("utf-8", "surrogateescape")
@@ -125,7 +131,7 @@ def _read_gitfile(dotgit, worktree):
     return os.path.realpath(os.path.join(worktree, target))
 
 
-def _is_git_dir(d):
+def _is_git_dir(d: str) -> bool:
     """git's is_git_directory(): HEAD here; objects/ and refs/ here or in the common dir."""
     try:
         if not os.path.isfile(os.path.join(d, "HEAD")):
@@ -139,7 +145,7 @@ def _is_git_dir(d):
     return os.path.isdir(os.path.join(base, "objects")) and os.path.isdir(os.path.join(base, "refs"))
 
 
-def _core_worktree(common):
+def _core_worktree(common: str) -> "Optional[str]":
     """core.worktree from the clone's config, or None. (A linked worktree ignores it, as git does.)"""
     try:
         with open(os.path.join(common, "config"), "rb") as f:

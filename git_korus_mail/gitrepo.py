@@ -5,6 +5,7 @@ hot path uses `discover.fast_locate` and comes here only when that walk is unsur
 """
 
 import os
+from typing import Optional
 
 import pygit2
 
@@ -40,7 +41,7 @@ def open_repository(start, from_env=False):
         return None
 
 
-def locate(start, from_env=False):
+def locate(start: str, from_env: bool = False) -> "Optional[Location]":
     """Location of `start` per pygit2 (None outside any repository)."""
     repo = open_repository(start, from_env)
     if repo is None:

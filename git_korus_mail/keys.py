@@ -11,6 +11,12 @@ import os
 
 from git_korus_mail import discover
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Callable, Optional
+
+    from hashlib import _Hash
+
 HASH_HEX = 24  # 96 bits: a collision between two worktree paths is not a practical event
 SLUG_MAX = 32
 
@@ -20,30 +26,30 @@ class Key:
 
     __slots__ = ("path", "name", "location")
 
-    def __init__(self, path, name, location):
+    def __init__(self, path: str, name: str, location: "Optional[discover.Location]") -> None:
         self.path = path          # normalized absolute path (worktree root, or the path itself)
         self.name = name          # <slug>-<hash>: the box directory name, also the printable key
         self.location = location  # discover.Location or None (no repository there)
 
     @property
-    def slug(self):
+    def slug(self) -> str:
         return self.name.rsplit("-", 1)[0]
 
     @property
-    def digest(self):
+    def digest(self) -> str:
         return self.name.rsplit("-", 1)[1]
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Key) and self.name == other.name
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Key({self.name!r}, {self.path!r})"
 
 
-def locate(path, from_env=False):
+def locate(path: str, from_env: bool = False) -> "Optional[discover.Location]":
     """discover.Location of a path: the fast pure-Python walk, pygit2 where it is unsure."""
     if not from_env:
         try:
@@ -54,7 +60,7 @@ def locate(path, from_env=False):
     return gitrepo.locate(path, from_env=from_env)
 
 
-def key_for(path, location=None, from_env=False):
+def key_for(path: str, location: "Optional[discover.Location]" = None, from_env: bool = False) -> Key:
     """The key of the box for `path`: its worktree root, or the path itself in no worktree.
 
     `location` may be passed when the caller already located `path`."""
@@ -66,13 +72,13 @@ def key_for(path, location=None, from_env=False):
     return key_of_root(root, loc)
 
 
-def key_of_root(root, location=None):
+def key_of_root(root: str, location: "Optional[discover.Location]" = None) -> Key:
     """Key of a path already resolved to its worktree root (realpath)."""
     norm = normalize(root)
     return Key(norm, f"{slug(norm)}-{digest(norm)}", location)
 
 
-def normalize(path):
+def normalize(path: str) -> str:
     """Forward slashes, no trailing separator, case folded only on a case-insensitive filesystem."""
     norm = path.replace("\\", "/")
     if len(norm) > 1:
@@ -82,7 +88,7 @@ def normalize(path):
     return norm
 
 
-def is_case_insensitive(path):
+def is_case_insensitive(path: str) -> bool:
     """Probe the filesystem holding `path`: does the same name in other case reach the same file?
 
     Deciding from the OS name would be wrong both ways (case-sensitive APFS volumes,
@@ -105,7 +111,7 @@ def is_case_insensitive(path):
 _SLUG_KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
-def slug(norm):
+def slug(norm: str) -> str:
     """A readable label for listings only; the digest alone decides identity.
 
     Runs of anything but [a-z0-9] become one '-' (by hand: `re` costs the hot path)."""
@@ -120,15 +126,16 @@ def slug(norm):
     return (s[:SLUG_MAX].rstrip("-")) or "root"
 
 
-def digest(norm):
+def digest(norm: str) -> str:
     return _sha256(norm.encode("utf-8", "surrogateescape")).hexdigest()[:HASH_HEX]
 
 
-def _load_sha256():
+def _load_sha256() -> "Callable[[bytes], _Hash]":
     # hashlib loads OpenSSL (milliseconds on a cold start); the builtin module does not
     for mod in ("_sha2", "_sha256"):
         try:
-            return __import__(mod).sha256
+            factory: "Callable[[bytes], _Hash]" = __import__(mod).sha256
+            return factory
         except (ImportError, AttributeError):
             continue
     import hashlib

@@ -17,6 +17,12 @@ import os
 
 from git_korus_mail.store import claims
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Union
+
+    AnyLaunch = Union["Launch", "NoLaunch"]
+
 UNKNOWN_TAG = "unknown"
 
 
@@ -27,14 +33,14 @@ class Launch:
     __slots__ = ("client", "pid", "start", "boot")
     known = True
 
-    def __init__(self, client, pid, start, boot):
+    def __init__(self, client: str, pid: int, start: "Optional[int]", boot: "Optional[str]") -> None:
         self.client = client
         self.pid = pid
         self.start = start  # None on a system without /proc (the pid alone is then the identity)
         self.boot = boot
 
     @classmethod
-    def of_process(cls, client, pid):
+    def of_process(cls, client: str, pid: "Any") -> "AnyLaunch":
         """The launch of a running process `pid`; a NoLaunch when it cannot be identified."""
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
             return NoLaunch("the client gave no process id")
@@ -45,12 +51,12 @@ class Launch:
         return cls(client, pid, start, claims.boot_id())
 
     @property
-    def tag(self):
+    def tag(self) -> str:
         """`<pid>-<start>-<boot id[:8]>`: the launch's part of a marker directory name."""
         start = "x" if self.start is None else str(self.start)
         return f"{self.pid}-{start}-{(self.boot or 'x')[:8]}"
 
-    def record(self):
+    def record(self) -> "dict[str, Any]":
         """What a marker directory, a marker and a receipt say about the launch. Shaped like a
         claim owner (pid, start, boot, pidns, host), so claims.owner_is_dead judges it."""
         mine = claims.me("launch")
@@ -69,15 +75,15 @@ class NoLaunch:
     start = None
     tag = UNKNOWN_TAG
 
-    def __init__(self, why, pid=None):
+    def __init__(self, why: str, pid: "Optional[int]" = None) -> None:
         self.why = why
         self.pid = pid  # the process the client named, if any (presence reports it gone)
 
-    def record(self):
+    def record(self) -> None:
         return None
 
 
-def parse_tag(tag):
+def parse_tag(tag: str) -> "Optional[tuple[int, Optional[int], Optional[str]]]":
     """(pid, start or None, boot prefix or None) from a tag; None when it is not one."""
     parts = tag.split("-")
     if len(parts) != 3 or not parts[0].isdigit():

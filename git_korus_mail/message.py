@@ -10,6 +10,12 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    Message = dict[str, Any]  # a parsed message: the fields `parse` checks, as JSON gave them
+
 FORMAT_VERSION = 1
 MAX_BODY_BYTES = 32 * 1024          # sender's limit (advice: the drain caps on render)
 MAX_FILE_BYTES = 8 * 1024 * 1024    # reader's limit: larger files are quarantined
@@ -28,22 +34,22 @@ _ALNUM = _LOWER | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | _DIGITS
 _SESSION_REST = _ALNUM | {".", "_", "-"}
 
 
-def _digits(s):
+def _digits(s: str) -> bool:
     return bool(s) and all(c in _DIGITS for c in s)
 
 
-def valid_kind(s):
+def valid_kind(s: "Any") -> bool:
     """[a-z][a-z0-9-]{0,15}"""
     return isinstance(s, str) and 1 <= len(s) <= 16 and s[0] in _LOWER and all(c in _KIND_REST for c in s)
 
 
-def valid_session(s):
+def valid_session(s: "Any") -> bool:
     """[A-Za-z0-9][A-Za-z0-9._-]{0,127}"""
     return (isinstance(s, str) and 1 <= len(s) <= 128 and s[0] in _ALNUM
             and all(c in _SESSION_REST for c in s))
 
 
-def valid_id(s):
+def valid_id(s: "Any") -> bool:
     """YYYYMMDDTHHMMSS.ffffffZ-p<pid>-<16 hex>, as new_id writes it."""
     if not isinstance(s, str) or len(s) < 43 or s[8] != "T" or s[15] != "." or s[22:25] != "Z-p":
         return False
@@ -52,7 +58,7 @@ def valid_id(s):
             and _digits(pid) and len(pid) <= 10 and len(rand) == 16 and all(c in _HEX for c in rand))
 
 
-def _valid_stamp(s):
+def _valid_stamp(s: "Any") -> bool:
     """YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z"""
     if not isinstance(s, str) or len(s) < 20 or not s.endswith("Z"):
         return False
@@ -63,7 +69,7 @@ def _valid_stamp(s):
             and all(_digits(main[a:b]) for a, b in ((0, 4), (5, 7), (8, 10), (11, 13), (14, 16), (17, 19))))
 
 
-def _epoch(year, month, day, hour, minute, second):
+def _epoch(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
     """Seconds since 1970 for a UTC civil time (calendar.timegm without importing calendar)."""
     if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
         raise ValueError("time field out of range")
@@ -81,7 +87,7 @@ class Invalid(Exception):
 
 
 # -- time ------------------------------------------------------------------
-def utc_stamp(t):
+def utc_stamp(t: float) -> str:
     """ISO 8601 UTC with microseconds: sortable, unambiguous, as-of times everywhere."""
     secs = int(t)
     us = int(round((t - secs) * 1_000_000))
@@ -90,7 +96,7 @@ def utc_stamp(t):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{us:06d}Z"
 
 
-def parse_stamp(s):
+def parse_stamp(s: "Any") -> float:
     """Seconds since the epoch for a stamp written by utc_stamp (or without microseconds)."""
     if not _valid_stamp(s):
         raise ValueError("not a UTC stamp")  # strict: nothing may ride along behind the digits
@@ -100,7 +106,7 @@ def parse_stamp(s):
     return t + (int(frac.ljust(6, "0")[:6]) / 1e6 if frac else 0.0)
 
 
-def human_age(seconds):
+def human_age(seconds: float) -> str:
     seconds = int(max(0, seconds))
     if seconds < 60:
         return f"{seconds}s"
@@ -112,7 +118,7 @@ def human_age(seconds):
 
 
 # -- ids -------------------------------------------------------------------
-def new_id(t=None):
+def new_id(t: "Optional[float]" = None) -> str:
     """Maildir-style unique id that sorts by time: UTC to the microsecond, pid, 64 random bits.
 
     No '/' or ':' (both unsafe in file names on some systems)."""
@@ -123,7 +129,7 @@ def new_id(t=None):
             f"-p{os.getpid()}-{os.urandom(8).hex()}")
 
 
-def id_time(msg_id):
+def id_time(msg_id: "Any") -> float:
     """Send time encoded in an id (seconds since the epoch); ValueError for a malformed id."""
     if not valid_id(msg_id):
         raise ValueError("not a message id")
@@ -133,7 +139,9 @@ def id_time(msg_id):
 
 
 # -- building and parsing --------------------------------------------------
-def build(body, to_path, to_key, sender, kind="note", ttl_minutes=DEFAULT_TTL_MINUTES, session=None, now=None):
+def build(body: str, to_path: str, to_key: str, sender: "dict[str, Optional[str]]", kind: str = "note",
+          ttl_minutes: float = DEFAULT_TTL_MINUTES, session: "Optional[str]" = None,
+          now: "Optional[float]" = None) -> "Message":
     now = time.time() if now is None else now
     msg_id = new_id(now)
     return {
@@ -149,12 +157,12 @@ def build(body, to_path, to_key, sender, kind="note", ttl_minutes=DEFAULT_TTL_MI
     }
 
 
-def encode(msg):
+def encode(msg: "Message") -> bytes:
     # ensure_ascii: the file is 7-bit whatever the body holds, so no reader's decoder can trip
     return (json.dumps(msg, ensure_ascii=True, sort_keys=True) + "\n").encode("ascii")
 
 
-def parse(data, expected_id=None):
+def parse(data: bytes, expected_id: "Optional[str]" = None) -> "Message":
     """Decode and validate message bytes; Invalid(reason) when they are not a message we wrote."""
     text = data.decode("utf-8", "replace")  # invalid UTF-8 is replaced, never fatal
     try:
@@ -193,5 +201,5 @@ def parse(data, expected_id=None):
     return msg
 
 
-def expires_at(msg):
+def expires_at(msg: "Message") -> float:
     return parse_stamp(msg["expires_at"])

@@ -18,10 +18,13 @@ gone or running a different process (start time differs).
 
 import os
 
-
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 CLAIM_SUFFIX = ".claim"
 
@@ -47,12 +50,12 @@ def _proc_start_time(pid):
         return None
 
 
-def proc_start_time(pid):
+def proc_start_time(pid: int) -> "Optional[int]":
     """A process's start time (clock ticks since boot), None when /proc does not show it."""
     return _proc_start_time(pid)
 
 
-def boot_id():
+def boot_id() -> "Optional[str]":
     return _read_text("/proc/sys/kernel/random/boot_id")
 
 
@@ -63,7 +66,7 @@ def _pid_ns():
         return None
 
 
-def me(purpose, session=None):
+def me(purpose: str, session: "Optional[str]" = None) -> "dict[str, Any]":
     """This process as a claim owner."""
     pid = os.getpid()
     return {
