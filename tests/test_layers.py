@@ -32,6 +32,8 @@ TOP_LEVEL = {
 # longer needed fails the test, so the list only shrinks.
 KNOWN_UPWARD = {
     ("store.files", "message"): "the store checks and parses the message file format it holds",
+    ("store.moves", "message"): "an expiry reads the message's expires_at; receipts carry its timestamps",
+    ("store.records", "message"): "receipts and notices carry message-format timestamps and ids",
     ("store.forwarding", "message"): "forwarding records carry message-format timestamps and size limits",
     ("store.journal", "message"): "journal lines carry message-format timestamps (utc_stamp)",
     ("store.presence", "message"): "presence records carry message-format timestamps",
@@ -41,9 +43,7 @@ KNOWN_UPWARD = {
 }
 # Modules allowed over MAX_LINES, each with the reason; the goal is none.
 MAX_LINES = 400
-TOO_BIG = {
-    "store.files": "being split by job (root, box, consume, expire, repair) with the store interface",
-}
+TOO_BIG = {}
 
 
 def modules():

@@ -1,0 +1,292 @@
+"""A box's moves: consume, expire, cancel, and the repair of what a dead process left.
+
+Each move is decided under the message's claim and done as link then unlink, so a crash
+between two steps leaves a state the next reader completes (see files.py, docs/STORE.md).
+Mixed into files.Box; kept apart so each module has one job.
+"""
+
+import time
+
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail import crash
+from git_korus_mail.store import claims, journal
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
+from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
+from git_korus_mail.message import Invalid, expires_at, utc_stamp
+
+CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
+
+
+class Moves:
+    """consume / expire / cancel / repair, over the reads and records of files.Box."""
+
+    # -- consume -----------------------------------------------------------
+    def consume(self, msg_id, session, observation, launch=None):
+        """Consume a message this session's launch was shown (`launch`: its record, for the
+        receipt; see launch.py). Returns one of:
+        "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
+        process holds its claim: try again at a later Stop)."""
+        if not self.has("inbox", msg_id + MSG_SUFFIX):
+            return "gone"
+        owner = claims.me("consume", session)
+        got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
+        if got != "won":
+            return got
+        crash.point("consume:claimed")
+        try:
+            if not self.has("inbox", msg_id + MSG_SUFFIX):
+                return "gone"
+            receipt = {
+                "id": msg_id,
+                "session": session,
+                "launch": launch,
+                "consumed_at": utc_stamp(time.time()),
+                "observed": observation,
+                "pid": owner["pid"],
+            }
+            try:
+                self.ensure_sub("receipts").create_staged(msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(),
+                                                   self.root.tmp, "receipt", sync=True)
+            except FileExistsError:
+                # an interrupted consume (or, with claims bypassed, one still finishing):
+                # complete it; whoever's unlink takes the message out of the inbox journals it
+                if self._finish_move(msg_id, "seen"):
+                    self._journal_repaired_consume(msg_id)
+                return "gone"
+            crash.point("consume:receipt")
+            if self._finish_move(msg_id, "seen"):
+                self.root.journal("consumed", id=msg_id, box=self.name, session=session,
+                                  launch=(launch or {}).get("tag"),
+                                  shown_at=observation.get("at") if isinstance(observation, dict) else None)
+        finally:
+            self._release(msg_id, owner)
+        crash.point("consume:released")
+        return "consumed"
+
+    def _finish_move(self, msg_id, to):
+        """inbox -> seen|expired by link then unlink; idempotent, so a repair may call it again.
+
+        True only for the call whose unlink took the message out of the inbox: only one can,
+        so journaling on it records each move once, however many processes complete it."""
+        inbox = self.ensure_sub("inbox")
+        target = self.ensure_sub(to)
+        name = msg_id + MSG_SUFFIX
+        try:
+            inbox.link_to(name, target, name)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            return False
+        if to != CANCELLED:  # a cancel's steps are not crash-tested: it has no command yet
+            crash.point(f"{'consume' if to == 'seen' else 'expire'}:linked{'-seen' if to == 'seen' else ''}")
+        if to == "expired":
+            self._write_notice(msg_id)
+        removed = inbox.unlink_quiet(name)
+        if to != CANCELLED:
+            crash.point(f"{'consume' if to == 'seen' else 'expire'}:unlinked-inbox")
+        target.fsync()
+        inbox.fsync()
+        return removed
+
+    def _claim(self, msg_id, owner, patience=0.0):
+        """"won" or "held". A live holder is waited for up to `patience` seconds (it is
+        usually another session's Stop finishing the same message), then we cede: a
+        false refusal leaves the message queued, a false win would deliver it twice."""
+        claiming = self.ensure_sub("claiming")
+        deadline = time.monotonic() + patience
+        pause = 0.005
+        while True:
+            result, holder = claims.acquire(self.root.tmp, claiming, msg_id, owner)
+            if result == "won":
+                return "won"
+            if holder is not None and claims.owner_is_dead(holder):
+                if claims.break_dead(claiming, msg_id, holder):
+                    self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
+                                      owner_session=holder.get("session"))
+                    self._repair_one(msg_id)
+            elif time.monotonic() >= deadline:
+                return "held"
+            else:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+            if not self.has("inbox", msg_id + MSG_SUFFIX):
+                return "gone"
+
+    def _release(self, msg_id, owner):
+        """Drop our claim — only if it is still ours (a broken-and-reclaimed one is not)."""
+        claiming = self.ensure_sub("claiming")
+        holder = claims.read_owner(claiming, msg_id)
+        if holder is None:
+            return
+        if holder.get("pid") == owner["pid"] and holder.get("start") == owner["start"]:
+            claims.release(claiming, msg_id)
+
+    # -- expire --------------------------------------------------------------
+    def expire(self, msg_id, msg=None):
+        """Move a message past its expiry to expired/ (claimed like a consume). True when moved."""
+        owner = claims.me("expire")
+        if self._claim(msg_id, owner) != "won":
+            return False
+        crash.point("expire:claimed")
+        try:
+            if not self.has("inbox", msg_id + MSG_SUFFIX):
+                return False
+            if self.has("receipts", msg_id + MSG_SUFFIX):
+                self._finish_move(msg_id, "seen")  # consumed, its move interrupted: not expired
+                return False
+            if not self._finish_move(msg_id, "expired"):
+                return False
+            sender = (msg or {}).get("from") or {}
+            self.root.journal("expired", id=msg_id, box=self.name, sender=sender.get("path"))
+            return True
+        finally:
+            self._release(msg_id, owner)
+
+    # -- cancel --------------------------------------------------------------
+    def cancel(self, msg_id, by=None):
+        """Withdraw a queued message (the sender's cancel; the command is for later). Claimed like
+        a consume and decided under the claim, so of a cancel and a consume of one message exactly
+        one happens. Returns "cancelled", "consumed" (a receipt exists: too late), "held" (a live
+        process holds the claim: try again) or "gone" (expired, forwarded or never here)."""
+        name = msg_id + MSG_SUFFIX
+        if not self.has("inbox", name):
+            return "consumed" if self.has("receipts", name) else "gone"
+        owner = claims.me("cancel")
+        got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
+        if got != "won":
+            return "consumed" if got == "gone" and self.has("receipts", name) else got
+        try:
+            if self.has("receipts", name):
+                self._finish_move(msg_id, "seen")  # a consume decided, its move interrupted: too late
+                return "consumed"
+            if not self.has("inbox", name) or not self._finish_move(msg_id, CANCELLED):
+                return "consumed" if self.has("receipts", name) else "gone"
+            self.root.journal("cancelled", id=msg_id, box=self.name, by=by)
+            return "cancelled"
+        finally:
+            self._release(msg_id, owner)
+
+    def _write_notice(self, msg_id):
+        """Remember an unread expiry so the recipient's next opening show tells them (the seed: nobody was)."""
+        sender = sent_at = None
+        try:
+            msg, _ = self.load(msg_id, "expired")
+            sender = (msg.get("from") or {}).get("path")
+            sent_at = msg.get("sent_at")
+        except (OSError, Invalid, NotRegular, TooLarge):
+            pass  # the notice is best-effort detail; the expiry itself stands
+        note = {"id": msg_id, "from": sender, "sent_at": sent_at, "expired_at": utc_stamp(time.time())}
+        try:
+            self.ensure_sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
+        except FileExistsError:
+            pass
+
+    def expire_due(self, now=None, ids=None):
+        """Expire every due message (or those among `ids`). Returns the ids moved."""
+        now = time.time() if now is None else now
+        moved = []
+        for msg_id in (ids if ids is not None else self.inbox_ids()[0]):
+            try:
+                msg, _st = self.load(msg_id)
+            except (OSError, Invalid, NotRegular, TooLarge):
+                continue  # gone meanwhile, or invalid: the drain quarantines those
+            if expires_at(msg) <= now and self.expire(msg_id, msg):
+                moved.append(msg_id)
+        return moved
+
+    # -- repair --------------------------------------------------------------
+    def repair(self):
+        """Finish what crashed processes left half-done. Proportional to claims, not to the inbox."""
+        claiming = self.open_sub("claiming")
+        if claiming is None:
+            return 0
+        fixed = 0
+        for name in claiming.names():
+            if name.endswith(claims.CLAIM_SUFFIX):
+                msg_id = name[:-len(claims.CLAIM_SUFFIX)]
+                holder = claims.read_owner(claiming, msg_id)
+                if holder is None or not claims.owner_is_dead(holder):
+                    continue
+                if claims.break_dead(claiming, msg_id, holder):
+                    self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
+                                      owner_session=holder.get("session"))
+                    self._repair_one(msg_id)
+                    fixed += 1
+            elif ".claim.broken-" in name:
+                # a breaker died after renaming: the file holds the dead owner it judged
+                try:
+                    data, _ = claiming.read_regular(name, 64 * 1024)
+                except (OSError, NotRegular, TooLarge):
+                    continue
+                if claims.owner_is_dead(claims.parse_owner(data)):
+                    claiming.unlink_quiet(name)
+                    self._repair_one(name.split(".claim.broken-", 1)[0])  # what the breaker left undone
+                    fixed += 1
+        return fixed
+
+    def finish_released(self, msg_id):
+        """After a person released a claim (`release`): complete the move its owner had decided, if
+        any. Returns the message's state now: "queued", "consumed", "expired" or "gone"."""
+        self._repair_one(msg_id)
+        name = msg_id + MSG_SUFFIX
+        if self.has("inbox", name):
+            return "queued"
+        if self.has("receipts", name):
+            return "consumed"
+        if self.has(CANCELLED, name):
+            return "cancelled"
+        return "expired" if self.has("expired", name) else "gone"
+
+    def _repair_one(self, msg_id):
+        """After a dead owner's claim is gone: complete its move if it had decided one."""
+        name = msg_id + MSG_SUFFIX
+        if not self.has("inbox", name):
+            self._journal_lost_line(msg_id)
+            return
+        if self.complete_decided(msg_id):
+            return
+        forwarded = self.open_sub("forwarded")
+        if forwarded is not None and forwarded.exists(name):
+            from git_korus_mail.store import forwarding  # a dead forwarder decided a move: finish it
+            forwarding.finish(self, msg_id)
+
+    def complete_decided(self, msg_id):
+        """Finish a consume (its receipt exists) or an expiry (its expired link exists) that a
+        process decided and did not complete. True when one was decided."""
+        name = msg_id + MSG_SUFFIX
+        if self.has("receipts", name):
+            # the consumer died before its journal line (it writes it after the move)
+            if self._finish_move(msg_id, "seen"):
+                self._journal_repaired_consume(msg_id)
+            return True
+        for to, event in (("expired", "expired"), (CANCELLED, "cancelled")):
+            if self.has(to, name):
+                if self._finish_move(msg_id, to):
+                    self.root.journal(event, id=msg_id, box=self.name, repaired=True)
+                return True
+        return False
+
+    def _journal_lost_line(self, msg_id):
+        """The dead owner finished its move and died before its journal line: add the line,
+        marked repaired, unless it is there after all (it may have died after writing it).
+        The journal is history; the receipt and the links were the truth all along."""
+        name = msg_id + MSG_SUFFIX
+        receipts = self.open_sub("receipts")
+        if receipts is not None and receipts.exists(name):
+            if not self._journaled("consumed", msg_id):
+                self._journal_repaired_consume(msg_id)
+            return
+        for to, event in (("expired", "expired"), (CANCELLED, "cancelled")):
+            if self.has(to, name) and not self._journaled(event, msg_id):
+                self.root.journal(event, id=msg_id, box=self.name, repaired=True)
+
+    def _journaled(self, event, msg_id):
+        try:
+            return journal.has(self.root.dir, event, msg_id)
+        except OSError:
+            return True  # an unreadable journal: cannot tell, so add nothing (never a double line)
+
+    def _journal_repaired_consume(self, msg_id):
+        """Journal a consume that a dead process decided (its receipt names the session)."""
+        session = (self.receipt(msg_id) or {}).get("session")  # unreadable: the line just lacks it
+        self.root.journal("consumed", id=msg_id, box=self.name, session=session, repaired=True)

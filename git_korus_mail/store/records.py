@@ -1,0 +1,137 @@
+"""A box's small records and their formats: receipts, claims as recorded, expiry notices,
+quarantine reasons, and each message's fate as the disk says it. Mixed into files.Box."""
+
+import time
+
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.store import claims
+from git_korus_mail.store.fsafe import SMALL_FILE, NotRegular, TooLarge
+from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX, WHY_SUFFIX, quarantine_name
+from git_korus_mail.message import utc_stamp, valid_id
+
+
+class Records:
+    """Reads and writes of one box's records, over files.Box's directory handles."""
+
+    # -- receipts, claims, notices: the records and their formats ----------------
+    def receipt(self, msg_id):
+        """The consume receipt of `msg_id`: None when there is none, {} when it exists but cannot
+        be read (consumed all the same: its presence is the proof), else the record."""
+        d = self.open_sub("receipts")
+        name = msg_id + MSG_SUFFIX
+        if d is None or not d.exists(name):
+            return None
+        rec = d.read_json(name)
+        return rec if isinstance(rec, dict) else {}
+
+    def claim_names(self):
+        """Every name in claiming/ (claims and a dead breaker's leftovers), sorted."""
+        return sorted(self.names("claiming"))
+
+    def claim_count(self):
+        return sum(1 for n in self.names("claiming") if n.endswith(claims.CLAIM_SUFFIX))
+
+    def quarantined_names(self):
+        """The files moved aside (their `.why.json` records not counted), unsorted."""
+        return [n for n in self.names("quarantine") if not n.endswith(WHY_SUFFIX) and not n.startswith(".")]
+
+    def has_claim(self, msg_id):
+        return self.has("claiming", msg_id + claims.CLAIM_SUFFIX)
+
+    def claim_owner(self, msg_id):
+        """The owner record of the claim on `msg_id`: None when unclaimed, {} when unreadable."""
+        d = self.open_sub("claiming")
+        return claims.read_owner(d, msg_id) if d is not None else None
+
+    def read_claim(self, msg_id):
+        """The claim's raw bytes (what `release_claim_as_seen` compares against); None when the
+        file cannot be read; FileNotFoundError when there is no claim."""
+        d = self.open_sub("claiming")
+        if d is None:
+            raise FileNotFoundError(msg_id)
+        try:
+            data, _st = d.read_regular(msg_id + claims.CLAIM_SUFFIX, SMALL_FILE)
+        except FileNotFoundError:
+            raise
+        except (OSError, NotRegular, TooLarge):
+            return None
+        return data
+
+    def release_claim_as_seen(self, msg_id, data):
+        """Drop the claim if it still holds `data` (see claims.release_as_seen)."""
+        return claims.release_as_seen(self.ensure_sub("claiming"), msg_id, data)
+
+    def notices(self, limit=1000):
+        """Expiry notices waiting for this box's next opening show: ([record], [name]). Only
+        names we write (`<id>.json`) count; each record's id is its file's name."""
+        d = self.open_sub("notices")
+        if d is None:
+            return [], []
+        out, names = [], []
+        for name in sorted(d.names())[:limit]:
+            if not (name.endswith(MSG_SUFFIX) and valid_id(name[:-len(MSG_SUFFIX)])):
+                continue  # not a notice we wrote: its name is nobody's to put in the model's context
+            rec = d.read_json(name)
+            if isinstance(rec, dict):
+                rec["id"] = name[:-len(MSG_SUFFIX)]  # the file's own name, a valid id
+                out.append(rec)
+                names.append(name)
+        return out, names
+
+    def clear_notices(self, names):
+        d = self.open_sub("notices")
+        if d is not None:
+            for name in names:
+                d.unlink_quiet(name)
+
+
+    # -- quarantine and fate ---------------------------------------------------
+    def quarantine(self, name, reason, sub="inbox"):
+        """Move a non-message aside (without following or opening it) and record why.
+
+        The file goes under a name we choose (its own may be as long as a name can be, or
+        hold any bytes): `q-<time>-<random>`, with the original name kept, JSON-escaped,
+        in `<target>.why.json`. Returns the target name, None when the file went meanwhile."""
+        src = self.open_sub(sub)
+        q = self.ensure_sub("quarantine")
+        target = quarantine_name(time.time())
+        try:
+            src.rename_to(name, q, target)
+        except FileNotFoundError:
+            return None
+        why = {"name": name, "from": sub, "reason": reason, "at": utc_stamp(time.time())}
+        q.create_exclusive(target + WHY_SUFFIX, json.dumps(why, sort_keys=True, ensure_ascii=True).encode("ascii"),
+                           sync=False)
+        self.root.journal("quarantined", box=self.name, name=name, reason=reason)
+        return target
+
+    def quarantine_reasons(self):
+        """{original file name: reason} from the quarantine's `.why.json` records (for reports)."""
+        q = self.open_sub("quarantine")
+        out = {}
+        if q is None:
+            return out
+        for n in q.names():
+            if not n.endswith(WHY_SUFFIX):
+                continue
+            why = q.read_json(n)
+            if isinstance(why, dict) and isinstance(why.get("name"), str):
+                out[why["name"]] = str(why.get("reason") or "no reason recorded")
+        return out
+
+    def fate(self, msg_id):
+        """(state, session) of one message as the disk says now: "consumed" (a receipt;
+        session from it), "consumed-unmoved" (a receipt, still in the inbox: a move to
+        finish), "queued", "expired" or "gone". Receipts are the truth, never the journal."""
+        name = msg_id + MSG_SUFFIX
+        queued = self.has("inbox", name)
+        receipt = self.receipt(msg_id)  # {} when unreadable: consumed all the same
+        if receipt is not None:
+            return ("consumed-unmoved" if queued else "consumed"), receipt.get("session")
+        if queued:
+            return "queued", None
+        if self.has("expired", name):
+            return "expired", None
+        if self.has(CANCELLED, name):
+            return "cancelled", None
+        return "gone", None
