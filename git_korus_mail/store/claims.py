@@ -26,10 +26,12 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Optional
 
+    from git_korus_mail.store.fsafe import Dir
+
 CLAIM_SUFFIX = ".claim"
 
 
-def _read_text(path):
+def _read_text(path: str) -> "Optional[str]":
     try:
         with open(path, "rb") as f:
             return f.read(4096).decode("utf-8", "replace").strip()
@@ -37,7 +39,7 @@ def _read_text(path):
         return None
 
 
-def _proc_start_time(pid):
+def _proc_start_time(pid: int) -> "Optional[int]":
     """Start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None when unknown."""
     text = _read_text(f"/proc/{pid}/stat")
     if not text:
@@ -59,7 +61,7 @@ def boot_id() -> "Optional[str]":
     return _read_text("/proc/sys/kernel/random/boot_id")
 
 
-def _pid_ns():
+def _pid_ns() -> "Optional[str]":
     try:
         return os.readlink("/proc/self/ns/pid")
     except OSError:
@@ -80,12 +82,12 @@ def me(purpose: str, session: "Optional[str]" = None) -> "dict[str, Any]":
     }
 
 
-def owner_is_dead(owner):
+def owner_is_dead(owner: "Any") -> bool:
     """True only when the owner provably no longer runs; unsure means alive."""
     return judge(owner)[0] == "dead"
 
 
-def judge(owner):
+def judge(owner: "Any") -> "tuple[str, str]":
     """(verdict, what is known) about a claim's owner. verdict: "dead" (provably gone), "alive"
     (a process with its pid and start time runs here) or "unknown" (nothing here can tell: such a
     claim is never broken automatically; `git korus-mail release` lets a person who knows do it)."""
@@ -119,7 +121,7 @@ def judge(owner):
     return "alive", f"pid {pid} runs (its start time could not be compared, so a reused pid is not ruled out)"
 
 
-def parse_owner(data):
+def parse_owner(data: bytes) -> "Optional[dict[str, Any]]":
     try:
         owner = json.loads(data.decode("utf-8", "replace"))
     except ValueError:
@@ -127,7 +129,7 @@ def parse_owner(data):
     return owner if isinstance(owner, dict) else None
 
 
-def acquire(tmp_dir, claiming_dir, msg_id, owner):
+def acquire(tmp_dir: "Dir", claiming_dir: "Dir", msg_id: str, owner: "dict[str, Any]") -> "tuple[str, Optional[dict[str, Any]]]":
     """Try to claim `msg_id`. Returns ("won", None), or ("held", owner) when another has it.
 
     The claim file is complete before it is visible (staged in tmp/, then linked)."""
@@ -139,7 +141,7 @@ def acquire(tmp_dir, claiming_dir, msg_id, owner):
         return "held", read_owner(claiming_dir, msg_id)
 
 
-def read_owner(claiming_dir, msg_id):
+def read_owner(claiming_dir: "Dir", msg_id: str) -> "Optional[dict[str, Any]]":
     try:
         data, _st = claiming_dir.read_regular(msg_id + CLAIM_SUFFIX, 64 * 1024)
     except FileNotFoundError:
@@ -149,12 +151,12 @@ def read_owner(claiming_dir, msg_id):
     return parse_owner(data) or {}
 
 
-def release(claiming_dir, msg_id):
+def release(claiming_dir: "Dir", msg_id: str) -> bool:
     """Drop our claim; True when it was there."""
     return claiming_dir.unlink_quiet(msg_id + CLAIM_SUFFIX)
 
 
-def break_dead(claiming_dir, msg_id, seen_owner):
+def break_dead(claiming_dir: "Dir", msg_id: str, seen_owner: "Any") -> "Optional[bool]":
     """Remove a claim whose owner is dead — exactly that claim, not a newer live one.
 
     Rename it aside (only one renamer can succeed), then compare what we took with
@@ -184,7 +186,7 @@ def break_dead(claiming_dir, msg_id, seen_owner):
     return True
 
 
-def release_as_seen(claiming_dir, msg_id, seen_data):
+def release_as_seen(claiming_dir: "Dir", msg_id: str, seen_data: "Optional[bytes]") -> "Optional[bool]":
     """Remove a claim a person released (`git korus-mail release`), only if it still holds exactly
     `seen_data`, the bytes they were shown (None when it could not be read). Renamed aside first,
     like break_dead, so a claim that changed meanwhile is put back. True when removed, False when
@@ -210,7 +212,7 @@ def release_as_seen(claiming_dir, msg_id, seen_data):
     return True
 
 
-def is_breaker_leftover(name):
+def is_breaker_leftover(name: str) -> bool:
     """A claim a breaker renamed aside (`<id>.claim.broken-<pid>-<hex>`) and did not finish with."""
     return CLAIM_SUFFIX + ".broken-" in name
 

@@ -11,6 +11,10 @@ import errno
 import os
 import stat
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
 
@@ -20,7 +24,7 @@ SMALL_FILE = 64 * 1024  # the size limit of every record the store writes (recei
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def check_dir_stat(st, where):
+def check_dir_stat(st: os.stat_result, where: str) -> None:
     """Refuse a directory that is not ours alone: a symlink, another owner, or writable by others."""
     if stat.S_ISLNK(st.st_mode):
         raise MailError(f"{where} is a symlink; refusing to follow it")
@@ -38,13 +42,13 @@ class Dir:
 
     __slots__ = ("fd", "path")
 
-    def __init__(self, fd, path):
+    def __init__(self, fd: int, path: str) -> None:
         self.fd = fd
         self.path = path
 
     # -- opening -----------------------------------------------------------
     @classmethod
-    def open_path(cls, path, create=False):
+    def open_path(cls, path: str, create: bool = False) -> "Dir":
         """Open an absolute directory path; create it (0700) when asked."""
         if create:
             try:
@@ -60,7 +64,7 @@ class Dir:
         check_dir_stat(os.fstat(fd), path)
         return d
 
-    def ensure_sub(self, name):
+    def ensure_sub(self, name: str) -> "Dir":
         """Open a child directory, creating it (0700) when absent; never through a symlink.
         Writers only: a read uses `open_sub`, which never creates."""
         try:
@@ -74,7 +78,7 @@ class Dir:
             os.chmod(name, DIR_MODE, dir_fd=self.fd)
         return self.sub_existing(name)
 
-    def sub_existing(self, name):
+    def sub_existing(self, name: str) -> "Dir":
         path = os.path.join(self.path, name)
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
@@ -90,7 +94,7 @@ class Dir:
             raise
         return d
 
-    def _reopen_unreadable(self, name, exc, path):
+    def _reopen_unreadable(self, name: str, exc: OSError, path: str) -> int:
         """Our own directory that an old run under umask 0477 left 0300: made 0700, opened."""
         try:
             st = self.lstat(name)
@@ -104,7 +108,7 @@ class Dir:
         except OSError as again:
             raise _dir_error(again, path) from None
 
-    def open_sub(self, name):
+    def open_sub(self, name: str) -> "Optional[Dir]":
         """The child directory, or None when it does not exist (a normal state for new boxes).
         Never creates: what reads use."""
         try:
@@ -112,40 +116,40 @@ class Dir:
         except FileNotFoundError:
             return None
 
-    def close(self):
+    def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self):
+    def __enter__(self) -> "Dir":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown; nothing to report to
             pass
 
     # -- reading -----------------------------------------------------------
-    def names(self):
+    def names(self) -> "list[str]":
         """Entry names, unsorted. O(entries) and no stat per entry."""
         with os.scandir(self.fd) as it:
             return [e.name for e in it]
 
-    def lstat(self, name):
+    def lstat(self, name: str) -> os.stat_result:
         return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
 
-    def exists(self, name):
+    def exists(self, name: str) -> bool:
         try:
             os.stat(name, dir_fd=self.fd, follow_symlinks=False)
             return True
         except FileNotFoundError:
             return False
 
-    def read_regular(self, name, limit):
+    def read_regular(self, name: str, limit: int) -> "tuple[bytes, os.stat_result]":
         """Read a regular file without following symlinks or blocking on a FIFO.
 
         Returns (bytes, stat). Raises NotRegular for anything that is not a plain file
@@ -184,7 +188,7 @@ class Dir:
         finally:
             os.close(fd)
 
-    def read_json(self, name, limit=SMALL_FILE):
+    def read_json(self, name: str, limit: int = SMALL_FILE) -> "Any":
         """A small record of ours, parsed; None when it is absent, not a plain file of ours,
         too large, or not JSON. Reports read what they can: one bad record costs only itself."""
         try:
@@ -194,7 +198,7 @@ class Dir:
             return None
 
     # -- writing -----------------------------------------------------------
-    def create_exclusive(self, name, data, sync=True):
+    def create_exclusive(self, name: str, data: bytes, sync: bool = True) -> None:
         """Create `name` holding `data`; FileExistsError when it exists. Not atomic in content:
         use it for files whose readers tolerate a short read only where noted (claims use tmp+link)."""
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
@@ -210,7 +214,7 @@ class Dir:
             raise
         os.close(fd)
 
-    def create_staged(self, name, data, staging, tag, sync=True):
+    def create_staged(self, name: str, data: bytes, staging: "Dir", tag: str, sync: bool = True) -> None:
         """Create `name` here holding `data`, complete before it is visible: written in the
         `staging` dir, then hard-linked into place. A link never replaces, so FileExistsError
         when the name exists, exactly like O_EXCL; unlike O_EXCL, a process killed mid-write
@@ -223,7 +227,7 @@ class Dir:
         finally:
             staging.unlink_quiet(tmp)
 
-    def write_replace(self, name, data, staging):
+    def write_replace(self, name: str, data: bytes, staging: "Dir") -> None:
         """Atomically replace `name`: write a file in the `staging` dir (the mail root's tmp/,
         swept after 36 h, so a writer killed mid-way leaves nothing here), then rename it over.
 
@@ -242,18 +246,18 @@ class Dir:
             staging.unlink_quiet(tmp)
             raise
 
-    def link_to(self, name, other, other_name):
+    def link_to(self, name: str, other: "Dir", other_name: str) -> None:
         """Hard-link self/name to other/other_name; FileExistsError when the target exists.
         A link never replaces, which is what makes publication and claims exclusive."""
         os.link(name, other_name, src_dir_fd=self.fd, dst_dir_fd=other.fd, follow_symlinks=False)
 
-    def rename_to(self, name, other, other_name):
+    def rename_to(self, name: str, other: "Dir", other_name: str) -> None:
         os.rename(name, other_name, src_dir_fd=self.fd, dst_dir_fd=other.fd)
 
-    def unlink(self, name):
+    def unlink(self, name: str) -> None:
         os.unlink(name, dir_fd=self.fd)
 
-    def unlink_quiet(self, name):
+    def unlink_quiet(self, name: str) -> bool:
         """Unlink when present; True when this call removed it."""
         try:
             os.unlink(name, dir_fd=self.fd)
@@ -261,7 +265,7 @@ class Dir:
         except FileNotFoundError:
             return False
 
-    def fsync(self):
+    def fsync(self) -> None:
         os.fsync(self.fd)
 
 
@@ -273,7 +277,7 @@ class NotOwned(NotRegular):
     """The file belongs to another user (args[0]: its uid). A NotRegular, so every reader
     that refuses a FIFO or a directory refuses it too."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"owned by uid {self.args[0]}, not by you"
 
 
@@ -281,14 +285,14 @@ class TooLarge(Exception):
     """The file is larger than the reader accepts."""
 
 
-def _write_all(fd, data):
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
         view = view[n:]
 
 
-def _kind(mode):
+def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "directory"
     if stat.S_ISFIFO(mode):
@@ -300,7 +304,7 @@ def _kind(mode):
     return "special file"
 
 
-def _dir_error(exc, path):
+def _dir_error(exc: OSError, path: str) -> Exception:
     if exc.errno == errno.ELOOP:
         return MailError(f"{path} is a symlink; refusing to follow it")
     if exc.errno == errno.ENOTDIR:

@@ -18,6 +18,12 @@ import os
 import stat
 import time
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Optional
+
+    from git_korus_mail.store.fsafe import Dir
+
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
 from git_korus_mail.message import utc_stamp
@@ -32,7 +38,7 @@ LOCK_TIMEOUT = 5  # seconds a rotator waits for another one
 _NOFOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-def append(root_dir, event, **fields):
+def append(root_dir: "Dir", event: str, **fields: "Any") -> None:
     """Record `event` (sent, shown, consumed, expired, quarantined, claim-broken, ...).
 
     Raises MailError for a journal that is not a plain file of ours, OSError when it
@@ -58,7 +64,7 @@ def append(root_dir, event, **fields):
         _rotate(root_dir)
 
 
-def open_own(root_dir, name, flags, rotated_ok=False):
+def open_own(root_dir: "Dir", name: str, flags: int, rotated_ok: bool = False) -> int:
     """Open (creating 0600) a file of the mail root that must be a regular file of ours with
     one link; the returned fd has mode 0600 whatever the umask. MailError otherwise.
     `rotated_ok`: no links is no refusal (a rotation unlinked it after our open; append retries)."""
@@ -87,7 +93,7 @@ def open_own(root_dir, name, flags, rotated_ok=False):
     return fd
 
 
-def refusal(st):
+def refusal(st: os.stat_result) -> "Optional[str]":
     """Why a journal file with this stat is not ours to use, or None."""
     if not stat.S_ISREG(st.st_mode):
         return "is not a regular file"
@@ -98,7 +104,7 @@ def refusal(st):
     return None
 
 
-def _reopen_unwritable(root_dir, name, flags, path):
+def _reopen_unwritable(root_dir: "Dir", name: str, flags: int, path: str) -> int:
     """Our own journal left read-only (an old run under umask 0277): checked through a
     read-only fd, made 0600, then opened again as asked."""
     try:
@@ -116,7 +122,7 @@ def _reopen_unwritable(root_dir, name, flags, path):
     return os.open(name, flags | _NOFOLLOW, dir_fd=root_dir.fd)
 
 
-def _rotate(root_dir):
+def _rotate(root_dir: "Dir") -> None:
     import portalocker
     fd = open_own(root_dir, LOCK, os.O_RDWR)
     try:
@@ -141,7 +147,7 @@ def _rotate(root_dir):
         os.close(fd)  # closing drops the lock
 
 
-def has(root_dir, event, msg_id):
+def has(root_dir: "Dir", event: str, msg_id: str) -> bool:
     """True when the journal holds an `event` line for message `msg_id`. Reads both halves
     (at most 2 x MAX_BYTES): for repairs of a dead process's work, never for a hot path."""
     needle = json.dumps(msg_id).encode("ascii", "backslashreplace")
@@ -158,7 +164,7 @@ def has(root_dir, event, msg_id):
     return False
 
 
-def _lines(root_dir, name):
+def _lines(root_dir: "Dir", name: str) -> "Iterator[bytes]":
     try:
         fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=root_dir.fd)
     except FileNotFoundError:
@@ -173,7 +179,7 @@ def _lines(root_dir, name):
         yield from f
 
 
-def read(root_dir, limit=None):
+def read(root_dir: "Dir", limit: "Optional[int]" = None) -> "list[dict[str, Any]]":
     """Journal records, oldest first (the rotated half, then the live one). A journal that
     is no regular file of ours is skipped: reports never block on it or read a victim."""
     out = []

@@ -15,15 +15,15 @@ BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, "receipts", "s
                "quarantine", "sent", "forwarded")
 
 
-def staging_name(msg_id):
+def staging_name(msg_id: str) -> str:
     """The name in tmp/ a message is written under before it is linked into an inbox."""
     return f"msg.{msg_id}"
 
 
-def quarantine_name(t):
+def quarantine_name(t: float) -> str:
     """quarantine/q-YYYYMMDDTHHMMSSZ-<12 hex>: ours, short, and sorting by time."""
     return f"q-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(t))}-{os.urandom(6).hex()}"
 
 
-def mail_root_path(common_dir):
+def mail_root_path(common_dir: str) -> str:
     return os.path.join(common_dir, MAIL_DIR)
