@@ -43,7 +43,7 @@ def import_profile(world, env, argv, cwd, stdin_for, runs, after=None):
 
 @guarded("6. import profile")
 def bench_imports(world, conds, prof):
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     common, paths = world.clone("imports", ["web", "full"])
     web, full = paths["web"], paths["full"]
     full_key = keys.key_for(str(full)).name

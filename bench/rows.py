@@ -83,7 +83,7 @@ def bench_stub(world, conds, prof):
 # -- 2. drain with 1,000 / 10,000 queued and unseen ------------------------------------------
 @guarded("2. queued drain")
 def bench_queued(world, conds, prof):
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     common, paths = world.clone("queued", ["web", "docs"])
     web, docs = paths["web"], paths["docs"]
     web_key = keys.key_for(str(web)).name
@@ -151,7 +151,7 @@ CODES = {"consumed": 1, "gone": 2, "held": 3}
 
 
 def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, start, done, errors):
-    from git_korus_mail.message import utc_stamp
+    from git_korus_mail.core.message import utc_stamp
     from git_korus_mail.store.files import MailRoot
 
     session = f"bench-race-{idx:02d}"
@@ -180,7 +180,7 @@ def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, star
 
 @guarded("4. claim race")
 def bench_claims(world, prof):
-    from git_korus_mail import keys, message
+    from git_korus_mail.core import keys, message
     from git_korus_mail.store.files import MailRoot
 
     common, paths = world.clone("race", ["web"])
@@ -303,7 +303,7 @@ def bench_breakdown(world, conds, prof):
         ("`import re` (re pulls in enum, functools, ...)", [world.py, "-c", "import re"]),
         ("`import json` (json pulls in re)", [world.py, "-c", "import json"]),
         ("hot-path modules only (`import git_korus_mail.cli, .commands.drain, .drain`), no work",
-         [world.py, "-c", "import git_korus_mail.cli, git_korus_mail.commands.drain, git_korus_mail.drain"]),
+         [world.py, "-c", "import git_korus_mail.cli, git_korus_mail.commands.drain, git_korus_mail.core.drain"]),
         ("the whole empty-box drain (console script)", [world.tool, "drain"]),
     ]
     out = {}

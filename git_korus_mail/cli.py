@@ -271,7 +271,7 @@ def _dispatch(command, args):
     if command == "completion":
         module, params = _params(command, args)
         return module.run(params, out)  # the one command that needs no clone
-    from git_korus_mail.clone import Clone
+    from git_korus_mail.core.clone import Clone
 
     clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report
     try:

@@ -123,7 +123,7 @@ def dead_pid():
 
 
 def box_dir(clone, worktree):
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     name = keys.key_of_root(os.path.realpath(worktree)).name
     d = clone.mail_root / "box" / name
     return d

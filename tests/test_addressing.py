@@ -17,7 +17,7 @@ MAX_TTL = 5256000
 
 
 def box_of(clone, path):
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     return clone.mail_root / "box" / keys.key_for(str(path)).name
 
 
@@ -175,7 +175,7 @@ def test_moving_the_whole_clone_keeps_the_main_checkouts_mail(clone):
     assert "for main" in context_of(ans)
     hook("Stop", new_main, "sess-main-1")
     mail_root = new_main / ".git" / "mail"
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     assert (mail_root / "box" / keys.key_for(str(new_main)).name / "seen" / (msg_id + ".json")).exists()
 
 
@@ -255,9 +255,9 @@ def test_an_event_in_an_existing_box_never_reaches_the_adoption_code(clone):
         return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
 
     first = imported(clone.web)  # the box is new: its first use looks for an older box
-    assert "git_korus_mail.store.forwarding" in first and "git_korus_mail.wtident" in first
+    assert "git_korus_mail.store.forwarding" in first and "git_korus_mail.core.wtident" in first
     later = imported(clone.web)
-    assert "git_korus_mail.store.forwarding" not in later and "git_korus_mail.wtident" not in later, later
+    assert "git_korus_mail.store.forwarding" not in later and "git_korus_mail.core.wtident" not in later, later
 
 
 # -- removed, then re-added under the same name: a new worktree, flagged mail ---------------
@@ -346,7 +346,7 @@ def test_a_sender_in_a_bare_repository_leaves_no_box(tmp_path):
     proc = run_cli("send", "--to", "bw", "--json", "--", "from the bare dir", cwd=bare)
     assert proc.returncode == 0, proc.stderr
     msg_id = json.loads(proc.stdout)["results"][0]["id"]
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     assert files(bare / "mail" / "box") == [keys.key_for(str(wt)).name]
     fates = {r["id"]: r["fate"]["state"] for r in json.loads(run_cli("status", "--json", cwd=bare).stdout)["sent"]}
     assert fates == {msg_id: "queued"}

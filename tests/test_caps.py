@@ -8,7 +8,7 @@ Lengths here are computed outside the product: len(text.encode("utf-16-le")) // 
 import pytest
 
 from helpers import context_of, hook, launch_dir, run_cli
-from git_korus_mail import message, render
+from git_korus_mail.core import message, render
 
 NOW = 1_800_000_000.0
 FULL = "/repo/.git/mail/box/web-0123456789abcdef01234567/inbox/x.json"
@@ -93,7 +93,7 @@ def test_emoji_mail_through_the_hook_stays_inline(clone):
 # -- one event's memory: read no more of a message than can be rendered -----------------------------
 def _write_huge(clone, count, size):
     import time as _time
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     run_cli("send", "--to", "../web", "the small one", cwd=clone.main, check=True)
     inbox = clone.mail_root / "box" / keys.key_for(str(clone.web)).name / "inbox"
     ids = []
@@ -136,7 +136,7 @@ def test_one_event_reads_huge_messages_without_holding_them(clone):
 
 def test_a_trimmed_body_still_says_how_long_it_is(clone):
     import json
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     [mid] = _write_huge(clone, 1, 1_000_000)
     answer, _ = hook("SessionStart", clone.web, "s1")
     ctx = context_of(answer)

@@ -80,7 +80,7 @@ def test_list_says_how_many_sessions_it_left_out_and_all_shows_them(clone):
 def test_status_says_how_many_sent_messages_it_left_out_and_all_shows_them(clone):
     import json
     run_cli("send", "--to", "../web", "first", cwd=clone.main, check=True)
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     sent = clone.mail_root / "box" / keys.key_for(str(clone.main)).name / "sent"
     [rec_file] = list(sent.iterdir())
     rec = json.loads(rec_file.read_text())

@@ -11,7 +11,7 @@ import pytest
 from docopt import docopt
 
 from git_korus_mail import cli
-from git_korus_mail.clone import Clone
+from git_korus_mail.core.clone import Clone
 from git_korus_mail.commands import send, status
 from git_korus_mail.errors import UsageError
 

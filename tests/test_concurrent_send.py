@@ -25,8 +25,8 @@ import time
 import pytest
 
 from helpers import PYTHON
-from git_korus_mail import keys
-from git_korus_mail.message import parse
+from git_korus_mail.core import keys
+from git_korus_mail.core.message import parse
 
 import invariants
 

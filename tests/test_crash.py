@@ -25,9 +25,10 @@ import sys
 import pytest
 
 from helpers import PYTHON, context_of, git, launch_dir, run_cli
-from git_korus_mail import crash, keys
+from git_korus_mail import crash
+from git_korus_mail.core import keys
 from git_korus_mail.store import claims
-from git_korus_mail.message import parse, utc_stamp
+from git_korus_mail.core.message import parse, utc_stamp
 
 import invariants
 

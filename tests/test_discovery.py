@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from helpers import git, git_out
-from git_korus_mail import discover, gitrepo, keys
+from git_korus_mail.core import discover, gitrepo, keys
 
 
 def git_answer(path):
@@ -246,7 +246,7 @@ def test_key_from_git_worktree_list_equals_key_from_fast_walk(layouts, layout):
         return
     assert fast_key.name == f"{keys.slug(fast_key.path)}-{_sha256sum(fast_key.path)}"
     # what send, list and install address: the product's own worktree list, run from here
-    from git_korus_mail.clone import Clone
+    from git_korus_mail.core.clone import Clone
     assert fast_key in [k for _wt, k in Clone(cwd=path).worktree_keys()], layout
     listed = [os.path.realpath(w) for w in _porcelain_worktrees(path)]
     if layout.startswith(("separate-git-dir", "submodule")) and not holders:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from helpers import context_of, hook, launch_dir, run_cli
-from git_korus_mail import keys
+from git_korus_mail.core import keys
 
 
 def box_dir(clone, path):
@@ -224,9 +224,9 @@ def test_hot_path_adds_no_costly_stdlib_module(clone, event):
                           cwd=clone.web)
     assert proc.returncode == 0, proc.stderr
     added = set(proc.stderr.split())
-    assert "git_korus_mail.drain" in added  # the measurement itself works
+    assert "git_korus_mail.core.drain" in added  # the measurement itself works
     assert not added & set(STDLIB_HEAVY), sorted(added & set(STDLIB_HEAVY))
-    assert "git_korus_mail.render" not in added  # nothing rendered, nothing to import for it
+    assert "git_korus_mail.core.render" not in added  # nothing rendered, nothing to import for it
 
 
 def test_tool_calls_of_a_working_session_do_not_rewrite_presence(clone):

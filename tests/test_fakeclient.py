@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import PYTHON, launch_dir, run_cli
-from git_korus_mail import keys
+from git_korus_mail.core import keys
 
 FAKE_HOOK = Path(__file__).resolve().parent / "fakeclient" / "hook.py"
 

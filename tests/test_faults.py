@@ -14,7 +14,8 @@ import subprocess
 import pytest
 
 from helpers import REPO_ROOT, context_of, hook, launch_dir, run_cli
-from git_korus_mail import fastjson, keys
+from git_korus_mail import fastjson
+from git_korus_mail.core import keys
 
 SHALLOW = ['"abc', "[1 2]", "{", '{"a":', '{"a" 1}', "", "   ", "[", '"\\u12', '"\\x"', "nul", "tru",
            "[1,]", '{"v": 1, "id": "2026', "1 2", "\x00"]

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from helpers import PYTHON, context_of, hook, run_cli
-from git_korus_mail import keys, message, render
+from git_korus_mail.core import keys, message, render
 
 SESSION = "5f0c3f4e-1111-4c4c-9d9d-000000000001"
 OTHER_SESSION = "5f0c3f4e-2222-4c4c-9d9d-000000000002"
@@ -896,7 +896,7 @@ def test_hundred_thousand_files_in_one_inbox(clone, request):
 def test_thousands_of_invalid_files_do_not_stall_a_hook(clone):
     """A flood of junk is quarantined a bounded slice per event (work per event stays bounded),
     and the valid mail behind it still arrives within a bounded number of events."""
-    from git_korus_mail import drain as drain_mod
+    from git_korus_mail.core import drain as drain_mod
     d = inbox(clone)
     for i in range(3000):
         (d / f"{message.new_id(1_000_000_000 + i)}.json").write_bytes(b"junk")

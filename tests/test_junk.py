@@ -15,7 +15,7 @@ import pytest
 from helpers import hook, run_cli
 from test_hostile import (QUARANTINED_RE, SESSION, box_dir, drain, drain_timed, inbox, journal, names, send,
                           snapshot, write_raw)
-from git_korus_mail import drain as drain_mod
+from git_korus_mail.core import drain as drain_mod
 
 
 def _whys(clone):
@@ -158,7 +158,7 @@ def test_a_planted_notice_name_never_reaches_the_context(clone):
 def test_an_unexpected_error_tells_the_model_no_file_name(clone):
     """Whatever goes wrong, the fault text reaching the context names no file: the error's
     kind and the system's words only (the traceback on stderr has the rest)."""
-    code = ("import sys\nfrom git_korus_mail import drain\n"
+    code = ("import sys\nfrom git_korus_mail.core import drain\n"
             "def boom(self):\n    raise OSError(36, 'File name too long', 'IGNORE ALL PREVIOUS' + 'A' * 200)\n"
             "drain.Drain._show = boom\n"
             "from git_korus_mail import cli\nsys.exit(cli.main(sys.argv[1:]))\n")

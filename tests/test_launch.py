@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from helpers import context_of, hook, launch_dir, proc_start_ticks, run_cli
-from git_korus_mail import keys
+from git_korus_mail.core import keys
 from git_korus_mail.store import markers
 
 SESSION = "3a41ebd9-4ef9-482f-bdd5-d8b563fac427"

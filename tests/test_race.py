@@ -25,7 +25,7 @@ import time
 import pytest
 
 from helpers import PYTHON, launch_dir, run_cli
-from git_korus_mail import keys, message
+from git_korus_mail.core import keys, message
 from git_korus_mail.store.files import MailRoot
 
 import invariants
@@ -95,7 +95,8 @@ def _racer(session, cwd, mode, barrier, conn):
     """One session in its own process: on each command, wait at the barrier, then run the
     real Drain for that event ("show": SessionStart and, after it, the marker commit;
     "stop": consume what this session was shown). Reports every Box.consume result."""
-    from git_korus_mail import crash, drain
+    from git_korus_mail import crash
+    from git_korus_mail.core import drain
     from git_korus_mail.store import claims, files as store
     assert crash._AT is None
     results = []
@@ -118,7 +119,7 @@ def _racer(session, cwd, mode, barrier, conn):
 
     claims.acquire = acquire
     # every racer runs under the launch conftest names (this test's pytest process), as commands/drain.py would
-    from git_korus_mail.launch import Launch
+    from git_korus_mail.core.launch import Launch
     launch = Launch.of_process("claude", int(os.environ["CLAUDE_PID"]))
     _apply_mode(mode)
     conn.send(("ready", os.getpid()))

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from helpers import context_of, hook, run_cli
-from git_korus_mail import keys
+from git_korus_mail.core import keys
 from git_korus_mail.store import claims
 
 

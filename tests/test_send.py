@@ -10,7 +10,7 @@ from helpers import git, run_cli
 
 
 def inbox(clone, path):
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     d = clone.mail_root / "box" / keys.key_for(str(path)).name / "inbox"
     return sorted(d.iterdir()) if d.exists() else []
 
@@ -104,7 +104,7 @@ def test_self_needs_dot(clone):
 
 
 def test_worktree_name_key_prefix_and_ambiguity(clone):
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     assert run_cli("send", "--to", "web", "by name", cwd=clone.main).returncode == 0
     k = keys.key_for(str(clone.web))
     assert run_cli("send", "--to", k.digest[:6], "by key prefix", cwd=clone.main).returncode == 0
@@ -201,7 +201,7 @@ def test_off_and_on_keep_mail(clone):
 
 def test_expiry_moves_mail_and_tells_sender_and_recipient(clone):
     from helpers import hook
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     run_cli("send", "--to", "../web", "--ttl", "1", "stale", cwd=clone.main, check=True)
     [f] = inbox(clone, clone.web)
     msg = json.loads(f.read_text())
@@ -277,7 +277,7 @@ def test_git_dir_env(clone):
 
 def test_the_session_whose_start_expires_mail_is_told_at_once_naming_each_message(clone):
     from helpers import hook
-    from git_korus_mail import keys
+    from git_korus_mail.core import keys
     ids = []
     for body in ("stale one", "stale two"):
         run_cli("send", "--to", "../web", body, cwd=clone.main, check=True)

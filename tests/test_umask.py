@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from helpers import PYTHON
-from git_korus_mail import keys
+from git_korus_mail.core import keys
 from git_korus_mail.store import journal
 
 UMASKS = [0o000, 0o002, 0o022, 0o027, 0o077, 0o277, 0o477, 0o777]

@@ -28,7 +28,7 @@ from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import postcheckout
 from git_korus_mail.wiring import record as install_record
-from git_korus_mail.message import human_age, parse_stamp, utc_stamp
+from git_korus_mail.core.message import human_age, parse_stamp, utc_stamp
 from git_korus_mail.store.files import TMP_MAX_AGE, MailRoot, mail_root_path
 
 CLOCK_SLACK = 5 * 60   # journal times may disagree this much before it counts as a clock fault
@@ -254,7 +254,7 @@ def _check_stranded(box, findings):
 
 def _e(value):
     """A name or field from disk, escaped as the drain escapes it."""
-    from git_korus_mail import render
+    from git_korus_mail.core import render
     return render.escape_line(str(value), 1 << 16)[0]
 
 

@@ -59,7 +59,7 @@ def serve(client, repo=None):
         # install's self-test: prove the stub reaches a working drain without touching any box
         _emit(client.context_output(payload.event, "korus-mail: hook wiring verified"))
         return 0
-    from git_korus_mail import drain
+    from git_korus_mail.core import drain
     try:
         outcome = drain.Drain(session=payload.session, cwd=payload.cwd, repo_opt=repo,
                               **client.drain_facts(payload, os.environ)).run()

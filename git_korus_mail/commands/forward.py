@@ -10,7 +10,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from git_korus_mail import keys, send
+from git_korus_mail.core import keys, send
 from git_korus_mail.store import forwarding
 from git_korus_mail.errors import MailError, UsageError
 

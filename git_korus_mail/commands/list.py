@@ -3,9 +3,10 @@
 import json
 from dataclasses import dataclass
 
-from git_korus_mail import report, ui
+from git_korus_mail import ui
+from git_korus_mail.core import report
 from git_korus_mail.commands.text import more, safe
-from git_korus_mail.message import human_age
+from git_korus_mail.core.message import human_age
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from git_korus_mail import clients, message, send
+from git_korus_mail import clients
+from git_korus_mail.core import message, send
 from git_korus_mail.errors import UsageError
 
 MAX_DESTINATIONS = 8

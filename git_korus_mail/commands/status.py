@@ -3,7 +3,8 @@
 import json
 from dataclasses import dataclass
 
-from git_korus_mail import report, ui
+from git_korus_mail import ui
+from git_korus_mail.core import report
 from git_korus_mail.commands.text import more, safe
 
 

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from git_korus_mail import report
+from git_korus_mail.core import report
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,6 @@ def more(n, what):
 def safe(value):
     """A value read from disk (a name, a path, a field), as text safe for a terminal or an agent's
     context: every control, bidi or invisible character escaped by the drain's own rules."""
-    from git_korus_mail import render
+    from git_korus_mail.core import render
     text, _cut = render.escape_line(str(value), 1 << 20)
     return text

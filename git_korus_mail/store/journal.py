@@ -10,7 +10,7 @@ same rules (docs/CONTRACT.md): opened without following a symlink and without
 blocking (a FIFO planted there must hang nothing), and used only when they are a
 regular file of ours with one link. A hard link to some victim file is refused:
 never appended to, never chmod-ed. The journal is history, not truth: receipts
-and links are (see report.py), so a refused journal costs lines, never mail.
+and links are (see core/report.py), so a refused journal costs lines, never mail.
 """
 
 import errno
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.message import utc_stamp
+from git_korus_mail.core.message import utc_stamp
 
 NAME = "journal.jsonl"
 ROTATED = "journal.1.jsonl"

@@ -48,7 +48,7 @@ exit $status
 
 
 def render_post_checkout(helper, repo=None):
-    from git_korus_mail import advice
+    from git_korus_mail.core import advice
     return POST_CHECKOUT_TEMPLATE.format(mark=POST_CHECKOUT_MARK, helper=sh_quote(helper),
                                          advice=sh_quote(advice.advice(helper, repo)),
                                          env=POST_CHECKOUT_ENV)

@@ -25,7 +25,7 @@ def find_helper():
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.abspath(c)
-    from git_korus_mail import advice
+    from git_korus_mail.core import advice
     raise MailError("cannot find the git-korus-mail executable to wire the hooks to; "
                     f"{advice.advice()}, then run install again")
 

@@ -31,10 +31,10 @@ def _json_inside(text):
 
 
 def render_stub(helper, repo=None):
-    """The stub's text for `helper`, with the reinstall advice for this machine (advice.py)
+    """The stub's text for `helper`, with the reinstall advice for this machine (core/advice.py)
     baked in: when the stub needs it, the package may not run at all. Every value is quoted
     here, in Python, so the stub stays valid shell and its fault valid JSON whatever it holds."""
-    from git_korus_mail import advice
+    from git_korus_mail.core import advice
     with open(_template_path(), encoding="utf-8") as f:
         text = f.read()
     values = {"@HELPER@": sh_quote(helper),

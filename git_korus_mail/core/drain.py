@@ -4,7 +4,7 @@ Client-free: it takes a phase (show / consume / end), facts about the launch (se
 launch identity, account, cwd) and the client's event name as a label only (for presence,
 markers and the journal), and returns what to show and what to do once the showing has been
 written out. A client module (clients/claude/) maps its own events onto phases. The show
-phase lives in drain_show.py and the consume phase in drain_consume.py, each imported only
+phase lives in core/drain_show.py and the consume phase in core/drain_consume.py, each imported only
 when its phase runs. The seed's four
 measured ways a first version breaks, and where each is answered here:
 1. exclusion that does not exclude — consumption goes through store.Box.consume
@@ -21,11 +21,11 @@ measured ways a first version breaks, and where each is answered here:
 
 import time
 
-from git_korus_mail import keys
+from git_korus_mail.core import keys
 from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
-from git_korus_mail.launch import NoLaunch
-from git_korus_mail.message import parse_stamp, valid_session
+from git_korus_mail.core.launch import NoLaunch
+from git_korus_mail.core.message import parse_stamp, valid_session
 from git_korus_mail.store.files import MailRoot
 
 SHOW, CONSUME, END = "show", "consume", "end"
@@ -63,7 +63,7 @@ class Outcome:
 
 
 def render_field(value):
-    from git_korus_mail import render
+    from git_korus_mail.core import render
     return render.field(value, 200)
 
 
@@ -127,7 +127,7 @@ class Drain:
         root = MailRoot.open(loc_q.common_dir, create=True)
 
         def owner():  # asked only when the box is new (a moved worktree's first event)
-            from git_korus_mail import wtident
+            from git_korus_mail.core import wtident
             return wtident.of_location(loc_cwd, loc_q.common_dir)
         box = root.box(key.name, create=True, path=key.path, owner=owner)
         return root, box, key
@@ -215,11 +215,11 @@ class Drain:
 
     # -- the phases: each in its own module, imported only when its phase runs -------
     def _show(self):
-        from git_korus_mail.drain_show import show
+        from git_korus_mail.core.drain_show import show
         return show(self)
 
     def _stop(self):
-        from git_korus_mail.drain_consume import consume
+        from git_korus_mail.core.drain_consume import consume
         return consume(self)
 
     def _markers(self):

@@ -1,7 +1,7 @@
 """The consume phase: consume exactly what this launch was shown, each message once (claim,
 receipt, move in the store), and say what could not be. `drain` is the drain.Drain being run."""
 
-from git_korus_mail.drain import Outcome, _why, render_field
+from git_korus_mail.core.drain import Outcome, _why, render_field
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.files import NotRegular, TooLarge
 
@@ -38,13 +38,13 @@ def consume(drain):
         try:
             observation = shown_dir.read(name)
         except (OSError, ValueError, NotRegular, TooLarge) as exc:
-            from git_korus_mail import render
+            from git_korus_mail.core import render
             faults.append(f"display marker {render.field(name, 80)} unreadable ({exc}); "
                           f"message left queued")
             continue
         if not isinstance(observation, dict) or observation.get("launch") != drain.launch.tag \
                 or observation.get("session") != drain.session:
-            from git_korus_mail import render
+            from git_korus_mail.core import render
             faults.append(f"display marker {render.field(name, 80)} was not written by this launch; "
                           f"message left queued")
             shown_dir.drop(name)

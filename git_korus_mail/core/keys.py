@@ -9,7 +9,7 @@ mail for a main checkout into a worktree box nobody drained.
 
 import os
 
-from git_korus_mail import discover
+from git_korus_mail.core import discover
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def locate(path: str, from_env: bool = False) -> "Optional[discover.Location]":
             return discover.fast_locate(path)
         except discover.NotModelled:
             pass
-    from git_korus_mail import gitrepo  # slow path only: pygit2 costs more than a whole drain
+    from git_korus_mail.core import gitrepo  # slow path only: pygit2 costs more than a whole drain
     return gitrepo.locate(path, from_env=from_env)
 
 

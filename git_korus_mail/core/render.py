@@ -19,7 +19,7 @@ reached the model as a 2 KB preview.
 import os
 import time
 
-from git_korus_mail.message import human_age, parse_stamp, utc_stamp
+from git_korus_mail.core.message import human_age, parse_stamp, utc_stamp
 
 # in UTF-16 code units (see above)
 EVENT_CAP = 8000      # whole rendered context per event: well below Claude Code's 10,000 inline limit

@@ -6,7 +6,7 @@ our own key always comes from the cwd, or the anchor would read its mail (seed s
 
 import os
 
-from git_korus_mail import gitrepo, keys
+from git_korus_mail.core import gitrepo, keys
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.files import MailRoot
 
@@ -48,7 +48,7 @@ class Clone:
         loc = self._own_location
 
         def owner():
-            from git_korus_mail import wtident
+            from git_korus_mail.core import wtident
             return wtident.of_location(loc, self.common_dir)
         return root.box(self.own_key.name, create=True, path=self.own_key.path, owner=owner)
 

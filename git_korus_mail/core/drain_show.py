@@ -5,9 +5,9 @@ expiry notices and sweeps stale files. `drain` is the drain.Drain being run."""
 import os
 
 from git_korus_mail import crash
-from git_korus_mail.drain import (MAX_EXAMINED, MAX_JUNK, READ_BUDGET, SKIP_SUFFIX, Outcome, _why)
+from git_korus_mail.core.drain import (MAX_EXAMINED, MAX_JUNK, READ_BUDGET, SKIP_SUFFIX, Outcome, _why)
 from git_korus_mail.errors import MailError
-from git_korus_mail.message import Invalid, expires_at, utc_stamp
+from git_korus_mail.core.message import Invalid, expires_at, utc_stamp
 from git_korus_mail.store.files import MSG_SUFFIX, NotOwned, NotRegular, TooLarge
 
 
@@ -37,13 +37,13 @@ def show(drain):
     notices, notice_names = ([], [])
     if drain.opening:
         # read only now: what the batch load just expired is told to this very session
-        from git_korus_mail import render
+        from git_korus_mail.core import render
         notices, notice_names = _notices(drain)
         if notices:
             lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
     text, blocks, deferred = (None, [], remaining)
     if batch:
-        from git_korus_mail import render
+        from git_korus_mail.core import render
         budget = render.EVENT_CAP - sum(render.units(x) + 2 for x in lines)
         text, blocks, deferred = render.render_batch(batch, drain.key.path, drain.now, remaining, budget=budget,
                                                      now=drain.now)
@@ -96,7 +96,7 @@ def _load_batch(drain, candidates, shown_dir):
     ([(msg, path, seen_path, BodyView)], skipped, number examined). Bounded by the batch, not the
     inbox, and in memory: each body is trimmed to what can be rendered as soon as it is parsed,
     and one event reads at most READ_BUDGET bytes of messages (the rest wait for the next)."""
-    from git_korus_mail import render
+    from git_korus_mail.core import render
     box = drain.box
     batch, skipped, examined, read = [], 0, 0, 0
     inbox_path = box.path_of("inbox")
@@ -150,7 +150,7 @@ def _load_batch(drain, candidates, shown_dir):
 def _quarantine(drain, name, reason):
     """Move a bad file aside under a name we choose. Its own name is data from whoever wrote
     it: said to the user only escaped (render.field), and never put in the model's context."""
-    from git_korus_mail import render
+    from git_korus_mail.core import render
     if drain.junk >= MAX_JUNK:
         return  # this event's share of junk work is done; the file waits for the next
     drain.junk += 1

@@ -9,7 +9,7 @@ from typing import Optional
 
 import pygit2
 
-from git_korus_mail.discover import Location, common_dir_of
+from git_korus_mail.core.discover import Location, common_dir_of
 from git_korus_mail.errors import MailError
 
 
