@@ -20,6 +20,8 @@ Computed only when a box is first made: the hook hot path never comes here other
 
 import os
 
+from git_korus_mail.store.fsafe import write_new  # the one writer of new files (O_EXCL, exact mode)
+
 TOKEN_FILE = "korus-mail-id"
 NONE = "none"
 MAIN = "main"
@@ -63,12 +65,7 @@ def _token(admin_dir):
         return token
     staged = f"{path}.{os.getpid()}.{os.urandom(4).hex()}"
     try:
-        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, (os.urandom(12).hex() + "\n").encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_new(staged, (os.urandom(12).hex() + "\n").encode("ascii"), 0o600)
         try:
             os.link(staged, path)
         except FileExistsError:

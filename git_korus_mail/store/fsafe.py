@@ -201,18 +201,7 @@ class Dir:
     def create_exclusive(self, name: str, data: bytes, sync: bool = True) -> None:
         """Create `name` holding `data`; FileExistsError when it exists. Not atomic in content:
         use it for files whose readers tolerate a short read only where noted (claims use tmp+link)."""
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     FILE_MODE, dir_fd=self.fd)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            _write_all(fd, data)
-            if sync:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            self.unlink_quiet(name)
-            raise
-        os.close(fd)
+        write_new(name, data, FILE_MODE, dir_fd=self.fd, sync=sync)
 
     def create_staged(self, name: str, data: bytes, staging: "Dir", tag: str, sync: bool = True) -> None:
         """Create `name` here holding `data`, complete before it is visible: written in the
@@ -233,13 +222,7 @@ class Dir:
 
         For state that is rewritten whole, such as presence; never for messages."""
         tmp = f"replace.{name}.{os.getpid()}.{os.urandom(4).hex()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     FILE_MODE, dir_fd=staging.fd)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
+        write_new(tmp, data, FILE_MODE, dir_fd=staging.fd, sync=False)
         try:
             os.rename(tmp, name, src_dir_fd=staging.fd, dst_dir_fd=self.fd)
         except BaseException:
@@ -283,6 +266,29 @@ class NotOwned(NotRegular):
 
 class TooLarge(Exception):
     """The file is larger than the reader accepts."""
+
+
+def write_new(path: str, data: bytes, mode: int, dir_fd: "Optional[int]" = None, sync: bool = True) -> None:
+    """Create `path` (relative to `dir_fd` when given) holding `data`, with exactly `mode`
+    whatever the umask; FileExistsError when it exists, never through a symlink. On any
+    failure the partial file is removed. The one writer of new files: the store's records
+    (Dir.create_exclusive, create_staged, write_replace) and the staged files that install
+    and the worktree token rename or link into place (wiring.files, wtident)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                 0o600, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, mode)
+        _write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(path, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+        raise
+    os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -4,6 +4,8 @@ the store's own writes."""
 
 import os
 
+from git_korus_mail.store.fsafe import write_new
+
 
 def read_bytes(path):
     try:
@@ -24,15 +26,7 @@ def write_atomic(path, data, mode, expect=_ANY):
     target = os.path.realpath(path)
     d = os.path.dirname(target)
     tmp = os.path.join(d, f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_new(tmp, data, mode)  # the store's one writer of new files: O_EXCL, exact mode, fsync
     try:
         if expect is not _ANY and read_bytes(target) != expect:
             os.unlink(tmp)
