@@ -21,6 +21,14 @@ import time
 
 from git_korus_mail.core.message import human_age, parse_stamp, utc_stamp
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence
+
+    from git_korus_mail.message import Message
+
+    ViewLine = tuple[str, int, int]  # (start of a line, its whole length, characters up to the next line)
+
 # in UTF-16 code units (see above)
 EVENT_CAP = 8000      # whole rendered context per event: well below Claude Code's 10,000 inline limit
 MESSAGE_CAP = 3000    # one message's block, header and frame included
@@ -51,14 +59,14 @@ _EXTRA = (
 _ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
-def units(text):
+def units(text: str) -> int:
     """Length of `text` in UTF-16 code units: the measure of every cap here."""
     if text.isascii():
         return len(text)
     return len(text) + sum(1 for ch in text if ch > "\uffff")
 
 
-def _needs_escape(ch):
+def _needs_escape(ch: str) -> bool:
     o = ord(ch)
     if 0x20 <= o < 0x7F:
         return False
@@ -73,15 +81,15 @@ def _needs_escape(ch):
     return unicodedata.category(ch) in _ESCAPED_CATEGORIES
 
 
-def _esc(ch):
+def _esc(ch: str) -> str:
     o = ord(ch)
     return f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}"
 
 
-def _escape(line, cap, full_len=None):
+def _escape(line: str, cap: int, full_len: "Optional[int]" = None) -> "tuple[str, int, bool]":
     """(text, characters of `line` shown, cut?) with units(text) <= cap, the cut note included.
     `full_len`: the length of the whole line when `line` is only its start (see body_view)."""
-    out = []
+    out: "list[str]" = []
     used = 0
     for ch in line:
         if _needs_escape(ch):
@@ -107,7 +115,7 @@ def _escape(line, cap, full_len=None):
     return "".join(out) + note, len(out), True
 
 
-def escape_line(line, cap):
+def escape_line(line: str, cap: int) -> "tuple[str, bool]":
     """Escape one line (no newlines in it) and cut it to `cap` UTF-16 units, the cut note
     included. Returns (text, cut?).
 
@@ -116,7 +124,7 @@ def escape_line(line, cap):
     return text, cut
 
 
-def field(value, cap=FIELD_CAP):
+def field(value: "Any", cap: int = FIELD_CAP) -> str:
     """One header field, escaped and capped; a newline in it is escaped visibly like any control."""
     if value is None or value == "":
         return "-"
@@ -132,14 +140,14 @@ class BodyView:
 
     __slots__ = ("lines", "n", "complete")
 
-    def __init__(self, lines, n, complete):
+    def __init__(self, lines: "list[ViewLine]", n: int, complete: bool) -> None:
         self.lines, self.n, self.complete = lines, n, complete
 
 
-def body_view(body):
+def body_view(body: str) -> BodyView:
     """A BodyView of `body`: [(start of the line, its length, characters up to the next line)]."""
     n = len(body)
-    out = []
+    out: "list[ViewLine]" = []
     start = 0
     while len(out) < MAX_VIEW_LINES:
         end = body.find("\n", start)
@@ -153,7 +161,7 @@ def body_view(body):
     return BodyView(out, n, False)
 
 
-def trim(msg):
+def trim(msg: "Message") -> "tuple[Message, BodyView]":
     """(msg without its body text, a BodyView of the body): what rendering needs, and no more.
 
     A shallow copy: the caller drops the original, and with it a body of up to 8 MiB."""
@@ -168,19 +176,19 @@ class Rendered:
 
     __slots__ = ("msg_id", "text", "truncated", "body_chars")
 
-    def __init__(self, msg_id, text, truncated, body_chars):
+    def __init__(self, msg_id: str, text: str, truncated: bool, body_chars: int) -> None:
         self.msg_id, self.text, self.truncated, self.body_chars = msg_id, text, truncated, body_chars
 
 
-def _cut_note(shown, total, full_path, seen_path):
+def _cut_note(shown: int, total: int, full_path: str, seen_path: str) -> str:
     return (f"[body cut: {shown} of {total} characters shown; whole message: {full_path}"
             f" (in {seen_path} once consumed)]")
 
 
-def _body_lines(view, room):
+def _body_lines(view: BodyView, room: int) -> "tuple[list[str], int, bool]":
     """Body lines, prefixed and escaped, taking at most `room` UTF-16 units (each with its newline).
     Returns (lines, characters of the body shown, cut?). A lone CR (not before a newline) is escaped."""
-    lines = []
+    lines: "list[str]" = []
     used = 0
     shown = 0
     any_cut = False
@@ -198,7 +206,8 @@ def _body_lines(view, room):
     return lines, min(shown, n), any_cut or not view.complete
 
 
-def render_message(msg, index_label, nonce, full_path, seen_path, cap, now, view=None):
+def render_message(msg: "Message", index_label: str, nonce: str, full_path: str, seen_path: str, cap: int,
+                   now: float, view: "Optional[BodyView]" = None) -> "Optional[Rendered]":
     """The framed block for one message, at most `cap` UTF-16 units (None if even the header won't fit).
 
     Every field that came from the file is escaped, the ones a parser checked too: a check that
@@ -239,11 +248,12 @@ def render_message(msg, index_label, nonce, full_path, seen_path, cap, now, view
     return Rendered(msg["id"], out, truncated, n)
 
 
-def new_nonce():
+def new_nonce() -> str:
     return os.urandom(6).hex()
 
 
-def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP, now=None):
+def render_batch(items: "Sequence[tuple[Any, ...]]", worktree_path: str, as_of: float, remaining_after: int,
+                 budget: int = EVENT_CAP, now: "Optional[float]" = None) -> "tuple[Optional[str], list[Rendered], int]":
     """Render as many of `items` as fit in `budget` UTF-16 units, in order.
 
     items: [(msg, full_path, seen_path[, BodyView of a trimmed msg])]. Returns (text or None, [Rendered], deferred count).
@@ -255,7 +265,7 @@ def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP,
              f"{PREAMBLE}\n")
     tail_room = 160
     left = budget - units(intro) - tail_room
-    blocks = []
+    blocks: "list[Rendered]" = []
     for i, (msg, full_path, seen_path, *view) in enumerate(items):
         label = f"{i + 1}/{total_waiting}" if total_waiting < 10_000 else f"{i + 1}"
         cap = min(MESSAGE_CAP, left)
@@ -283,7 +293,7 @@ def render_batch(items, worktree_path, as_of, remaining_after, budget=EVENT_CAP,
 NOTICE_LINES = 10  # expired messages named one by one; the rest are counted by sender
 
 
-def render_expiry_notice(notices, kept_in=None):
+def render_expiry_notice(notices: "list[dict[str, Any]]", kept_in: "Optional[str]" = None) -> str:
     """What expired unread (nobody is told otherwise): each message by id, sender, sent time and
     the file its body is kept in, up to NOTICE_LINES; then the rest counted by sender."""
     n = len(notices)
@@ -299,7 +309,7 @@ def render_expiry_notice(notices, kept_in=None):
                      f"; body in {field(where, 300)}")
     rest = notices[NOTICE_LINES:]
     if rest:
-        by_sender = {}
+        by_sender: "dict[str, int]" = {}
         for rec in rest:
             s = rec.get("from") or "unknown sender"
             by_sender[s] = by_sender.get(s, 0) + 1
