@@ -65,6 +65,11 @@ def layer_of(name):
 
 def imports_of(path, name):
     """Every module of ours that `path` imports, anywhere in the file, as names relative to the package."""
+    return {t for t in _imported(path, name) if _is_module("git_korus_mail." + t)}
+
+
+def _imported(path, name):
+    """What `path` imports from our package, relative to it, whether or not such a module exists."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package_parts = name.split(".")[:-1]
     found = set()
@@ -85,7 +90,7 @@ def imports_of(path, name):
             if t == "git_korus_mail" or not t.startswith("git_korus_mail."):
                 continue
             found.add(t[len("git_korus_mail."):])
-    return {t for t in found if _is_module("git_korus_mail." + t)}
+    return found
 
 
 def _is_module(dotted):
@@ -142,6 +147,14 @@ def package_cycles(edges, allowed=()):
 def test_every_module_has_a_layer():
     for name in modules():
         layer_of(name)
+
+
+def test_every_import_of_ours_names_a_module_that_exists():
+    # an import left on a module's old path, under `if TYPE_CHECKING:` or in a function
+    # that no test runs, fails nowhere else
+    stale = sorted(f"{name} imports git_korus_mail.{t}" for name, path in modules().items()
+                   for t in _imported(path, name) if not _is_module("git_korus_mail." + t))
+    assert not stale, "\n".join(stale)
 
 
 def test_no_upward_import():

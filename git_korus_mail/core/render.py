@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Optional, Sequence
 
-    from git_korus_mail.message import Message
+    from git_korus_mail.core.message import Message
 
     ViewLine = tuple[str, int, int]  # (start of a line, its whole length, characters up to the next line)
 
