@@ -16,9 +16,9 @@ strict=(
   # the store's leaves, typed first so the rest of store/ can follow
   git_korus_mail/store/fsafe.py git_korus_mail/store/layout.py git_korus_mail/store/journal.py
   git_korus_mail/store/claims.py
-  # the core modules whose hints are complete (drain, its phases and render join when they pass)
+  # the core modules whose hints are complete (drain and its phases join when they pass)
   git_korus_mail/core/launch.py git_korus_mail/core/keys.py git_korus_mail/core/discover.py
-  git_korus_mail/core/message.py
+  git_korus_mail/core/message.py git_korus_mail/core/render.py
 )
 
 echo "+ mypy  (git_korus_mail, configured in pyproject.toml)" >&2
