@@ -30,7 +30,6 @@ from git_korus_mail.store.files import MailRoot
 
 SHOW, CONSUME, END = "show", "consume", "end"
 PHASES = (SHOW, CONSUME, END)
-SKIP_SUFFIX = markers.SKIP_SUFFIX
 MAX_PENDING_FAULTS = 10
 PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at a frequent show
 MAX_EXAMINED = 200  # files one event reads: a flood costs many events, not one long one

@@ -5,7 +5,7 @@ expiry notices and sweeps stale files. `drain` is the drain.Drain being run."""
 import os
 
 from git_korus_mail import crash
-from git_korus_mail.core.drain import (MAX_EXAMINED, MAX_JUNK, READ_BUDGET, SKIP_SUFFIX, Outcome, _why)
+from git_korus_mail.core.drain import MAX_EXAMINED, MAX_JUNK, READ_BUDGET, Outcome, _why
 from git_korus_mail.errors import MailError
 from git_korus_mail.core.message import Invalid, expires_at, utc_stamp
 from git_korus_mail.store.files import MSG_SUFFIX, NotOwned, NotRegular, TooLarge
@@ -26,8 +26,7 @@ def show(drain):
         return Outcome()
     shown_dir = drain._markers()
     ids, odd = box.inbox_ids()
-    already = shown_dir.names() if ids else set()  # an empty inbox needs no marker read
-    candidates = [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
+    candidates = shown_dir.unseen(ids)
     batch, skips, examined = _load_batch(drain, candidates, shown_dir) if candidates else ([], 0, 0)
     for name in odd:  # real mail first; the rest of the junk waits for later events
         if drain.junk >= MAX_JUNK:
@@ -50,8 +49,7 @@ def show(drain):
     if text:
         lines.append(text)
     elif drain.opening:
-        waiting = len(candidates) + len(already)
-        if waiting and not candidates:
+        if ids and not candidates:  # everything queued was shown (or skipped) already
             lines.append(f"korus-mail: no new mail for {render.field(drain.key.path)} "
                          f"(as of {utc_stamp(drain.now)}; {len(ids)} already shown to this session).")
         else:

@@ -94,6 +94,14 @@ class LaunchMarkers:
     def shown_ids(self):
         return sorted(n for n in self.names() if not n.endswith(SKIP_SUFFIX))
 
+    def unseen(self, ids):
+        """Of `ids` (oldest first), those this launch was neither shown nor told to skip: what
+        a show offers. An empty inbox reads no marker."""
+        if not ids:
+            return []
+        already = self.names()
+        return [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
+
     def read(self, msg_id):
         data, _ = self.existing().read_regular(msg_id, 64 * 1024)
         return json.loads(data)
