@@ -27,6 +27,7 @@ from git_korus_mail.clients.claude import verify as claude_verify
 from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import postcheckout
+from git_korus_mail.wiring.files import read_bytes
 from git_korus_mail.wiring import record as install_record
 from git_korus_mail.core.message import human_age, parse_stamp, utc_stamp
 from git_korus_mail.store.files import TMP_MAX_AGE, MailRoot, mail_root_path
@@ -195,8 +196,7 @@ def _check_stub(stub, helper, findings, repo=None):
                      f"PATH lacks git-korus-mail get no mail", "git korus-mail install")
         return
     try:
-        with open(stub, "rb") as f:
-            current = f.read() == claude_stub.render_stub(helper, repo).encode("utf-8", "surrogateescape")
+        current = read_bytes(stub) == claude_stub.render_stub(helper, repo).encode("utf-8", "surrogateescape")
     except (OSError, MailError):
         current = False
     if current:

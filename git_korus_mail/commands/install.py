@@ -109,8 +109,8 @@ def run_install(clone, out, scope="local", force=False):
         out = report
     write_table(results, out)
     if not only_own:
-        from git_korus_mail.commands import completion
-        for shell, why, line in completion.setup_lines():
+        from git_korus_mail.wiring import shells
+        for shell, why, line in shells.setup_lines():
             out.write(f"completion  {shell}: {why}; set it up once with:\n    {line}\n")
     for cwd, why in not_wired:
         sys.stderr.write(f"git korus-mail: not wired: {cwd}: {why}\n")

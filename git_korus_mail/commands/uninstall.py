@@ -1,6 +1,5 @@
 """`uninstall`: remove what install added; queued mail is kept unless --purge."""
 
-import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -100,16 +99,10 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
                 out.write(line + "\n")
         record.drop_scope(scope)
         record.save()
-        if not record.data["scopes"] and os.path.lexists(stub):
-            os.unlink(stub)
+        if not record.data["scopes"] and install_record.remove_stub(stub):
             out.write(f"stub  {stub}  removed\n")
     if not record.data["scopes"]:
-        # nothing of ours is left to serialise: the lock file and hooks/ go too
-        try:
-            os.unlink(os.path.join(hooks_dir, install_record.LOCK_NAME))
-            os.rmdir(hooks_dir)
-        except OSError:
-            pass
+        install_record.remove_hooks_dir(hooks_dir)
     if purge:
         path = root.path
         root.close()

@@ -73,3 +73,21 @@ def locked(hooks_dir):
             yield
     except portalocker.exceptions.LockException:
         raise MailError(f"another install or uninstall holds {path}; try again") from None
+
+
+def remove_stub(stub):
+    """Delete the stub (once no scope calls it); True when there was one to delete."""
+    if not os.path.lexists(stub):
+        return False
+    os.unlink(stub)
+    return True
+
+
+def remove_hooks_dir(hooks_dir):
+    """Nothing of ours is left to serialise: the lock file and hooks/ go too (best effort:
+    a file someone else put there keeps the directory)."""
+    try:
+        os.unlink(os.path.join(hooks_dir, LOCK_NAME))
+        os.rmdir(hooks_dir)
+    except OSError:
+        pass
