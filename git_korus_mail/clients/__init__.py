@@ -12,6 +12,13 @@ def hook_protocols():
     return (claude,)
 
 
+def installers():
+    """The install-wiring module of every client (clients/claude/wiring.py), which install,
+    uninstall and doctor go through in this order."""
+    from git_korus_mail.clients.claude import wiring as claude
+    return (claude,)
+
+
 def session_of(environ):
     """The session id the environment names (a command run inside a session), from the first
     client that names one; None when none does."""

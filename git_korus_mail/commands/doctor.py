@@ -20,10 +20,6 @@ import time
 from dataclasses import dataclass
 
 from git_korus_mail import clients, ui
-from git_korus_mail.clients.claude import protocol as claude_protocol
-from git_korus_mail.clients.claude import settings_file as claude_files
-from git_korus_mail.clients.claude import stub as claude_stub
-from git_korus_mail.clients.claude import verify as claude_verify
 from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import postcheckout
@@ -145,25 +141,10 @@ def _check_root(clone, findings):
 
 # -- wiring ----------------------------------------------------------------------------
 def _check_wiring(clone, root, findings):
-    stub = claude_stub.stub_path(root)
     record = install_record.Record.load(os.path.join(root.path, install_record.HOOKS_SUBDIR))
-    wired, skipped, local = claude_verify.wired_files(clone, record, stub)
-    if not wired:
-        findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
-                     "git korus-mail install")
-        return
-    _check_stub(stub, record.data.get("helper"), findings, repo=postcheckout.repo_anchor(clone))
-    for label, problems in claude_verify.verify(root, stub, wired):
-        if label == stub:
-            if problems:
-                findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
-            continue
-        if problems:
-            findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(label))
-        else:
-            findings.add("wiring", True, label, f"wired, and the stub answers {claude_protocol.OPENING_EVENT}")
-    for wt in skipped:
-        findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
+    local = False
+    for client in clients.installers():
+        local = _check_client_wiring(client, clone, root, record, findings) or local
     if local:
         hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
             or os.path.join(postcheckout.git_hooks_dir(clone)[0], postcheckout.POST_CHECKOUT)
@@ -174,11 +155,34 @@ def _check_wiring(clone, root, findings):
                          "git korus-mail install")
 
 
-def _wiring_fix(path):
+def _check_client_wiring(client, clone, root, record, findings):
+    """One client's stub and settings files; True when its local scope is wired."""
+    stub = client.stub_path(root)
+    wired, skipped, local = client.wired_files(clone, record, stub)
+    if not wired:
+        findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
+                     "git korus-mail install")
+        return False
+    _check_stub(client, stub, record.data.get("helper"), findings, repo=postcheckout.repo_anchor(clone))
+    for label, problems in client.check(root, stub, wired):
+        if label == stub:
+            if problems:
+                findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
+            continue
+        if problems:
+            findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(client, label))
+        else:
+            findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
+    for wt in skipped:
+        findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
+    return local
+
+
+def _wiring_fix(client, path):
     """Advice that can succeed: install never touches a settings file it cannot parse, so
     running it again alone would fail the same way."""
     try:
-        claude_files.read_settings(path)
+        client.read_settings(path)
     except MailError:
         return f"fix {path} by hand (it must be a JSON object), then run `git korus-mail install`"
     except OSError as exc:
@@ -186,7 +190,7 @@ def _wiring_fix(path):
     return "git korus-mail install"
 
 
-def _check_stub(stub, helper, findings, repo=None):
+def _check_stub(client, stub, helper, findings, repo=None):
     """The stub runs the helper baked into it; with that gone it falls back to PATH, which
     an editor's Claude Code often lacks. So a gone helper is a fault even when PATH works here."""
     if not helper or not os.path.isfile(stub):
@@ -196,7 +200,7 @@ def _check_stub(stub, helper, findings, repo=None):
                      f"PATH lacks git-korus-mail get no mail", "git korus-mail install")
         return
     try:
-        current = read_bytes(stub) == claude_stub.render_stub(helper, repo).encode("utf-8", "surrogateescape")
+        current = read_bytes(stub) == client.render_stub(helper, repo).encode("utf-8", "surrogateescape")
     except (OSError, MailError):
         current = False
     if current:

@@ -1,4 +1,5 @@
-"""`install`: wire this clone's worktrees to the drain.
+"""`install`: wire this clone's worktrees to the drain, for every client (clients.installers;
+today Claude Code's, clients/claude/wiring.py).
 
 What install writes, each recorded in `<mail>/hooks/installed.json` (wiring/record.py) so
 uninstall puts back exactly what was there:
@@ -18,9 +19,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from git_korus_mail.clients.claude import settings_file as claude_files
-from git_korus_mail.clients.claude import stub as claude_stub
-from git_korus_mail.clients.claude import verify as claude_verify
+from git_korus_mail import clients
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.wiring import exclude, postcheckout
 from git_korus_mail.wiring import record as install_record
@@ -63,34 +62,33 @@ def run_install(clone, out, scope="local", force=False):
         record = install_record.Record.load(hooks_dir)
         if only_own and record.scope("local") is None:
             return 0  # uninstalled since: a stray post-checkout wires nothing
-        stub, state = claude_stub.write_stub(root, helper, force, repo=postcheckout.repo_anchor(clone))
-        out.write(f"stub  {stub}  {state}  (runs {helper})\n")
-        scope_rec = record.scope(scope, create=True)
-        record.data["helper"] = helper
-        if scope == "local":
-            targets, skipped = claude_files.local_targets(clone, only_own)
+        wirings = []  # (client's wiring, its stub, [(settings path, repo anchor, cwd)])
+        not_wired = []
+        for client in clients.installers():
+            stub, state = client.write_stub(root, helper, force, repo=postcheckout.repo_anchor(clone))
+            out.write(f"stub  {stub}  {state}  (runs {helper})\n")
+            scope_rec = record.scope(scope, create=True)
+            record.data["helper"] = helper
+            wired, skipped = client.settings_targets(clone, scope, only_own)
             for wt in skipped:
                 out.write(f"skipped  {wt.path}  (prunable worktree: `git worktree prune` removes it)\n")
-            wired = [(path, None, wt.path) for path, wt in targets]
-        else:
-            anchor = postcheckout.repo_anchor(clone)
-            wired = [(claude_files.user_settings_path(), anchor, anchor)]
-        not_wired = []
-        try:
-            for path, repo, cwd in wired:
-                try:
-                    state = claude_files.wire_file(path, stub, repo, force, scope_rec["files"])
-                except MailError as exc:
-                    # one broken settings file must not leave the worktrees after it unwired
-                    not_wired.append((cwd, str(exc)))
-                    out.write(f"settings  {path}  NOT WIRED\n")
-                    continue
-                out.write(f"settings  {path}  {state}\n")
-        finally:
-            record.save()  # what was written so far must be undoable, even after a failure
+            wirings.append((client, stub, wired))
+            try:
+                for path, repo, cwd in wired:
+                    try:
+                        state = client.wire_file(path, stub, repo, force, scope_rec["files"])
+                    except MailError as exc:
+                        # one broken settings file must not leave the worktrees after it unwired
+                        not_wired.append((cwd, str(exc)))
+                        out.write(f"settings  {path}  NOT WIRED\n")
+                        continue
+                    out.write(f"settings  {path}  {state}\n")
+            finally:
+                record.save()  # what was written so far must be undoable, even after a failure
         if scope == "local" and not only_own:
-            path, state = exclude.add_exclude(clone, scope_rec, claude_files.EXCLUDE_LINE, claude_files.EXCLUDE_COVERING)
-            out.write(f"exclude  {claude_files.EXCLUDE_LINE} in {path}  {state}\n")
+            for client, _stub, _wired in wirings:
+                path, state = exclude.add_exclude(clone, scope_rec, client.EXCLUDE_LINE, client.EXCLUDE_COVERING)
+                out.write(f"exclude  {client.EXCLUDE_LINE} in {path}  {state}\n")
             lines, problem = postcheckout.install_post_checkout(clone, helper, force, scope_rec)
             for line in lines:
                 out.write(line + "\n")
@@ -98,10 +96,11 @@ def run_install(clone, out, scope="local", force=False):
                 out.write(f"note: {problem}\n")
         record.save()
     # the stub was run at the full install; a new worktree only needs its file read back
-    results = claude_verify.verify(root, stub, wired, run_stub=not only_own)
+    results = [result for client, stub, wired in wirings
+               for result in client.check(root, stub, wired, run_stub=not only_own)]
     failed = any(problems for _label, problems in results)
     if only_own:
-        for path, _repo, cwd in wired:
+        for path, _repo, cwd in (w for _client, _stub, wired in wirings for w in wired):
             if all(cwd != c for c, _why in not_wired):
                 report.write(f"git korus-mail: wired {path} to the mail drain\n")
         if not failed and not not_wired:

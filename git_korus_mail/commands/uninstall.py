@@ -4,8 +4,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from git_korus_mail.clients.claude import settings_file as claude_files
-from git_korus_mail.clients.claude import stub as claude_stub
+from git_korus_mail import clients
 from git_korus_mail.commands.install import check_scope
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import exclude, postcheckout
@@ -74,33 +73,32 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
     if purge and not _confirm_purge(root, yes, out):
         out.write("not purged; nothing changed\n")
         return 1
-    stub = claude_stub.stub_path(root)
+    wirings = [(client, client.stub_path(root)) for client in clients.installers()]
     with install_record.locked(hooks_dir):
         record = install_record.Record.load(hooks_dir)
         scope_rec = record.scope(scope) or {"files": {}}
         files = dict(scope_rec.get("files") or {})
+        for client, stub in wirings:
+            for path in client.unwire_candidates(clone, scope, files):
+                try:
+                    state = client.unwire_file(path, stub, files.get(path))
+                except MailError as exc:
+                    out.write(f"settings  {path}  not changed: {exc}\n")
+                    continue
+                if state and state != "absent":
+                    out.write(f"settings  {path}  {state}\n")
         if scope == "local":
-            candidates = list(files) + [p for p, _wt in claude_files.local_targets(clone)[0] if p not in files]
-        else:
-            candidates = list(files) + [p for p in [claude_files.user_settings_path()] if p not in files]
-        for path in candidates:
-            try:
-                state = claude_files.unwire_file(path, stub, files.get(path))
-            except MailError as exc:
-                out.write(f"settings  {path}  not changed: {exc}\n")
-                continue
-            if state and state != "absent":
-                out.write(f"settings  {path}  {state}\n")
-        if scope == "local":
-            if exclude.remove_exclude(clone, scope_rec.get("exclude"), claude_files.EXCLUDE_LINE):
-                out.write(f"exclude  {claude_files.EXCLUDE_LINE}  removed\n")
+            for client, _stub in wirings:
+                if exclude.remove_exclude(clone, scope_rec.get("exclude"), client.EXCLUDE_LINE):
+                    out.write(f"exclude  {client.EXCLUDE_LINE}  removed\n")
             line = postcheckout.remove_post_checkout(clone, scope_rec.get("post_checkout"))
             if line:
                 out.write(line + "\n")
         record.drop_scope(scope)
         record.save()
-        if not record.data["scopes"] and install_record.remove_stub(stub):
-            out.write(f"stub  {stub}  removed\n")
+        for _client, stub in wirings:
+            if not record.data["scopes"] and install_record.remove_stub(stub):
+                out.write(f"stub  {stub}  removed\n")
     if not record.data["scopes"]:
         install_record.remove_hooks_dir(hooks_dir)
     if purge:

@@ -1,0 +1,40 @@
+"""Claude Code's install wiring, in the terms install, uninstall and doctor ask every client for
+(clients.installers): its stub, its settings files per scope, its exclude line, and the proof
+that the wiring works."""
+
+from git_korus_mail.clients.claude import settings_file, stub, verify
+from git_korus_mail.clients.claude.protocol import OPENING_EVENT
+from git_korus_mail.wiring.postcheckout import repo_anchor
+
+NAME = "claude"
+EXCLUDE_LINE = settings_file.EXCLUDE_LINE
+EXCLUDE_COVERING = settings_file.EXCLUDE_COVERING
+VERIFIED_AS = f"the stub answers {OPENING_EVENT}"  # what a verified settings file proves (doctor says it)
+stub_path = stub.stub_path
+write_stub = stub.write_stub
+render_stub = stub.render_stub
+read_settings = settings_file.read_settings
+wire_file = settings_file.wire_file
+unwire_file = settings_file.unwire_file
+check = verify.verify
+wired_files = verify.wired_files
+
+
+def settings_targets(clone, scope, only_own=False):
+    """([(settings path, repo anchor or None, cwd)] install wires for `scope`, prunable
+    worktrees skipped). `only_own`: just the worktree install runs in (post-checkout)."""
+    if scope == "local":
+        targets, skipped = settings_file.local_targets(clone, only_own)
+        return [(path, None, wt.path) for path, wt in targets], skipped
+    anchor = repo_anchor(clone)
+    return [(settings_file.user_settings_path(), anchor, anchor)], []
+
+
+def unwire_candidates(clone, scope, recorded):
+    """The settings files uninstall looks at for `scope`: those install recorded, then those
+    where our entries may be without a record (a damaged or older record)."""
+    if scope == "local":
+        found = [p for p, _wt in settings_file.local_targets(clone)[0]]
+    else:
+        found = [settings_file.user_settings_path()]
+    return list(recorded) + [p for p in found if p not in recorded]
