@@ -1,7 +1,8 @@
 """Claude Code's hook protocol: JSON in on stdin, JSON out on stdout, facts from the environment.
 
-Everything client-specific lives in clients/claude/ (this module, settings.py, client.py),
-so a second client is one more package beside it.
+Everything client-specific lives in clients/claude/ (this module; settings, settings_file, stub,
+verify and wiring for install), so a second client is one more package beside it
+(docs/CLIENTS.md).
 Facts this follows (Claude Code 2.1.332, observed):
 - every payload carries session_id, transcript_path, cwd, hook_event_name;
 - `hookSpecificOutput.additionalContext` reaches the model at SessionStart,
