@@ -118,7 +118,8 @@ class QueuedCheck:
 def fill_box(common_dir, recipient, n, sender_path, journal=False, sent_records=False):
     """Queue n valid messages for `recipient`, written with the product's own format code
     (message.build/encode into the box's inbox); no fsync, so 10,000 take seconds."""
-    from git_korus_mail.core import keys, message
+    from git_korus_mail.core import keys
+    from git_korus_mail.store import message
     from git_korus_mail.store.files import MailRoot
 
     root = MailRoot.open(str(common_dir), create=True)

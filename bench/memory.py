@@ -17,7 +17,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from helpers import Clone, PYTHON  # noqa: E402
 
-from git_korus_mail.core import keys, message  # noqa: E402
+from git_korus_mail.core import keys  # noqa: E402
+from git_korus_mail.store import message  # noqa: E402
 
 
 def main(count=40, mib=8):

@@ -151,7 +151,7 @@ CODES = {"consumed": 1, "gone": 2, "held": 3}
 
 
 def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, start, done, errors):
-    from git_korus_mail.core.message import utc_stamp
+    from git_korus_mail.store.message import utc_stamp
     from git_korus_mail.store.files import MailRoot
 
     session = f"bench-race-{idx:02d}"
@@ -180,7 +180,8 @@ def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, star
 
 @guarded("4. claim race")
 def bench_claims(world, prof):
-    from git_korus_mail.core import keys, message
+    from git_korus_mail.core import keys
+    from git_korus_mail.store import message
     from git_korus_mail.store.files import MailRoot
 
     common, paths = world.clone("race", ["web"])

@@ -25,7 +25,7 @@ import os
 import re
 import stat
 
-from git_korus_mail.core.message import Invalid, parse
+from git_korus_mail.store.message import Invalid, parse
 
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent"}
 STATES = ("inbox", "seen", "expired", "cancelled")

@@ -255,9 +255,9 @@ def test_an_event_in_an_existing_box_never_reaches_the_adoption_code(clone):
         return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
 
     first = imported(clone.web)  # the box is new: its first use looks for an older box
-    assert "git_korus_mail.store.forwarding" in first and "git_korus_mail.core.wtident" in first
+    assert "git_korus_mail.store.forwarding" in first and "git_korus_mail.store.wtident" in first
     later = imported(clone.web)
-    assert "git_korus_mail.store.forwarding" not in later and "git_korus_mail.core.wtident" not in later, later
+    assert "git_korus_mail.store.forwarding" not in later and "git_korus_mail.store.wtident" not in later, later
 
 
 # -- removed, then re-added under the same name: a new worktree, flagged mail ---------------

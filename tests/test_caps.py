@@ -8,7 +8,8 @@ Lengths here are computed outside the product: len(text.encode("utf-16-le")) // 
 import pytest
 
 from helpers import context_of, hook, launch_dir, run_cli
-from git_korus_mail.core import message, render
+from git_korus_mail.core import render
+from git_korus_mail.store import message
 
 NOW = 1_800_000_000.0
 FULL = "/repo/.git/mail/box/web-0123456789abcdef01234567/inbox/x.json"

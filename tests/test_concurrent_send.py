@@ -26,7 +26,7 @@ import pytest
 
 from helpers import PYTHON
 from git_korus_mail.core import keys
-from git_korus_mail.core.message import parse
+from git_korus_mail.store.message import parse
 
 import invariants
 

@@ -32,7 +32,8 @@ from pathlib import Path
 import pytest
 
 from helpers import PYTHON, context_of, hook, run_cli
-from git_korus_mail.core import keys, message, render
+from git_korus_mail.core import keys, render
+from git_korus_mail.store import message
 
 SESSION = "5f0c3f4e-1111-4c4c-9d9d-000000000001"
 OTHER_SESSION = "5f0c3f4e-2222-4c4c-9d9d-000000000002"

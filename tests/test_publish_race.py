@@ -38,7 +38,7 @@ def _sender(idx, main_path, web_path, seconds, barrier, conn):
     try:
         import random
         from git_korus_mail import crash
-        from git_korus_mail.core import message
+        from git_korus_mail.store import message
         from git_korus_mail.store.files import MailRoot
 
         def preempted(step):  # a sender descheduled between its link and its unlink, as on a busy machine
@@ -68,7 +68,7 @@ def _drainer(idx, web_path, seconds, barrier, conn):
     """Show, write the markers, consume at Stop, over and over, as one session."""
     try:
         from git_korus_mail.core import drain
-        from git_korus_mail.core.launch import Launch
+        from git_korus_mail.store.launch import Launch
         session = f"0000000{idx}-race-4000-8000-000000000000"
         me = Launch.of_process("claude", os.getpid())  # this process plays the client, so Stop consumes
         events = 0
@@ -86,7 +86,7 @@ def _drainer(idx, web_path, seconds, barrier, conn):
 
 
 def _one_box(clone):
-    from git_korus_mail.core import message
+    from git_korus_mail.store import message
     from git_korus_mail.store.files import MailRoot
     key = keys.key_for(str(clone.web))
     root = MailRoot.open(str(clone.common_dir), create=True)
@@ -112,7 +112,7 @@ def test_staging_file_is_named_by_the_id(clone):
 def test_a_read_during_publication_that_outlives_the_staging_link_is_not_a_foreign_link(clone):
     """The reader saw two links; by the time it looks for the other one, the sender has
     unlinked its staging file. That is our own publication, not a hard-link attack."""
-    from git_korus_mail.core import message
+    from git_korus_mail.store import message
     root, box, msg = _one_box(clone)
     tmp = clone.mail_root / "tmp" / ("msg." + msg["id"])
     tmp.write_bytes(message.encode(msg))
@@ -127,7 +127,7 @@ def test_a_read_during_publication_that_outlives_the_staging_link_is_not_a_forei
 
 
 def test_a_foreign_hard_link_is_still_refused(clone, tmp_path):
-    from git_korus_mail.core import message
+    from git_korus_mail.store import message
     root, box, msg = _one_box(clone)
     victim = tmp_path / "victim"
     victim.write_bytes(message.encode(msg))
@@ -186,7 +186,7 @@ def test_drains_racing_publication_quarantine_nothing(clone):
 def test_an_older_senders_staging_link_is_not_a_foreign_link_either(clone):
     """Senders before tmp/msg.<id> staged as tmp/msg.<id>.<8 hex>; one may still run during an
     upgrade, and its publication in flight is no attack."""
-    from git_korus_mail.core import message
+    from git_korus_mail.store import message
     root, box, msg = _one_box(clone)
     tmp = clone.mail_root / "tmp" / ("msg." + msg["id"] + ".0badcafe")
     tmp.write_bytes(message.encode(msg))

@@ -25,7 +25,8 @@ import time
 import pytest
 
 from helpers import PYTHON, launch_dir, run_cli
-from git_korus_mail.core import keys, message
+from git_korus_mail.core import keys
+from git_korus_mail.store import message
 from git_korus_mail.store.files import MailRoot
 
 import invariants
@@ -119,7 +120,7 @@ def _racer(session, cwd, mode, barrier, conn):
 
     claims.acquire = acquire
     # every racer runs under the launch conftest names (this test's pytest process), as commands/drain.py would
-    from git_korus_mail.core.launch import Launch
+    from git_korus_mail.store.launch import Launch
     launch = Launch.of_process("claude", int(os.environ["CLAUDE_PID"]))
     _apply_mode(mode)
     conn.send(("ready", os.getpid()))

@@ -7,7 +7,8 @@ import unicodedata
 
 import pytest
 
-from git_korus_mail.core import message, render
+from git_korus_mail.core import render
+from git_korus_mail.store import message
 
 NOW = 1_800_000_000.0
 FULL = "/repo/.git/mail/box/web-0123456789abcdef01234567/inbox/x.json"

@@ -15,10 +15,9 @@ strict=(
   git_korus_mail/ui.py git_korus_mail/shell.py git_korus_mail/shipped.py
   # the store's leaves, typed first so the rest of store/ can follow
   git_korus_mail/store/fsafe.py git_korus_mail/store/layout.py git_korus_mail/store/journal.py
-  git_korus_mail/store/claims.py
+  git_korus_mail/store/claims.py git_korus_mail/store/launch.py git_korus_mail/store/message.py
   # the core modules whose hints are complete (drain and its phases join when they pass)
-  git_korus_mail/core/launch.py git_korus_mail/core/keys.py git_korus_mail/core/discover.py
-  git_korus_mail/core/message.py git_korus_mail/core/render.py
+  git_korus_mail/core/keys.py git_korus_mail/core/discover.py git_korus_mail/core/render.py
 )
 
 echo "+ mypy  (git_korus_mail, configured in pyproject.toml)" >&2

@@ -9,7 +9,7 @@ A claim whose owner provably runs here is refused: that is a move in progress.
 
 from dataclasses import dataclass
 
-from git_korus_mail.core import message
+from git_korus_mail.store import message
 from git_korus_mail.store import claims
 from git_korus_mail.errors import MailError
 from git_korus_mail.core.render import escape_line

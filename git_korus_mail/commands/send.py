@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from git_korus_mail import clients
-from git_korus_mail.core import message, send
+from git_korus_mail.core import send
+from git_korus_mail.store import message
 from git_korus_mail.errors import UsageError
 
 MAX_DESTINATIONS = 8

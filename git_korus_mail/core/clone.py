@@ -48,7 +48,7 @@ class Clone:
         loc = self._own_location
 
         def owner():
-            from git_korus_mail.core import wtident
+            from git_korus_mail.store import wtident
             return wtident.of_location(loc, self.common_dir)
         return root.box(self.own_key.name, create=True, path=self.own_key.path, owner=owner)
 

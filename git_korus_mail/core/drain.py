@@ -24,8 +24,8 @@ import time
 from git_korus_mail.core import keys
 from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
-from git_korus_mail.core.launch import NoLaunch
-from git_korus_mail.core.message import parse_stamp, valid_session
+from git_korus_mail.store.launch import NoLaunch
+from git_korus_mail.store.message import parse_stamp, valid_session
 from git_korus_mail.store.files import MailRoot
 
 SHOW, CONSUME, END = "show", "consume", "end"
@@ -126,7 +126,7 @@ class Drain:
         root = MailRoot.open(loc_q.common_dir, create=True)
 
         def owner():  # asked only when the box is new (a moved worktree's first event)
-            from git_korus_mail.core import wtident
+            from git_korus_mail.store import wtident
             return wtident.of_location(loc_cwd, loc_q.common_dir)
         box = root.box(key.name, create=True, path=key.path, owner=owner)
         return root, box, key

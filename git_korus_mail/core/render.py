@@ -19,13 +19,13 @@ reached the model as a 2 KB preview.
 import os
 import time
 
-from git_korus_mail.core.message import human_age, parse_stamp, utc_stamp
+from git_korus_mail.store.message import human_age, parse_stamp, utc_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
     from typing import Any, Optional, Sequence
 
-    from git_korus_mail.core.message import Message
+    from git_korus_mail.store.message import Message
 
     ViewLine = tuple[str, int, int]  # (start of a line, its whole length, characters up to the next line)
 

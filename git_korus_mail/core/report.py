@@ -9,7 +9,7 @@ import os
 import time
 
 from git_korus_mail.store import markers, presence, sent
-from git_korus_mail.core.message import utc_stamp
+from git_korus_mail.store.message import utc_stamp
 
 COUNTED = ("inbox", "claiming", "seen", "expired")
 SESSIONS_SHOWN = 5   # per box in `list`, unless --all
@@ -45,7 +45,7 @@ def _box_row(box, now):
 def adopt_moved(root, clone):
     """Every worktree whose older box (under a path it had before `git worktree move`) still
     holds its mail adopts it now: `list` settles the whole clone, as the drain does one box."""
-    from git_korus_mail.core import wtident
+    from git_korus_mail.store import wtident
     from git_korus_mail.store import forwarding
     by_ident = {}
     for name in root.box_names():

@@ -8,8 +8,8 @@ are refused, because mail queued into a box nobody drains is silently lost.
 import os
 import sys
 
-from git_korus_mail.core import keys, message
-from git_korus_mail.store import presence, sent
+from git_korus_mail.core import keys
+from git_korus_mail.store import message, presence, sent
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.store.files import MSG_SUFFIX
 
@@ -225,7 +225,7 @@ def owner_of(clone, target):
         return None
 
     def owner():
-        from git_korus_mail.core import wtident
+        from git_korus_mail.store import wtident
         return wtident.of_git_dir(target.git_dir, clone.common_dir)
     return owner
 

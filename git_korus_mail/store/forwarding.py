@@ -19,11 +19,11 @@ import os
 import time
 
 from git_korus_mail import crash
-from git_korus_mail.core import wtident
+from git_korus_mail.store import wtident
 from git_korus_mail.store import claims
 from git_korus_mail import fastjson as json
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
-from git_korus_mail.core.message import MAX_FILE_BYTES, utc_stamp
+from git_korus_mail.store.message import MAX_FILE_BYTES, utc_stamp
 
 MSG_SUFFIX = ".json"
 FORWARDED = "forwarded"

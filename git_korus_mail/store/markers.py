@@ -2,7 +2,7 @@
 
 A marker is written only after the output that displayed the message was flushed,
 and it lives in the directory of the launch that wrote it: the session id plus the
-client process (see core/launch.py). A Stop consumes only what its own launch's
+client process (see store/launch.py). A Stop consumes only what its own launch's
 directory holds, so a marker left by a killed launch authorizes nothing: the next
 launch of the same session id is shown that mail again (a duplicate display, never
 a silent loss) and consumes it at its own Stop.
@@ -18,7 +18,7 @@ import os
 from git_korus_mail.store import claims
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.core.launch import UNKNOWN_TAG, parse_tag
+from git_korus_mail.store.launch import UNKNOWN_TAG, parse_tag
 
 SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain.session_dir_name)
 RECORD = ".launch"  # in each launch directory: who the launch is (dot name: never taken for a marker)

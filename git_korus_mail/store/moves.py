@@ -12,7 +12,7 @@ from git_korus_mail import crash
 from git_korus_mail.store import claims, journal
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
-from git_korus_mail.core.message import Invalid, expires_at, utc_stamp
+from git_korus_mail.store.message import Invalid, expires_at, utc_stamp
 
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 
@@ -23,7 +23,7 @@ class Moves:
     # -- consume -----------------------------------------------------------
     def consume(self, msg_id, session, observation, launch=None):
         """Consume a message this session's launch was shown (`launch`: its record, for the
-        receipt; see core/launch.py). Returns one of:
+        receipt; see store/launch.py). Returns one of:
         "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
         process holds its claim: try again at a later Stop)."""
         if not self.has("inbox", msg_id + MSG_SUFFIX):

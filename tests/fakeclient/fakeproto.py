@@ -8,7 +8,7 @@ It implements the interface commands/drain.serve asks of a client's hook-protoco
 nothing in git_korus_mail knows it exists.
 """
 
-from git_korus_mail.core.launch import Launch, NoLaunch
+from git_korus_mail.store.launch import Launch, NoLaunch
 
 NAME = "fake"
 PHASE_OF = {"hello": ("show", True, False), "look": ("show", False, False),

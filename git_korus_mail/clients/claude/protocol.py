@@ -72,7 +72,7 @@ def read_payload(data):
 def launch_of(environ):
     """The Claude Code process running this hook (launch.Launch), from CLAUDE_PID; a
     launch.NoLaunch when Claude Code named none (a hand-run drain, an older client)."""
-    from git_korus_mail.core.launch import Launch, NoLaunch
+    from git_korus_mail.store.launch import Launch, NoLaunch
     raw = environ.get("CLAUDE_PID")
     if not raw:
         return NoLaunch("CLAUDE_PID is not set")
