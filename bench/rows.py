@@ -151,7 +151,7 @@ CODES = {"consumed": 1, "gone": 2, "held": 3}
 
 
 def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, start, done, errors):
-    from git_korus_mail.store.message import utc_stamp
+    from git_korus_mail.stamps import utc_stamp
     from git_korus_mail.store.files import MailRoot
 
     session = f"bench-race-{idx:02d}"

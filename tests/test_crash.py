@@ -28,7 +28,8 @@ from helpers import PYTHON, context_of, git, launch_dir, run_cli
 from git_korus_mail import crash
 from git_korus_mail.core import keys
 from git_korus_mail.store import claims
-from git_korus_mail.store.message import parse, utc_stamp
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store.message import parse
 
 import invariants
 

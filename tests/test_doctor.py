@@ -8,7 +8,7 @@ from helpers import run_cli
 from install_fixtures import box_dir, dead_pid, install, mkdir700, settings_path
 
 from git_korus_mail.store import claims, journal
-from git_korus_mail.store.message import utc_stamp
+from git_korus_mail.stamps import utc_stamp
 
 
 def doctor(cwd):

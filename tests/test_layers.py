@@ -17,7 +17,7 @@ LAYERS = ("leaf", "store", "core", "clients", "commands", "cli")   # bottom to t
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 # Tiny utilities every layer may use; they import nothing of ours but each other.
-LEAF = {"errors", "fastjson", "crash", "ui", "shipped", "shell", "__init__"}
+LEAF = {"errors", "fastjson", "stamps", "crash", "ui", "shipped", "shell", "__init__"}
 # Modules still at the package's top level, each with the layer it belongs to. A module that
 # moves into its package (core/, store/, clients/, commands/) leaves this table.
 TOP_LEVEL = {

@@ -25,6 +25,7 @@ import time
 import pytest
 
 from helpers import PYTHON, launch_dir, run_cli
+from git_korus_mail import stamps
 from git_korus_mail.core import keys
 from git_korus_mail.store import message
 from git_korus_mail.store.files import MailRoot
@@ -225,7 +226,7 @@ class Store:
         message to 16 sessions through the renderer would only slow the race down)."""
         d = self.dir / "shown" / launch_dir(session)
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
-        obs = {"session": session, "launch": launch_dir(session).split("@")[1], "event": "SessionStart", "at": message.utc_stamp(time.time()),
+        obs = {"session": session, "launch": launch_dir(session).split("@")[1], "event": "SessionStart", "at": stamps.utc_stamp(time.time()),
                "chars": 100, "truncated": False, "body_chars": 10}
         (d / msg_id).write_text(json.dumps(obs, sort_keys=True))
 

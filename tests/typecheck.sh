@@ -11,7 +11,7 @@ mypy=${MYPY:-.venv/bin/mypy}
 
 strict=(
   # leaf utilities: every layer imports them, so strict callers need them typed first
-  git_korus_mail/errors.py git_korus_mail/fastjson.py git_korus_mail/crash.py
+  git_korus_mail/errors.py git_korus_mail/fastjson.py git_korus_mail/stamps.py git_korus_mail/crash.py
   git_korus_mail/ui.py git_korus_mail/shell.py git_korus_mail/shipped.py
   # the store's leaves, typed first so the rest of store/ can follow
   git_korus_mail/store/fsafe.py git_korus_mail/store/layout.py git_korus_mail/store/journal.py

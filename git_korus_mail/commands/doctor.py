@@ -25,7 +25,7 @@ from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import postcheckout
 from git_korus_mail.wiring.files import read_bytes
 from git_korus_mail.wiring import record as install_record
-from git_korus_mail.store.message import human_age, parse_stamp, utc_stamp
+from git_korus_mail.stamps import human_age, parse_stamp, utc_stamp
 from git_korus_mail.store.files import TMP_MAX_AGE, MailRoot, mail_root_path
 
 CLOCK_SLACK = 5 * 60   # journal times may disagree this much before it counts as a clock fault

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from git_korus_mail import ui
 from git_korus_mail.core import report
 from git_korus_mail.commands.text import more, safe
-from git_korus_mail.store.message import human_age
+from git_korus_mail.stamps import human_age
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from git_korus_mail.core import keys
 from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.launch import NoLaunch
-from git_korus_mail.store.message import parse_stamp, valid_session
+from git_korus_mail.stamps import parse_stamp
+from git_korus_mail.store.message import valid_session
 from git_korus_mail.store.files import MailRoot
 
 SHOW, CONSUME, END = "show", "consume", "end"

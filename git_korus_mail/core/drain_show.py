@@ -7,7 +7,8 @@ import os
 from git_korus_mail import crash
 from git_korus_mail.core.drain import MAX_EXAMINED, MAX_JUNK, READ_BUDGET, Outcome, _why
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.message import Invalid, expires_at, utc_stamp
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store.message import Invalid, expires_at
 from git_korus_mail.store.files import MSG_SUFFIX, NotOwned, NotRegular, TooLarge
 
 

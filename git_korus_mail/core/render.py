@@ -19,7 +19,7 @@ reached the model as a 2 KB preview.
 import os
 import time
 
-from git_korus_mail.store.message import human_age, parse_stamp, utc_stamp
+from git_korus_mail.stamps import human_age, parse_stamp, utc_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:

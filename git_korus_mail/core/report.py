@@ -9,7 +9,7 @@ import os
 import time
 
 from git_korus_mail.store import markers, presence, sent
-from git_korus_mail.store.message import utc_stamp
+from git_korus_mail.stamps import utc_stamp
 
 COUNTED = ("inbox", "claiming", "seen", "expired")
 SESSIONS_SHOWN = 5   # per box in `list`, unless --all

@@ -32,7 +32,8 @@ from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, MAIL_DIR, MSG_S
                                          staging_name)
 from git_korus_mail.store.moves import CONSUME_PATIENCE, Moves  # noqa: F401 - for callers
 from git_korus_mail.store.records import Records
-from git_korus_mail.store.message import MAX_FILE_BYTES, id_time, parse, utc_stamp, valid_id
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store.message import MAX_FILE_BYTES, id_time, parse, valid_id
 
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
 

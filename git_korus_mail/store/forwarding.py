@@ -23,7 +23,8 @@ from git_korus_mail.store import wtident
 from git_korus_mail.store import claims
 from git_korus_mail import fastjson as json
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
-from git_korus_mail.store.message import MAX_FILE_BYTES, utc_stamp
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store.message import MAX_FILE_BYTES
 
 MSG_SUFFIX = ".json"
 FORWARDED = "forwarded"

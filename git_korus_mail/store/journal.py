@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.message import utc_stamp
+from git_korus_mail.stamps import utc_stamp
 
 NAME = "journal.jsonl"
 ROTATED = "journal.1.jsonl"

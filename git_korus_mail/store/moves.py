@@ -12,7 +12,8 @@ from git_korus_mail import crash
 from git_korus_mail.store import claims, journal
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
-from git_korus_mail.store.message import Invalid, expires_at, utc_stamp
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store.message import Invalid, expires_at
 
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 

@@ -11,7 +11,7 @@ import time
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.store import claims
 from git_korus_mail.store.launch import parse_tag
-from git_korus_mail.store.message import parse_stamp, utc_stamp
+from git_korus_mail.stamps import parse_stamp, utc_stamp
 
 NO_PID_LIVE_SECONDS = 24 * 3600
 

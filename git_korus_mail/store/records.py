@@ -7,7 +7,8 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail.store import claims
 from git_korus_mail.store.fsafe import SMALL_FILE, NotRegular, TooLarge
 from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX, WHY_SUFFIX, quarantine_name
-from git_korus_mail.store.message import utc_stamp, valid_id
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store.message import valid_id
 
 
 class Records:
