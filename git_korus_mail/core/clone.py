@@ -10,9 +10,15 @@ from git_korus_mail.core import gitrepo, keys
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.files import MailRoot
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import List, Optional, Tuple
+
+    from git_korus_mail.store.files import Box
+
 
 class Clone:
-    def __init__(self, repo_opt=None, cwd=None):
+    def __init__(self, repo_opt: "Optional[str]" = None, cwd: "Optional[str]" = None) -> None:
         self.cwd = os.path.realpath(cwd or os.getcwd())
         from_env = repo_opt is None and "GIT_DIR" in os.environ
         start = os.path.abspath(repo_opt) if repo_opt else self.cwd
@@ -29,15 +35,15 @@ class Clone:
         else:
             self.own_key = keys.key_for(self.cwd, location=None if repo_opt else loc)
         self._own_location = loc if not repo_opt else keys.locate(self.cwd)
-        self._worktrees = None
-        self._root = None
+        self._worktrees: Optional[List[gitrepo.Worktree]] = None
+        self._root: Optional[MailRoot] = None
 
-    def in_worktree(self):
+    def in_worktree(self) -> bool:
         """Is the cwd in a worktree of this very clone (not a folder outside, not inside .git)?"""
         loc = self._own_location
         return loc is not None and bool(loc.worktree) and loc.common_dir == self.common_dir
 
-    def own_box(self, create=False):
+    def own_box(self, create: bool = False) -> "Optional[Box]":
         """Our own box. Made (and so a moved worktree's queue adopted) only for a worktree of
         this clone: a command run from /tmp, .git/mail or a bare repository leaves no box behind."""
         root = self.mail_root(create=create)
@@ -47,18 +53,18 @@ class Clone:
             return root.box(self.own_key.name)
         loc = self._own_location
 
-        def owner():
+        def owner() -> str:
             from git_korus_mail.store import wtident
             return wtident.of_location(loc, self.common_dir)
         return root.box(self.own_key.name, create=True, path=self.own_key.path, owner=owner)
 
     @property
-    def worktrees(self):
+    def worktrees(self) -> "List[gitrepo.Worktree]":
         if self._worktrees is None:
             self._worktrees = self._with_own_main(gitrepo.list_worktrees(self.common_dir))
         return self._worktrees
 
-    def _with_own_main(self, wts):
+    def _with_own_main(self, wts: "List[gitrepo.Worktree]") -> "List[gitrepo.Worktree]":
         """A main worktree made with --separate-git-dir is recorded nowhere in its git dir:
         git and pygit2 both guess it from the git dir's path, and guess wrong. Run from inside
         it, we know it (the fast walk followed its .git file): use that, so `list`, `send`
@@ -70,21 +76,21 @@ class Clone:
             wts[0].name = os.path.basename(loc.worktree)
         return wts
 
-    def worktree_keys(self):
+    def worktree_keys(self) -> "List[Tuple[gitrepo.Worktree, keys.Key]]":
         """[(Worktree, Key)] for every worktree, main first."""
         return [(wt, keys.key_of_root(wt.path)) for wt in self.worktrees]
 
-    def own_worktree(self):
+    def own_worktree(self) -> "Optional[gitrepo.Worktree]":
         for wt, k in self.worktree_keys():
             if k == self.own_key:
                 return wt
         return None
 
-    def mail_root(self, create=False):
+    def mail_root(self, create: bool = False) -> "Optional[MailRoot]":
         if self._root is None:
             self._root = MailRoot.open(self.common_dir, create=create)
         return self._root
 
-    def opened_root(self):
+    def opened_root(self) -> "Optional[MailRoot]":
         """The mail root if this command has opened it already, else None (never opens it)."""
         return self._root

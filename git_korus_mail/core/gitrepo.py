@@ -5,15 +5,18 @@ hot path uses `discover.fast_locate` and comes here only when that walk is unsur
 """
 
 import os
-from typing import Optional
 
 import pygit2
 
 from git_korus_mail.core.discover import Location, common_dir_of
 from git_korus_mail.errors import MailError
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, List, Optional, Tuple
 
-def _open(start, from_env):
+
+def _open(start: str, from_env: bool) -> "Any":  # a pygit2.Repository (pygit2 ships no hints)
     if from_env:
         # git exports GIT_DIR for `git --git-dir=... korus-mail`; open exactly that git dir
         return pygit2.Repository(os.path.abspath(os.environ["GIT_DIR"]),
@@ -25,7 +28,7 @@ def _open(start, from_env):
     return pygit2.Repository(start)
 
 
-def open_repository(start, from_env=False):
+def open_repository(start: str, from_env: bool = False) -> "Any":
     """The pygit2 Repository for `start`, None outside any repository.
 
     Errors that git would report (another user's repository) become MailError."""
@@ -48,7 +51,7 @@ def locate(start: str, from_env: bool = False) -> "Optional[Location]":
         return None
     git_dir = os.path.realpath(repo.path)
     common = common_dir_of(git_dir)
-    worktree = None
+    worktree: Optional[str] = None
     if from_env:
         # git's rule with GIT_DIR set: GIT_WORK_TREE, else core.worktree, else the cwd is the top
         wt = os.environ.get("GIT_WORK_TREE") or (repo.workdir if repo.config.get_bool("core.bare") is False
@@ -63,7 +66,7 @@ def locate(start: str, from_env: bool = False) -> "Optional[Location]":
     return Location(worktree, git_dir, common)
 
 
-def _is_within(path, root):
+def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
@@ -72,7 +75,8 @@ class Worktree:
 
     __slots__ = ("path", "name", "branch", "head", "is_main", "prunable", "admin_dir")
 
-    def __init__(self, path, name, branch, head, is_main, prunable, admin_dir):
+    def __init__(self, path: str, name: str, branch: "Optional[str]", head: str, is_main: bool,
+                 prunable: bool, admin_dir: str) -> None:
         self.path = path
         self.name = name
         self.branch = branch
@@ -81,11 +85,11 @@ class Worktree:
         self.prunable = prunable
         self.admin_dir = admin_dir
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Worktree({self.path!r}, name={self.name!r}, branch={self.branch!r}, prunable={self.prunable})"
 
 
-def read_head(git_dir):
+def read_head(git_dir: str) -> "Tuple[Optional[str], str]":
     """(branch or None, head text) from a git dir's HEAD file; cheap, no repository open."""
     try:
         with open(os.path.join(git_dir, "HEAD"), "rb") as f:
@@ -98,13 +102,13 @@ def read_head(git_dir):
     return None, text
 
 
-def list_worktrees(common_dir):
+def list_worktrees(common_dir: str) -> "List[Worktree]":
     """Main worktree first (absent for a bare clone), then linked ones in name order."""
     try:
         repo = pygit2.Repository(common_dir)
     except pygit2.GitError as exc:
         raise MailError(f"{common_dir}: {exc}") from None
-    out = []
+    out: List[Worktree] = []
     if not repo.is_bare and repo.workdir:
         branch, head = read_head(common_dir)
         out.append(Worktree(os.path.realpath(repo.workdir), os.path.basename(repo.workdir.rstrip("/")),

@@ -35,6 +35,10 @@ from git_korus_mail.store.records import Records
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import MAX_FILE_BYTES, id_time, parse, valid_id
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Callable, Optional
+
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
 
 
@@ -55,7 +59,7 @@ class MailRoot:
         return out
 
     @classmethod
-    def open(cls, common_dir, create=False):
+    def open(cls, common_dir: str, create: bool = False) -> "Optional[MailRoot]":
         path = mail_root_path(common_dir)
         try:
             d = Dir.open_path(path, create=create)
@@ -117,7 +121,8 @@ class MailRoot:
             return self.dir.ensure_sub("box")
         return self.dir.open_sub("box")
 
-    def box(self, key_name, create=False, path=None, owner=None):
+    def box(self, key_name: str, create: bool = False, path: "Optional[str]" = None,
+            owner: "Optional[Callable[[], str]]" = None) -> "Optional[Box]":
         """The box named `key_name`; None when it does not exist and create is False.
 
         `owner`, when given, is a callable returning the worktree identity (wtident) the box

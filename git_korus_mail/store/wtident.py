@@ -22,13 +22,23 @@ import os
 
 from git_korus_mail.store.fsafe import write_new  # the one writer of new files (O_EXCL, exact mode)
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Optional, Protocol
+
+    class Located(Protocol):
+        """What of_location reads of a core discover.Location (the store cannot import core)."""
+        worktree: Optional[str]
+        git_dir: str
+        common_dir: str
+
 TOKEN_FILE = "korus-mail-id"
 NONE = "none"
 MAIN = "main"
 _HEX = frozenset("0123456789abcdef")
 
 
-def of_git_dir(git_dir, common_dir):
+def of_git_dir(git_dir: str, common_dir: str) -> str:
     """Identity of the worktree whose git dir is `git_dir` (its admin dir, or the common dir)."""
     git_dir = os.path.realpath(git_dir)
     common_dir = os.path.realpath(common_dir)
@@ -41,14 +51,14 @@ def of_git_dir(git_dir, common_dir):
     return f"worktrees/{wt_id} {token}" if token else NONE
 
 
-def of_location(location, queue_common_dir):
+def of_location(location: "Optional[Located]", queue_common_dir: str) -> str:
     """Identity for a discover.Location, NONE outside a worktree of the queue's own clone."""
     if location is None or not location.worktree or location.common_dir != os.path.realpath(queue_common_dir):
         return NONE
     return of_git_dir(location.git_dir, location.common_dir)
 
 
-def _read_token(path):
+def _read_token(path: str) -> "Optional[str]":
     try:
         with open(path, "rb") as f:
             text = f.read(64).decode("ascii", "replace").strip()
@@ -57,7 +67,7 @@ def _read_token(path):
     return text if len(text) == 24 and all(c in _HEX for c in text) else None
 
 
-def _token(admin_dir):
+def _token(admin_dir: str) -> "Optional[str]":
     """The admin dir's token, made on first need: staged, then linked (only one maker wins)."""
     path = os.path.join(admin_dir, TOKEN_FILE)
     token = _read_token(path)
