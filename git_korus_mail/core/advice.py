@@ -15,12 +15,16 @@ import sys
 
 from git_korus_mail.shell import sh_quote
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
 DIST = "git-korus-mail"
 # Where the README puts its own pipx: a venv, so a Python upgrade breaks it as well.
 README_PIPX_VENV = os.path.join("~", ".cache", "korus-pipx")
 
 
-def _home_relative(path):
+def _home_relative(path: str) -> str:
     """`~/...` for a path under HOME: the advice reads as the README does, and still works."""
     home = os.path.expanduser("~")
     if home not in ("", "/") and (path == home or path.startswith(home.rstrip("/") + "/")):
@@ -28,7 +32,7 @@ def _home_relative(path):
     return path
 
 
-def _q(path):
+def _q(path: str) -> str:
     """Shell-quote a path, keeping a leading ~/ outside the quotes so the shell expands it."""
     path = _home_relative(path)
     if path.startswith("~/"):
@@ -38,7 +42,7 @@ def _q(path):
     return sh_quote(path) if not all(c.isalnum() or c in "._-/+" for c in path) else path
 
 
-def source_spec(prefix=None):
+def source_spec(prefix: "Optional[str]" = None) -> str:
     """What pip or pipx installs this from again: a local path (the checkout or wheel it came
     from, `-e` for an editable install) or the package name when it came from an index."""
     try:
@@ -62,7 +66,7 @@ def source_spec(prefix=None):
     return DIST
 
 
-def _pipx_metadata(prefix):
+def _pipx_metadata(prefix: str) -> "Any":  # pipx_metadata.json as parsed: any JSON value, or None
     try:
         with open(os.path.join(prefix, "pipx_metadata.json"), encoding="utf-8") as f:
             return json.load(f)
@@ -70,11 +74,11 @@ def _pipx_metadata(prefix):
         return None
 
 
-def _is_venv(d):
+def _is_venv(d: str) -> bool:
     return os.path.isfile(os.path.join(d, "pyvenv.cfg"))
 
 
-def _pipx_command(spec):
+def _pipx_command(spec: str) -> str:
     """The commands that (re)make a working pipx and install `spec` with it."""
     on_path = shutil.which("pipx")
     if on_path:
@@ -93,7 +97,7 @@ def _pipx_command(spec):
             f"{v}/bin/pipx install --force {spec}")
 
 
-def reinstall_command(helper=None, repo=None):
+def reinstall_command(helper: "Optional[str]" = None, repo: "Optional[str]" = None) -> str:
     """One shell line that reinstalls the running copy and rewires the clone `repo`."""
     prefix = sys.prefix
     spec = source_spec(prefix)
@@ -114,6 +118,6 @@ def reinstall_command(helper=None, repo=None):
     return cmd
 
 
-def advice(helper=None, repo=None):
+def advice(helper: "Optional[str]" = None, repo: "Optional[str]" = None) -> str:
     """The sentence fault messages end with."""
     return f"reinstall it: {reinstall_command(helper, repo)}"
