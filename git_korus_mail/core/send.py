@@ -11,7 +11,19 @@ import sys
 from git_korus_mail.core import keys
 from git_korus_mail.store import message, presence, sent
 from git_korus_mail.errors import MailError, UsageError
-from git_korus_mail.store.files import MSG_SUFFIX
+from git_korus_mail.store.layout import MSG_SUFFIX
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.core.gitrepo import Worktree
+    from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.message import Message
+
+    WorktreeKeys = List[Tuple[Worktree, keys.Key]]
+    Result = Dict[str, Any]  # one destination's outcome, as `deliver` documents it
 
 # How far past the limit an oversized stdin body is read, only to report its real size
 # (never kept): a body piped from a runaway command must not be read forever.
@@ -21,12 +33,13 @@ SIZE_PROBE_BYTES = 64 * 1024 * 1024
 class Target:
     __slots__ = ("dest", "key", "path", "error", "git_dir")
 
-    def __init__(self, dest, key=None, path=None, error=None, git_dir=None):
+    def __init__(self, dest: str, key: "Optional[keys.Key]" = None, path: "Optional[str]" = None,
+                 error: "Optional[str]" = None, git_dir: "Optional[str]" = None) -> None:
         self.dest, self.key, self.path, self.error = dest, key, path, error
         self.git_dir = git_dir  # the worktree's admin dir (common dir for main): its identity
 
 
-def read_body(arg):
+def read_body(arg: "Optional[str]") -> str:
     if arg is not None and arg != "-":
         return arg
     if arg is None and sys.stdin is not None and sys.stdin.isatty():
@@ -41,7 +54,7 @@ def read_body(arg):
         raise MailError(f"body is not valid UTF-8 (byte {exc.start})") from None
 
 
-def _stdin_size(already):
+def _stdin_size(already: int) -> str:
     """The whole size of stdin (counted, not kept), or "more than N" past the probe's end."""
     size = already
     while size <= SIZE_PROBE_BYTES:
@@ -52,7 +65,7 @@ def _stdin_size(already):
     return f"more than {SIZE_PROBE_BYTES}"
 
 
-def check_body(body):
+def check_body(body: str) -> None:
     if not body.strip():
         raise MailError("empty body: nothing to send")
     size = len(body.encode("utf-8", "surrogatepass"))
@@ -61,12 +74,13 @@ def check_body(body):
                         f"send a summary and a file path instead")
 
 
-def resolve(clone, dests, create=False, all_worktrees=False):
+def resolve(clone: "Clone", dests: "Sequence[str]", create: bool = False,
+            all_worktrees: bool = False) -> "List[Target]":
     """Map each destination to a Target (with .error when it cannot be mailed)."""
     wt_keys = clone.worktree_keys()
     root = clone.mail_root()
     box_names = root.box_names() if root is not None else []
-    out = []
+    out: List[Target] = []
     if all_worktrees:
         for wt, k in wt_keys:
             if k != clone.own_key and not wt.prunable:
@@ -85,7 +99,8 @@ def resolve(clone, dests, create=False, all_worktrees=False):
             out.extend(found)
             continue
         out.append(_resolve_one(clone, dest, wt_keys, box_names, create))
-    seen, unique = set(), []
+    seen: set[str] = set()
+    unique: List[Target] = []
     for t in out:
         if t.key is not None and t.key.name in seen:
             continue
@@ -95,16 +110,17 @@ def resolve(clone, dests, create=False, all_worktrees=False):
     return unique
 
 
-def _looks_like_path(dest):
+def _looks_like_path(dest: str) -> bool:
     return dest in (".", "..") or "/" in dest or dest.startswith("~") or os.path.isdir(dest)
 
 
-def _existing(wt_keys):
+def _existing(wt_keys: "WorktreeKeys") -> str:
     """The worktrees mail can reach, for error messages: a prunable one is gone."""
     return ", ".join(wt.path for wt, _ in wt_keys if not wt.prunable) or "(none)"
 
 
-def _resolve_one(clone, dest, wt_keys, box_names, create):
+def _resolve_one(clone: "Clone", dest: str, wt_keys: "WorktreeKeys", box_names: "List[str]",
+                 create: bool) -> Target:
     known = _existing(wt_keys)
     if _looks_like_path(dest):
         path = os.path.expanduser(dest)
@@ -136,33 +152,35 @@ def _resolve_one(clone, dest, wt_keys, box_names, create):
     if len(named) > 1:
         return Target(dest, error=f"{dest}: ambiguous worktree name: " + ", ".join(wt.path for wt, _ in named))
     if len(dest) >= 4:
-        candidates = {k.name: k.path for _, k in wt_keys}
+        candidates: Dict[str, Optional[str]] = {k.name: k.path for _, k in wt_keys}
         for name in box_names:
             candidates.setdefault(name, None)
         hits = [n for n in candidates if n.startswith(dest) or n.rsplit("-", 1)[-1].startswith(dest)]
         if len(hits) == 1:
             name = hits[0]
             live = {k.name for wt, k in wt_keys if not wt.prunable}
-            path = candidates[name] or _box_path(clone, name)
-            if name not in live and not (path and os.path.isdir(path)):
+            box_path = candidates[name] or _box_path(clone, name)
+            if name not in live and not (box_path and os.path.isdir(box_path)):
                 # a removed or prunable worktree's box: nobody drains it (its mail can be forwarded)
                 return Target(dest, error=f"{dest}: box {name} belongs to no worktree "
-                                          f"({path or 'path unknown'} is gone); worktrees that exist: {known}")
-            wt = next((wt for wt, k in wt_keys if k.name == name), None)
-            return Target(dest, keys.Key(path or name, name, None), path,
-                          git_dir=wt.admin_dir if wt is not None else None)
+                                          f"({box_path or 'path unknown'} is gone); worktrees that exist: {known}")
+            box_wt = next((wt for wt, k in wt_keys if k.name == name), None)
+            return Target(dest, keys.Key(box_path or name, name, None), box_path,
+                          git_dir=box_wt.admin_dir if box_wt is not None else None)
         if len(hits) > 1:
             return Target(dest, error=f"{dest}: ambiguous key prefix: " + ", ".join(sorted(hits)))
     return Target(dest, error=f"{dest}: no worktree, name or box key matches; worktrees: {known}")
 
 
-def _box_path(clone, name):
+def _box_path(clone: "Clone", name: str) -> "Optional[str]":
     root = clone.mail_root()
     box = root.box(name) if root is not None else None
     return box.recorded_path() if box is not None else None
 
 
-def deliver(clone, targets, body, kind, ttl, session=None, sender_session=None):
+def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, ttl: int,
+            session: "Optional[str]" = None,
+            sender_session: "Optional[str]" = None) -> "Tuple[List[Result], bool]":
     """Publish one message per resolved target; returns (results, delivery_off). `session` is
     the recipient session it is for, if any; `sender_session` the session it is sent from, as
     the client names it (clients.session_of).
@@ -170,18 +188,22 @@ def deliver(clone, targets, body, kind, ttl, session=None, sender_session=None):
     Each result is {"to", "ok", "error"} for a target not queued, or {"to", "ok", "id", "path",
     "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link)."""
     root = clone.mail_root(create=True)
+    assert root is not None  # for mypy: create=True makes the root or raises
     own = clone.own_worktree()
-    sender = {"path": clone.own_key.path, "branch": own.branch if own else None,
+    sender: Dict[str, Optional[str]] = {"path": clone.own_key.path, "branch": own.branch if own else None,
               "session": sender_session}
-    results = []
+    results: List[Result] = []
     for t in targets:
         if t.error:
             results.append({"to": t.dest, "ok": False, "error": t.error})
             continue
-        msg, box = None, None
+        assert t.key is not None  # for mypy: resolve gives a key to every Target without an error
+        msg: Optional[Message] = None
+        box: Optional[Box] = None
         try:
             msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl, session=session)
             box = root.box(t.key.name, create=True, path=t.key.path, owner=owner_of(clone, t))
+            assert box is not None  # for mypy: create=True makes the box or raises
             box.publish(msg, message.encode(msg))
         except (MailError, OSError) as exc:
             # MailError: refused before the link (an id already queued counts: that link is not ours)
@@ -192,6 +214,7 @@ def deliver(clone, targets, body, kind, ttl, session=None, sender_session=None):
             warnings = [f"publishing finished with an error: {_why(exc)}"]
         else:
             warnings = []
+        assert msg is not None  # for mypy: a message that is not queued was skipped above
         # The message is queued once its inbox link exists. What follows is bookkeeping: its
         # failure is a warning, never "not queued" (a retry would deliver the message twice).
         try:
@@ -205,7 +228,7 @@ def deliver(clone, targets, body, kind, ttl, session=None, sender_session=None):
     return results, root.is_off()
 
 
-def _is_queued(box, msg):
+def _is_queued(box: "Optional[Box]", msg: "Optional[Message]") -> bool:
     """Whether the message's inbox link exists: the one fact that makes it queued."""
     if box is None or msg is None:
         return False
@@ -215,29 +238,31 @@ def _is_queued(box, msg):
         return False
 
 
-def _why(exc):
+def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
-def owner_of(clone, target):
+def owner_of(clone: "Clone", target: Target) -> "Optional[Callable[[], str]]":
     """The destination's worktree identity, for a box this send makes first (see wtident)."""
-    if target.git_dir is None:
+    git_dir = target.git_dir
+    if git_dir is None:
         return None
 
-    def owner():
+    def owner() -> str:
         from git_korus_mail.store import wtident
-        return wtident.of_git_dir(target.git_dir, clone.common_dir)
+        return wtident.of_git_dir(git_dir, clone.common_dir)
     return owner
 
 
-def _record_sent(root, clone, msg, target):
+def _record_sent(root: "MailRoot", clone: "Clone", msg: "Message", target: Target) -> None:
     """Index the message so `status` can follow it to its fate: in the sender's own box when
     it is a worktree (or already has a box), else in the mail root's sent/, so a sender in
     /tmp, .git/mail or a bare repository leaves no box behind that nobody drains."""
+    assert target.key is not None  # for mypy: only a resolved target is sent to
     sent.record(root, clone.own_box(create=True), msg, target.key.name, target.path, clone.own_key.path)
 
 
-def check_ttl(value):
+def check_ttl(value: "Union[int, str, None]") -> int:
     """Minutes (an int, or the text typed) within 1..MAX_TTL_MINUTES: every TTL sent must be one the drain honours
     (a ttl past year 9999 once queued mail the drain then quarantined as "bad expires_at")."""
     if value is None:

@@ -37,7 +37,9 @@ from git_korus_mail.store.message import MAX_FILE_BYTES, id_time, parse, valid_i
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Callable, Optional
+    from typing import Any, Callable, Optional
+
+    from git_korus_mail.store.message import Message
 
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
 
@@ -52,7 +54,7 @@ class MailRoot:
         self._tmp = None
         self.journal_faults = []  # journal appends that failed, for the caller to report
 
-    def take_journal_faults(self):
+    def take_journal_faults(self) -> "list[str]":
         """The journal faults so far, once each (deduplicated, in order)."""
         out = list(dict.fromkeys(self.journal_faults))
         self.journal_faults = []
@@ -81,7 +83,7 @@ class MailRoot:
         """The journal's records, oldest first (see journal.read)."""
         return journal.read(self.dir, limit=limit)
 
-    def is_off(self):
+    def is_off(self) -> bool:
         return self.dir.exists(OFF_FILE)
 
     def set_off(self, off):
@@ -99,7 +101,7 @@ class MailRoot:
             self._tmp = self.dir.ensure_sub("tmp")
         return self._tmp
 
-    def journal(self, event, **fields):
+    def journal(self, event: str, **fields: "Any") -> bool:
         """Append a journal line; True when written. Never raises for a journal that cannot be
         written: the journal is history, the links and receipts are the truth, so a failed line
         must not turn a done move into a reported failure. The fault is kept in
@@ -155,7 +157,7 @@ class MailRoot:
         if forwarding.adopt(self, box, ident):
             forwarding.write_worktree(box, ident)
 
-    def box_names(self):
+    def box_names(self) -> "list[str]":
         boxes = self.boxes_dir()
         if boxes is None:
             return []
@@ -218,7 +220,7 @@ class Box(Records, Moves):
                 self._subs[name] = d
         return d
 
-    def has(self, sub, name):
+    def has(self, sub: str, name: str) -> bool:
         """Whether `sub/name` exists; an absent subdirectory is not created to find out."""
         d = self.open_sub(sub)
         return d is not None and d.exists(name)
@@ -231,7 +233,7 @@ class Box(Records, Moves):
         """Open (making) the inbox: a refused one (symlink, owner, mode) raises MailError here."""
         self.ensure_sub("inbox")
 
-    def recorded_path(self):
+    def recorded_path(self) -> "Optional[str]":
         try:
             data, _ = self.dir.read_regular("path", 64 * 1024)
         except (FileNotFoundError, NotRegular, TooLarge):
@@ -257,7 +259,7 @@ class Box(Records, Moves):
         return sum(1 for n in self.names(sub) if not n.startswith("."))
 
     # -- publish ---------------------------------------------------------
-    def publish(self, msg, data):
+    def publish(self, msg: "Message", data: bytes) -> None:
         """Maildir publication: complete file in tmp/, fsync, link (never rename-over) into the
         inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind."""
         tmp = self.root.tmp

@@ -13,6 +13,12 @@ from git_korus_mail.store import claims
 from git_korus_mail.store.launch import parse_tag
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from git_korus_mail.store.files import MailRoot
+
 NO_PID_LIVE_SECONDS = 24 * 3600
 
 
@@ -91,7 +97,7 @@ def liveness(rec, now=None):
     return state if age < NO_PID_LIVE_SECONDS else "gone"
 
 
-def live_boxes(root):
+def live_boxes(root: "MailRoot") -> "dict[str, list[dict[str, Any]]]":
     """{box name: [live session records]} for every box with a working or idle session."""
     out = {}
     for name in root.box_names():

@@ -9,10 +9,18 @@ A sender inside a worktree keeps `box/<key>/sent/<id>.json`; one outside every w
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.store.files import MSG_SUFFIX
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.message import Message
+
 SENT = "sent"
 
 
-def record(root, own_box, msg, target_box, target_path, sender_path):
+def record(root: "MailRoot", own_box: "Optional[Box]", msg: "Message", target_box: str,
+           target_path: "Optional[str]", sender_path: str) -> None:
     """Index a message just published (`own_box` None: a sender outside every worktree)."""
     sent = own_box.ensure_sub(SENT) if own_box is not None else root.dir.ensure_sub(SENT)
     rec = {"id": msg["id"], "box": target_box, "path": target_path, "sent_at": msg["sent_at"],
