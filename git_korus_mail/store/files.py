@@ -47,12 +47,12 @@ PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) 
 class MailRoot:
     """`<common>/mail/`, opened safely. `create=False` returns None from `open` when absent."""
 
-    def __init__(self, common_dir, root_dir):
+    def __init__(self, common_dir: str, root_dir: Dir) -> None:
         self.common_dir = common_dir
         self.dir = root_dir
         self.path = root_dir.path
-        self._tmp = None
-        self.journal_faults = []  # journal appends that failed, for the caller to report
+        self._tmp: "Optional[Dir]" = None
+        self.journal_faults: "list[str]" = []  # journal appends that failed, for the caller to report
 
     def take_journal_faults(self) -> "list[str]":
         """The journal faults so far, once each (deduplicated, in order)."""
@@ -72,21 +72,21 @@ class MailRoot:
         return cls(common_dir, d)
 
     # -- global switches and staging ---------------------------------------
-    def close(self):
+    def close(self) -> None:
         self.dir.close()
 
-    def lstat(self, name):
+    def lstat(self, name: str) -> "os.stat_result":
         """lstat of a file directly under the mail root (doctor checks the journal's files)."""
         return self.dir.lstat(name)
 
-    def read_journal(self, limit=None):
+    def read_journal(self, limit: "Optional[int]" = None) -> "list[dict[str, Any]]":
         """The journal's records, oldest first (see journal.read)."""
         return journal.read(self.dir, limit=limit)
 
     def is_off(self) -> bool:
         return self.dir.exists(OFF_FILE)
 
-    def set_off(self, off):
+    def set_off(self, off: bool) -> bool:
         if off:
             try:
                 self.dir.create_exclusive(OFF_FILE, f"delivery turned off at {utc_stamp(time.time())}\n".encode())
@@ -96,7 +96,7 @@ class MailRoot:
         return self.dir.unlink_quiet(OFF_FILE)
 
     @property
-    def tmp(self):
+    def tmp(self) -> Dir:
         if self._tmp is None:
             self._tmp = self.dir.ensure_sub("tmp")
         return self._tmp
@@ -118,7 +118,7 @@ class MailRoot:
             return False
 
     # -- boxes ---------------------------------------------------------------
-    def boxes_dir(self, create=False):
+    def boxes_dir(self, create: bool = False) -> "Optional[Dir]":
         if create:
             return self.dir.ensure_sub("box")
         return self.dir.open_sub("box")
@@ -142,7 +142,7 @@ class MailRoot:
             self._first_use(box, path, owner)
         return box
 
-    def _first_use(self, box, path, owner):
+    def _first_use(self, box: "Box", path: str, owner: "Optional[Callable[[], str]]") -> None:
         """Record the path, adopt a moved worktree's queue, then record the worktree identity.
 
         A process killed anywhere in here leaves `worktree` absent, so the next one redoes it all
@@ -163,25 +163,27 @@ class MailRoot:
             return []
         return sorted(n for n in boxes.names() if not n.startswith("."))
 
-    def tmp_entries(self):
+    def tmp_entries(self) -> "list[tuple[str, os.stat_result]]":
         """[(name, lstat)] of the staging area, without creating it (doctor, uninstall)."""
         tmp = self.dir.open_sub("tmp")
-        out = []
-        for name in tmp.names() if tmp is not None else []:
+        out: "list[tuple[str, os.stat_result]]" = []
+        if tmp is None:
+            return out
+        for name in tmp.names():
             try:
                 out.append((name, tmp.lstat(name)))
             except FileNotFoundError:
                 continue
         return out
 
-    def tmp_path(self):
+    def tmp_path(self) -> str:
         return os.path.join(self.path, "tmp")
 
-    def ensure_dir_path(self, name):
+    def ensure_dir_path(self, name: str) -> str:
         """The path of `name` directly under the mail root, made (0700) when absent (install's hooks/)."""
         return self.dir.ensure_sub(name).path
 
-    def sweep_tmp(self, now=None):
+    def sweep_tmp(self, now: "Optional[float]" = None) -> int:
         """Remove staging files older than 36 h: the only thing a crashed sender leaves."""
         now = time.time() if now is None else now
         removed = 0
@@ -198,20 +200,20 @@ class MailRoot:
 class Box(Records, Moves):
     """One recipient's box. Subdirectories are opened lazily and created on first need."""
 
-    def __init__(self, root, name, d):
+    def __init__(self, root: MailRoot, name: str, d: Dir) -> None:
         self.root = root
         self.name = name
         self.dir = d
-        self._subs = {}
+        self._subs: "dict[str, Dir]" = {}
 
-    def ensure_sub(self, name):
+    def ensure_sub(self, name: str) -> Dir:
         """A subdirectory, created when absent: for writers only."""
         d = self._subs.get(name)
         if d is None:
             d = self._subs[name] = self.dir.ensure_sub(name)
         return d
 
-    def open_sub(self, name):
+    def open_sub(self, name: str) -> "Optional[Dir]":
         """A subdirectory, or None when absent. Never creates: what every read uses."""
         d = self._subs.get(name)
         if d is None:
@@ -225,11 +227,11 @@ class Box(Records, Moves):
         d = self.open_sub(sub)
         return d is not None and d.exists(name)
 
-    def path_of(self, sub):
+    def path_of(self, sub: str) -> str:
         """Where `sub` is or would be, for messages to people and to the model (never opened)."""
         return os.path.join(self.dir.path, sub)
 
-    def ensure_inbox(self):
+    def ensure_inbox(self) -> None:
         """Open (making) the inbox: a refused one (symlink, owner, mode) raises MailError here."""
         self.ensure_sub("inbox")
 
@@ -240,13 +242,14 @@ class Box(Records, Moves):
             return None
         return data.decode("utf-8", "surrogateescape").rstrip("\n")
 
-    def names(self, sub):
+    def names(self, sub: str) -> "list[str]":
         d = self.open_sub(sub)
         return d.names() if d is not None else []
 
-    def inbox_ids(self):
+    def inbox_ids(self) -> "tuple[list[str], list[str]]":
         """Queued ids, oldest first. Names not shaped like a message are returned separately."""
-        ids, odd = [], []
+        ids: "list[str]" = []
+        odd: "list[str]" = []
         for n in self.names("inbox"):
             if n.endswith(MSG_SUFFIX) and valid_id(n[:-len(MSG_SUFFIX)]):
                 ids.append(n[:-len(MSG_SUFFIX)])
@@ -255,7 +258,7 @@ class Box(Records, Moves):
         ids.sort()
         return ids, odd
 
-    def count(self, sub):
+    def count(self, sub: str) -> int:
         return sum(1 for n in self.names(sub) if not n.startswith("."))
 
     # -- publish ---------------------------------------------------------
@@ -282,7 +285,7 @@ class Box(Records, Moves):
         inbox.fsync()
 
     # -- reading one message -------------------------------------------------
-    def load(self, msg_id, sub="inbox"):
+    def load(self, msg_id: str, sub: str = "inbox") -> "tuple[Message, os.stat_result]":
         """Read and validate a message. Raises Invalid / NotRegular / TooLarge / FileNotFoundError."""
         d = self.open_sub(sub)
         if d is None:
@@ -290,7 +293,7 @@ class Box(Records, Moves):
         data, st = d.read_regular(msg_id + MSG_SUFFIX, MAX_FILE_BYTES)
         return parse(data, expected_id=msg_id), st
 
-    def linked_elsewhere(self, msg_id, st):
+    def linked_elsewhere(self, msg_id: str, st: "os.stat_result") -> "Optional[str]":
         """Explain a message file with more than one link: our own half-finished move, or not.
 
         Returns "in-progress" (leave it), "publish-finished" (the other link was ours and is
@@ -302,6 +305,7 @@ class Box(Records, Moves):
         claiming = self.open_sub("claiming")
         if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
             return "in-progress"
+        other: "Optional[os.stat_result]"
         for sub in ("seen", "expired", CANCELLED):
             d = self.open_sub(sub)
             if d is None:
@@ -337,7 +341,7 @@ class Box(Records, Moves):
             return "publish-finished"
         return self._old_staging(msg_id, same)
 
-    def _old_staging(self, msg_id, same):
+    def _old_staging(self, msg_id: str, same: "tuple[int, int]") -> "Optional[str]":
         """A sender of an older version stages as tmp/msg.<id>.<8 hex>: during an upgrade its
         publication must not pass for an attack either. A scan of tmp/, on this rare path only."""
         tmp = self.root.tmp
@@ -356,7 +360,8 @@ class Box(Records, Moves):
         return None
 
     # -- reporting -------------------------------------------------------------
-    def oldest_unread_age(self, now=None):
+    def oldest_unread_age(self, now: "Optional[float]" = None) -> "Optional[float]":
+
         ids, _ = self.inbox_ids()
         if not ids:
             return None

@@ -15,14 +15,17 @@ from git_korus_mail.stamps import parse_stamp, utc_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Optional
 
-    from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.launch import AnyLaunch
 
 NO_PID_LIVE_SECONDS = 24 * 3600
 
 
-def record(box, session, event, cwd, state=None, launch=None, account=None, prior=None, extra=None):
+def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]" = None,
+           launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
+           prior: "Optional[dict[str, Any]]" = None, extra: "Optional[dict[str, Any]]" = None) -> "dict[str, Any]":
     """Rewrite this session's presence after an event; returns the record. `event` is the
     client's name for it (a label), `state` what the drain's phase left the session in (None:
     unchanged), `launch` the client process (launch.Launch) and `account` its config dir."""
@@ -49,7 +52,7 @@ def record(box, session, event, cwd, state=None, launch=None, account=None, prio
     return rec
 
 
-def load(box, session):
+def load(box: "Box", session: str) -> "Optional[dict[str, Any]]":
     d = box.open_sub("sessions")
     if d is None:
         return None
@@ -57,7 +60,7 @@ def load(box, session):
     return rec if isinstance(rec, dict) else None
 
 
-def sessions(box):
+def sessions(box: "Box") -> "list[dict[str, Any]]":
     d = box.open_sub("sessions")
     if d is None:
         return []
@@ -72,10 +75,10 @@ def sessions(box):
     return out
 
 
-def liveness(rec, now=None):
+def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
     """working / idle / closed / gone (its client process no longer runs, or its pid now
     belongs to another process)."""
-    state = rec.get("state", "idle")
+    state: str = rec.get("state", "idle")
     if state == "closed":
         return "closed"
     pid = rec.get("claude_pid")
@@ -99,7 +102,8 @@ def liveness(rec, now=None):
 
 def live_boxes(root: "MailRoot") -> "dict[str, list[dict[str, Any]]]":
     """{box name: [live session records]} for every box with a working or idle session."""
-    out = {}
+    out: "dict[str, list[dict[str, Any]]]" = {}
+
     for name in root.box_names():
         box = root.box(name)
         if box is None:

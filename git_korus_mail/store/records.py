@@ -10,12 +10,28 @@ from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX, WHY_SUFFIX, quara
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import valid_id
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.fsafe import Dir
+
 
 class Records:
     """Reads and writes of one box's records, over files.Box's directory handles."""
 
+    if TYPE_CHECKING:  # what files.Box provides to this mixin
+        root: "MailRoot"
+        name: str
+
+        def open_sub(self, name: str) -> "Optional[Dir]": ...
+        def ensure_sub(self, name: str) -> "Dir": ...
+        def names(self, sub: str) -> "list[str]": ...
+        def has(self, sub: str, name: str) -> bool: ...
+
     # -- receipts, claims, notices: the records and their formats ----------------
-    def receipt(self, msg_id):
+    def receipt(self, msg_id: str) -> "Optional[dict[str, Any]]":
         """The consume receipt of `msg_id`: None when there is none, {} when it exists but cannot
         be read (consumed all the same: its presence is the proof), else the record."""
         d = self.open_sub("receipts")
@@ -25,26 +41,26 @@ class Records:
         rec = d.read_json(name)
         return rec if isinstance(rec, dict) else {}
 
-    def claim_names(self):
+    def claim_names(self) -> "list[str]":
         """Every name in claiming/ (claims and a dead breaker's leftovers), sorted."""
         return sorted(self.names("claiming"))
 
-    def claim_count(self):
+    def claim_count(self) -> int:
         return sum(1 for n in self.names("claiming") if n.endswith(claims.CLAIM_SUFFIX))
 
-    def quarantined_names(self):
+    def quarantined_names(self) -> "list[str]":
         """The files moved aside (their `.why.json` records not counted), unsorted."""
         return [n for n in self.names("quarantine") if not n.endswith(WHY_SUFFIX) and not n.startswith(".")]
 
-    def has_claim(self, msg_id):
+    def has_claim(self, msg_id: str) -> bool:
         return self.has("claiming", msg_id + claims.CLAIM_SUFFIX)
 
-    def claim_owner(self, msg_id):
+    def claim_owner(self, msg_id: str) -> "Optional[dict[str, Any]]":
         """The owner record of the claim on `msg_id`: None when unclaimed, {} when unreadable."""
         d = self.open_sub("claiming")
         return claims.read_owner(d, msg_id) if d is not None else None
 
-    def read_claim(self, msg_id):
+    def read_claim(self, msg_id: str) -> "Optional[bytes]":
         """The claim's raw bytes (what `release_claim_as_seen` compares against); None when the
         file cannot be read; FileNotFoundError when there is no claim."""
         d = self.open_sub("claiming")
@@ -58,17 +74,18 @@ class Records:
             return None
         return data
 
-    def release_claim_as_seen(self, msg_id, data):
+    def release_claim_as_seen(self, msg_id: str, data: "Optional[bytes]") -> "Optional[bool]":
         """Drop the claim if it still holds `data` (see claims.release_as_seen)."""
         return claims.release_as_seen(self.ensure_sub("claiming"), msg_id, data)
 
-    def notices(self, limit=1000):
+    def notices(self, limit: int = 1000) -> "tuple[list[dict[str, Any]], list[str]]":
         """Expiry notices waiting for this box's next opening show: ([record], [name]). Only
         names we write (`<id>.json`) count; each record's id is its file's name."""
         d = self.open_sub("notices")
         if d is None:
             return [], []
-        out, names = [], []
+        out: "list[dict[str, Any]]" = []
+        names: "list[str]" = []
         for name in sorted(d.names())[:limit]:
             if not (name.endswith(MSG_SUFFIX) and valid_id(name[:-len(MSG_SUFFIX)])):
                 continue  # not a notice we wrote: its name is nobody's to put in the model's context
@@ -79,7 +96,7 @@ class Records:
                 names.append(name)
         return out, names
 
-    def clear_notices(self, names):
+    def clear_notices(self, names: "list[str]") -> None:
         d = self.open_sub("notices")
         if d is not None:
             for name in names:
@@ -87,13 +104,15 @@ class Records:
 
 
     # -- quarantine and fate ---------------------------------------------------
-    def quarantine(self, name, reason, sub="inbox"):
+    def quarantine(self, name: str, reason: str, sub: str = "inbox") -> "Optional[str]":
         """Move a non-message aside (without following or opening it) and record why.
 
         The file goes under a name we choose (its own may be as long as a name can be, or
         hold any bytes): `q-<time>-<random>`, with the original name kept, JSON-escaped,
         in `<target>.why.json`. Returns the target name, None when the file went meanwhile."""
         src = self.open_sub(sub)
+        if src is None:
+            return None  # no such directory: the file went meanwhile
         q = self.ensure_sub("quarantine")
         target = quarantine_name(time.time())
         try:
@@ -106,10 +125,10 @@ class Records:
         self.root.journal("quarantined", box=self.name, name=name, reason=reason)
         return target
 
-    def quarantine_reasons(self):
+    def quarantine_reasons(self) -> "dict[str, str]":
         """{original file name: reason} from the quarantine's `.why.json` records (for reports)."""
         q = self.open_sub("quarantine")
-        out = {}
+        out: "dict[str, str]" = {}
         if q is None:
             return out
         for n in q.names():
@@ -120,7 +139,8 @@ class Records:
                 out[why["name"]] = str(why.get("reason") or "no reason recorded")
         return out
 
-    def fate(self, msg_id):
+    def fate(self, msg_id: str) -> "tuple[str, Any]":
+
         """(state, session) of one message as the disk says now: "consumed" (a receipt;
         session from it), "consumed-unmoved" (a receipt, still in the inbox: a move to
         finish), "queued", "expired" or "gone". Receipts are the truth, never the journal."""

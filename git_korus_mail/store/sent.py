@@ -7,14 +7,18 @@ A sender inside a worktree keeps `box/<key>/sent/<id>.json`; one outside every w
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail.store.files import MSG_SUFFIX
+from git_korus_mail.store.layout import MSG_SUFFIX
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Optional
+    from typing import Any, Optional
 
     from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.fsafe import Dir
     from git_korus_mail.store.message import Message
+
+    # (file name, its directory, its record when already read)
+    Entry = tuple[str, Dir, Optional[dict[str, Any]]]
 
 SENT = "sent"
 
@@ -28,11 +32,11 @@ def record(root: "MailRoot", own_box: "Optional[Box]", msg: "Message", target_bo
     sent.create_exclusive(msg["id"] + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(), sync=False)
 
 
-def entries(root, box, sender_path, shared):
+def entries(root: "MailRoot", box: "Optional[Box]", sender_path: str, shared: bool) -> "list[Entry]":
     """What `sender_path` sent, newest first, as opaque entries for `load`: `box`'s sent/ (read
     later, only as many as are shown), and with `shared` (a sender outside every worktree) the
     mail root's sent/, whose records are read now to pick the sender's own."""
-    out = []
+    out: "list[Entry]" = []
     sent = box.open_sub(SENT) if box is not None else None
     if sent is not None:
         out.extend((n, sent, None) for n in sent.names() if n.endswith(MSG_SUFFIX) and not n.startswith("."))
@@ -46,7 +50,8 @@ def entries(root, box, sender_path, shared):
     return out
 
 
-def load(entry):
+def load(entry: "Entry") -> "Optional[dict[str, Any]]":
+
     """The record of one entry, or None when it is unreadable or not shaped like ours."""
     name, d, rec = entry
     if rec is not None:
