@@ -21,6 +21,7 @@ strict=(
   # the core modules whose hints are complete (drain and its phases join when they pass)
   git_korus_mail/core/keys.py git_korus_mail/core/discover.py git_korus_mail/core/render.py
   git_korus_mail/core/gitrepo.py git_korus_mail/core/clone.py git_korus_mail/core/advice.py git_korus_mail/core/send.py
+  git_korus_mail/core/drain.py git_korus_mail/core/drain_show.py git_korus_mail/core/drain_consume.py
 )
 
 echo "+ mypy  (git_korus_mail, configured in pyproject.toml)" >&2

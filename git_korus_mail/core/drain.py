@@ -29,6 +29,17 @@ from git_korus_mail.stamps import parse_stamp
 from git_korus_mail.store.message import valid_session
 from git_korus_mail.store.files import MailRoot
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
+
+    from git_korus_mail.store.files import Box
+    from git_korus_mail.store.launch import AnyLaunch
+    from git_korus_mail.store.markers import LaunchMarkers
+
+    Commit = Callable[[], List[str]]  # the follow-up: returns the faults it met
+    Report = Callable[[List[str]], List[str]]  # queues late faults: returns what it could not
+
 SHOW, CONSUME, END = "show", "consume", "end"
 PHASES = (SHOW, CONSUME, END)
 MAX_PENDING_FAULTS = 10
@@ -45,13 +56,14 @@ class Outcome:
     The follow-up never raises and never changes the hook's exit code: by the time it runs
     the client has the output, so a failure there is reported, not fatal (docs/HOOKS.md)."""
 
-    def __init__(self, context=None, notice=None, commit=None, report=None):
+    def __init__(self, context: "Optional[str]" = None, notice: "Optional[str]" = None,
+                 commit: "Optional[Commit]" = None, report: "Optional[Report]" = None) -> None:
         self.context = context
         self.notice = notice
         self._commit = commit
         self._report = report
 
-    def commit(self):
+    def commit(self) -> "List[str]":
         """Run the follow-up; returns the faults it met (one line each), already queued
         for the session's next consume notice where that could still be written."""
         if self._commit is None:
@@ -62,23 +74,23 @@ class Outcome:
         return faults
 
 
-def render_field(value):
+def render_field(value: object) -> str:
     from git_korus_mail.core import render
     return render.field(value, 200)
 
 
-def _why(exc):
+def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
-def session_dir_name(session):
+def session_dir_name(session: str) -> str:
     """A session id as a safe directory name (ids are UUIDs; anything else is hashed)."""
     if valid_session(session) and session not in (".", ".."):
         return session
     return "x-" + keys.digest(session)[:32]
 
 
-def state_after(phase, opening):
+def state_after(phase: "Optional[str]", opening: bool) -> "Optional[str]":
     """The presence state a phase leaves a session in; None (unchanged) for a run with no phase."""
     if phase == SHOW:
         return "idle" if opening else "working"
@@ -100,8 +112,9 @@ class Drain:
     `launch` is the client process that runs it (launch.Launch), handed in by the client module;
     without one (NoLaunch) mail is shown but never consumed."""
 
-    def __init__(self, phase, session, cwd, label=None, opening=False, frequent=False, repo_opt=None,
-                 launch=None, account=None):
+    def __init__(self, phase: "Optional[str]", session: str, cwd: str, label: "Optional[str]" = None,
+                 opening: bool = False, frequent: bool = False, repo_opt: "Optional[str]" = None,
+                 launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -111,13 +124,13 @@ class Drain:
         self.session = session_dir_name(session)
         self.cwd = cwd
         self.repo_opt = repo_opt
-        self.launch = launch if launch is not None else NoLaunch("no client process was named")
+        self.launch: AnyLaunch = launch if launch is not None else NoLaunch("no client process was named")
         self.account = account
         self.now = time.time()
-        self.faults = []
+        self.faults: List[str] = []
 
     # -- where ---------------------------------------------------------------
-    def _open(self):
+    def _open(self) -> "Optional[Tuple[MailRoot, Box, keys.Key]]":
         """(MailRoot, Box, Key) for this session's worktree; None when there is no queue."""
         loc_cwd = keys.locate(self.cwd)
         loc_q = keys.locate(self.repo_opt) if self.repo_opt else loc_cwd
@@ -125,15 +138,17 @@ class Drain:
             return None
         key = keys.key_for(self.cwd, location=loc_cwd)
         root = MailRoot.open(loc_q.common_dir, create=True)
+        assert root is not None  # for mypy: create=True makes the root or raises
 
-        def owner():  # asked only when the box is new (a moved worktree's first event)
+        def owner() -> str:  # asked only when the box is new (a moved worktree's first event)
             from git_korus_mail.store import wtident
             return wtident.of_location(loc_cwd, loc_q.common_dir)
         box = root.box(key.name, create=True, path=key.path, owner=owner)
+        assert box is not None  # for mypy: create=True makes the box or raises
         return root, box, key
 
     # -- entry -----------------------------------------------------------------
-    def run(self):
+    def run(self) -> Outcome:
         try:
             opened = self._open()
         except MailError as exc:
@@ -149,8 +164,8 @@ class Drain:
                                       f"install with --scope user from the clone.")
             return Outcome()
         self.root, self.box, self.key = opened
-        self.prior = {}
-        self.shown = None
+        self.prior: Dict[str, Any] = {}
+        self.shown: Optional[LaunchMarkers] = None
         self.junk = 0
         try:
             # inside the try: a refused sessions/ is a box part like inbox/, said, not a traceback
@@ -167,14 +182,14 @@ class Drain:
         self._record()
         return Outcome()
 
-    def _fault_outcome(self, text):
+    def _fault_outcome(self, text: str) -> Outcome:
         # said where a reader decides (the opening show) and at consume; not at every prompt and tool call
         if self.phase == CONSUME or self.opening:
             return Outcome(notice=f"korus-mail: {text}",
                            context=f"korus-mail: {text}" if self.opening else None)
         return Outcome()
 
-    def _record(self, extra=None):
+    def _record(self, extra: "Optional[Dict[str, Any]]" = None) -> None:
         self.faults.extend(self.root.take_journal_faults())
         if (self.frequent and not self.faults and not extra
                 and self.prior.get("state") == "working" and self._prior_age() < PRESENCE_REFRESH):
@@ -182,7 +197,7 @@ class Drain:
         pending = list(self.prior.get("pending_faults") or [])
         if self.faults:
             pending = (pending + self.faults)[-MAX_PENDING_FAULTS:]
-        ext = {"pending_faults": pending}
+        ext: Dict[str, Any] = {"pending_faults": pending}
         if extra:
             ext.update(extra)
         try:
@@ -192,17 +207,17 @@ class Drain:
             # presence is bookkeeping; delivery must not fail for it, but it must not be silent either
             self.faults.append(f"presence not recorded: {exc.strerror}")
 
-    def _state(self):
+    def _state(self) -> "Optional[str]":
         return state_after(self.phase, self.opening)
 
-    def _prior_age(self):
+    def _prior_age(self) -> float:
         try:
             return self.now - parse_stamp(self.prior.get("at"))
         except ValueError:
             return float("inf")
 
 
-    def _report_late(self, faults):
+    def _report_late(self, faults: "List[str]") -> "List[str]":
         """Queue faults met after the output for the next consume notice. Returns what failed here."""
         pending = (list(self.prior.get("pending_faults") or []) + faults)[-MAX_PENDING_FAULTS:]
         try:
@@ -214,20 +229,20 @@ class Drain:
         return []
 
     # -- the phases: each in its own module, imported only when its phase runs -------
-    def _show(self):
+    def _show(self) -> Outcome:
         from git_korus_mail.core.drain_show import show
         return show(self)
 
-    def _stop(self):
+    def _stop(self) -> Outcome:
         from git_korus_mail.core.drain_consume import consume
         return consume(self)
 
-    def _markers(self):
+    def _markers(self) -> "LaunchMarkers":
         if self.shown is None:
             self.shown = markers.for_launch(self.box, self.session, self.launch)
         return self.shown
 
-    def _sweep(self):
+    def _sweep(self) -> None:
         """Clear a few marker directories of launches that are gone: bounded work per event."""
         try:
             markers.sweep_box(self.box, self._markers().name, self.now)
@@ -236,7 +251,7 @@ class Drain:
 
 
     # -- end: drop this launch's markers of mail never consumed; it stays queued -----
-    def _end(self):
+    def _end(self) -> Outcome:
         if markers.any_shown(self.box):
             self._markers().clear()
         self._record()

@@ -3,15 +3,21 @@ receipt, move in the store), and say what could not be. `drain` is the drain.Dra
 
 from git_korus_mail.core.drain import Outcome, _why, render_field
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.files import NotRegular, TooLarge
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+    from git_korus_mail.core.drain import Drain
 
 
-def consume(drain):
+def consume(drain: "Drain") -> Outcome:
     box, root = drain.box, drain.root
     box.ensure_inbox()  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
     box.repair()  # a dead consumer's claim must not outlive it until the next show
     faults = list(drain.prior.get("pending_faults") or [])
-    extra = {"pending_faults": []}
+    extra: Dict[str, Any] = {"pending_faults": []}
     if root.is_off():
         if not drain.prior.get("off_told"):
             faults.append("delivery is off for this clone (git korus-mail on); nothing was consumed")
@@ -30,7 +36,7 @@ def consume(drain):
                           f"client process it serves ({drain.launch.why}), so no display is proven; "
                           f"they are shown again in the next session")
             extra["nolaunch_told"] = True
-        ids = []
+        ids: List[str] = []
     else:
         ids = shown_dir.shown_ids()
     record = drain.launch.record() if ids else None
@@ -79,7 +85,7 @@ def consume(drain):
     return Outcome(notice=_notice(faults))
 
 
-def _fate(drain, msg_id):
+def _fate(drain: "Drain", msg_id: str) -> str:
     """What became of a message whose consume failed, looked at afterwards: the notice says
     what is on disk, never what the failed step was meant to do."""
     try:
@@ -97,7 +103,7 @@ def _fate(drain, msg_id):
     return "it is no longer queued"
 
 
-def _notice(faults):
+def _notice(faults: "List[str]") -> "Optional[str]":
     if not faults:
         return None  # the normal path prints nothing: no per-turn "empty" line
     text = "korus-mail: " + "; ".join(faults)

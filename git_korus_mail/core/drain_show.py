@@ -9,16 +9,28 @@ from git_korus_mail.core.drain import MAX_EXAMINED, MAX_JUNK, READ_BUDGET, Outco
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import Invalid, expires_at
-from git_korus_mail.store.files import MSG_SUFFIX, NotOwned, NotRegular, TooLarge
+from git_korus_mail.store.fsafe import NotOwned, NotRegular, TooLarge
+from git_korus_mail.store.layout import MSG_SUFFIX
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from git_korus_mail.core.drain import Drain
+    from git_korus_mail.core.render import BodyView, Rendered
+    from git_korus_mail.store.markers import LaunchMarkers
+    from git_korus_mail.store.message import Message
+
+    Item = Tuple[Message, str, str, BodyView]  # (message, its inbox path, its seen path, its body's view)
 
 
-def show(drain):
+def show(drain: "Drain") -> Outcome:
     # render is imported only where something is rendered: an event with no mail never needs it
     box, root = drain.box, drain.root
     box.repair()
     if drain.opening:
         root.sweep_tmp(drain.now)  # staging files of killed processes (older than 36 h)
-    lines = []
+    lines: List[str] = []
     if root.is_off():
         drain._record()
         if drain.opening:
@@ -34,14 +46,17 @@ def show(drain):
             break
         _quarantine(drain, name, "not a message file name")
     remaining = len(candidates) - examined
-    notices, notice_names = ([], [])
+    notices: List[Dict[str, Any]] = []
+    notice_names: List[str] = []
     if drain.opening:
         # read only now: what the batch load just expired is told to this very session
         from git_korus_mail.core import render
         notices, notice_names = _notices(drain)
         if notices:
             lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
-    text, blocks, deferred = (None, [], remaining)
+    text: Optional[str] = None
+    blocks: List[Rendered] = []
+    deferred = remaining
     if batch:
         from git_korus_mail.core import render
         budget = render.EVENT_CAP - sum(render.units(x) + 2 for x in lines)
@@ -59,11 +74,11 @@ def show(drain):
     context = "\n\n".join(lines) if lines else None
     drain._record()
 
-    def commit():
+    def commit() -> "List[str]":
         # Runs after the output is out: each step's failure is collected, none stops the next
         # or the exit code (docs/HOOKS.md). A marker that cannot be written leaves its message
         # unconsumed, to be shown again: never consumed unseen, never lost.
-        faults = []
+        faults: List[str] = []
         crash.point("show:emitted")
         # The marker proves that THIS launch displayed the message; written only now,
         # after the output is out (the seed's repair that minted it first lost mail).
@@ -90,14 +105,16 @@ def show(drain):
     return Outcome(context=context, commit=commit, report=drain._report_late)
 
 
-def _load_batch(drain, candidates, shown_dir):
+def _load_batch(drain: "Drain", candidates: "List[str]",
+                shown_dir: "LaunchMarkers") -> "Tuple[List[Item], int, int]":
     """Read candidates oldest first until a render's worth is found. Returns
     ([(msg, path, seen_path, BodyView)], skipped, number examined). Bounded by the batch, not the
     inbox, and in memory: each body is trimmed to what can be rendered as soon as it is parsed,
     and one event reads at most READ_BUDGET bytes of messages (the rest wait for the next)."""
     from git_korus_mail.core import render
     box = drain.box
-    batch, skipped, examined, read = [], 0, 0, 0
+    batch: List[Item] = []
+    skipped, examined, read = 0, 0, 0
     inbox_path = box.path_of("inbox")
     seen_path = box.path_of("seen")
     # enough to fill one event even when every message is small
@@ -146,7 +163,7 @@ def _load_batch(drain, candidates, shown_dir):
     return batch, skipped, examined
 
 
-def _quarantine(drain, name, reason):
+def _quarantine(drain: "Drain", name: str, reason: str) -> None:
     """Move a bad file aside under a name we choose. Its own name is data from whoever wrote
     it: said to the user only escaped (render.field), and never put in the model's context."""
     from git_korus_mail.core import render
@@ -159,5 +176,5 @@ def _quarantine(drain, name, reason):
                            f"{render.field(reason, 120)}")
 
 
-def _notices(drain):
+def _notices(drain: "Drain") -> "Tuple[List[Dict[str, Any]], List[str]]":
     return drain.box.notices()

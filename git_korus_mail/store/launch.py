@@ -19,7 +19,7 @@ from git_korus_mail.store import claims
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Optional, Union
+    from typing import Any, Literal, Optional, Union
 
     AnyLaunch = Union["Launch", "NoLaunch"]
 
@@ -31,7 +31,7 @@ class Launch:
     named no process we can see: then nothing may be consumed on its word (see `NoLaunch`)."""
 
     __slots__ = ("client", "pid", "start", "boot")
-    known = True
+    known: "Literal[True]" = True  # literal, so `if not launch.known` tells mypy which class it is
 
     def __init__(self, client: str, pid: int, start: "Optional[int]", boot: "Optional[str]") -> None:
         self.client = client
@@ -71,7 +71,7 @@ class NoLaunch:
     again, but no Stop consumes on such a marker, since nothing ties it to a model that saw it."""
 
     __slots__ = ("why", "pid")
-    known = False
+    known: "Literal[False]" = False
     start = None
     tag = UNKNOWN_TAG
 

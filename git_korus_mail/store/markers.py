@@ -20,6 +20,13 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.launch import UNKNOWN_TAG, parse_tag
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from git_korus_mail.store.files import Box
+    from git_korus_mail.store.launch import AnyLaunch
+
 SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain.session_dir_name)
 RECORD = ".launch"  # in each launch directory: who the launch is (dot name: never taken for a marker)
 SKIP_SUFFIX = ".skip"
@@ -75,7 +82,7 @@ class LaunchMarkers:
                     pass  # a concurrent event of the same launch wrote it
         return self._dir
 
-    def mark(self, msg_id, observation):
+    def mark(self, msg_id: str, observation: "dict[str, Any]") -> None:
         """Write one marker (after the output is out). OSError or MailError when it cannot be
         written: the message is then shown again later, which is safe, and the caller says so."""
         try:
@@ -84,17 +91,17 @@ class LaunchMarkers:
         except FileExistsError:
             pass
 
-    def skip(self, msg_id):
+    def skip(self, msg_id: str) -> None:
         """Remember that a message addressed to another session is not for this one."""
         try:
             self._created().create_exclusive(msg_id + SKIP_SUFFIX, b"", sync=False)
         except FileExistsError:
             pass
 
-    def shown_ids(self):
+    def shown_ids(self) -> "list[str]":
         return sorted(n for n in self.names() if not n.endswith(SKIP_SUFFIX))
 
-    def unseen(self, ids):
+    def unseen(self, ids: "list[str]") -> "list[str]":
         """Of `ids` (oldest first), those this launch was neither shown nor told to skip: what
         a show offers. An empty inbox reads no marker."""
         if not ids:
@@ -102,16 +109,16 @@ class LaunchMarkers:
         already = self.names()
         return [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
 
-    def read(self, msg_id):
+    def read(self, msg_id: str) -> "Any":  # the marker as parsed: any JSON value
         data, _ = self.existing().read_regular(msg_id, 64 * 1024)
         return json.loads(data)
 
-    def drop(self, msg_id):
+    def drop(self, msg_id: str) -> None:
         d = self.existing()
         if d is not None:
             d.unlink_quiet(msg_id)
 
-    def clear(self):
+    def clear(self) -> None:
         """Remove this launch's directory (the end phase): whatever it showed stays queued."""
         d = self.existing()
         if d is None:
@@ -224,7 +231,7 @@ def _rmdir(shown, name):
             raise
 
 
-def shown_by(box, msg_id):
+def shown_by(box: "Box", msg_id: str) -> "list[dict[str, Any]]":
     """Which launches were shown `msg_id` and when, from every display marker of `box` (status)."""
     d = box.open_sub("shown")
     if d is None:
@@ -248,17 +255,17 @@ def shown_by(box, msg_id):
     return out
 
 
-def for_launch(box, session, launch):
+def for_launch(box: "Box", session: str, launch: "AnyLaunch") -> LaunchMarkers:
     """The display markers of `session` in `launch` in `box` (made on first mark)."""
     return LaunchMarkers(box.ensure_sub("shown"), session, launch, box.root.tmp)
 
 
-def sweep_box(box, keep, now):
+def sweep_box(box: "Box", keep: str, now: float) -> None:
     """`sweep` over `box`'s shown/ (see there)."""
     sweep(box.ensure_sub("shown"), keep, now)
 
 
-def any_shown(box):
+def any_shown(box: "Box") -> bool:
     """Whether `box` has a shown/ at all (the end phase has nothing to clear without one)."""
     return box.open_sub("shown") is not None
 

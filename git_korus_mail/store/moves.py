@@ -15,14 +15,36 @@ from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import Invalid, expires_at
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    import os
+    from typing import Any, Iterable, Optional, Tuple
+
+    from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.fsafe import Dir
+    from git_korus_mail.store.message import Message
+
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 
 
 class Moves:
     """consume / expire / cancel / repair, over the reads and records of files.Box."""
 
+    if TYPE_CHECKING:  # what files.Box, which this is mixed into, provides
+        root: MailRoot
+        name: str
+
+        def open_sub(self, name: str) -> "Optional[Dir]": ...
+        def ensure_sub(self, name: str) -> Dir: ...
+        def has(self, sub: str, name: str) -> bool: ...
+        def names(self, sub: str) -> "list[str]": ...
+        def inbox_ids(self) -> "Tuple[list[str], list[str]]": ...
+        def load(self, msg_id: str, sub: str = "inbox") -> "Tuple[Message, os.stat_result]": ...
+        def receipt(self, msg_id: str) -> "Optional[dict[str, Any]]": ...
+
     # -- consume -----------------------------------------------------------
-    def consume(self, msg_id, session, observation, launch=None):
+    def consume(self, msg_id: str, session: str, observation: "dict[str, Any]",
+                launch: "Optional[dict[str, Any]]" = None) -> str:
         """Consume a message this session's launch was shown (`launch`: its record, for the
         receipt; see store/launch.py). Returns one of:
         "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
@@ -123,7 +145,7 @@ class Moves:
             claims.release(claiming, msg_id)
 
     # -- expire --------------------------------------------------------------
-    def expire(self, msg_id, msg=None):
+    def expire(self, msg_id: str, msg: "Optional[Message]" = None) -> bool:
         """Move a message past its expiry to expired/ (claimed like a consume). True when moved."""
         owner = claims.me("expire")
         if self._claim(msg_id, owner) != "won":
@@ -182,7 +204,7 @@ class Moves:
         except FileExistsError:
             pass
 
-    def expire_due(self, now=None, ids=None):
+    def expire_due(self, now: "Optional[float]" = None, ids: "Optional[Iterable[str]]" = None) -> "list[str]":
         """Expire every due message (or those among `ids`). Returns the ids moved."""
         now = time.time() if now is None else now
         moved = []
@@ -196,7 +218,7 @@ class Moves:
         return moved
 
     # -- repair --------------------------------------------------------------
-    def repair(self):
+    def repair(self) -> int:
         """Finish what crashed processes left half-done. Proportional to claims, not to the inbox."""
         claiming = self.open_sub("claiming")
         if claiming is None:
