@@ -17,7 +17,8 @@ strict=(
   git_korus_mail/store/fsafe.py git_korus_mail/store/layout.py git_korus_mail/store/journal.py
   git_korus_mail/store/claims.py git_korus_mail/store/launch.py git_korus_mail/store/message.py
   git_korus_mail/store/wtident.py git_korus_mail/store/records.py git_korus_mail/store/sent.py
-  git_korus_mail/store/presence.py
+  git_korus_mail/store/presence.py git_korus_mail/store/files.py git_korus_mail/store/moves.py
+  git_korus_mail/store/forwarding.py
   # the core modules whose hints are complete (drain and its phases join when they pass)
   git_korus_mail/core/keys.py git_korus_mail/core/discover.py git_korus_mail/core/render.py
   git_korus_mail/core/gitrepo.py git_korus_mail/core/clone.py git_korus_mail/core/advice.py git_korus_mail/core/send.py

@@ -26,6 +26,12 @@ from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import MAX_FILE_BYTES
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from git_korus_mail.store.files import Box, MailRoot
+
 MSG_SUFFIX = ".json"
 FORWARDED = "forwarded"
 WORKTREE_FILE = "worktree"
@@ -33,7 +39,7 @@ CLAIM_PATIENCE = 0.5  # seconds to wait for a live holder of a claim (usually a 
 MAX_HOPS = 16         # forwarded/ records a reader follows before it gives up (a cycle, or junk)
 
 
-def recorded_worktree(box):
+def recorded_worktree(box: "Box") -> "Optional[str]":
     """The worktree identity a box records (wtident), None when it records none yet."""
     try:
         data, _ = box.dir.read_regular(WORKTREE_FILE, 4096)
@@ -42,11 +48,11 @@ def recorded_worktree(box):
     return data.decode("utf-8", "replace").strip() or None
 
 
-def write_worktree(box, ident):
+def write_worktree(box: "Box", ident: str) -> None:
     box.dir.write_replace(WORKTREE_FILE, (ident + "\n").encode("utf-8"), box.root.tmp)
 
 
-def forward_record(box, msg_id):
+def forward_record(box: "Box", msg_id: str) -> "Optional[dict[str, Any]]":
     """The source box's recorded decision for `msg_id` ({"box", "path", ...}), or None."""
     d = box.open_sub(FORWARDED)
     if d is None:
@@ -56,7 +62,7 @@ def forward_record(box, msg_id):
 
 
 # -- one message ---------------------------------------------------------------------
-def move_one(src, dst, msg_id, why):
+def move_one(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
     """Move one queued message from box `src` to box `dst` (`why`: "adopted" or "forwarded").
 
     Returns "moved", "gone" (not queued in src any more: consumed, expired or moved),
@@ -73,16 +79,17 @@ def move_one(src, dst, msg_id, why):
         src._release(msg_id, owner)
 
 
-def finish(src, msg_id):
+def finish(src: "Box", msg_id: str) -> bool:
     """Complete a move a dead process decided (its forwarded/ record exists). For repair."""
     rec = forward_record(src, msg_id)
     if rec is None:
         return False
     dst = src.root.box(rec["box"], create=True, path=rec.get("path"))
+    assert dst is not None  # create=True: made, or MailError raised
     return move_one(src, dst, msg_id, rec.get("why") or "forwarded") == "moved"
 
 
-def _move_claimed(src, dst, msg_id, why):
+def _move_claimed(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
     name = msg_id + MSG_SUFFIX
     inbox = src.ensure_sub("inbox")
     if not inbox.exists(name):
@@ -91,7 +98,9 @@ def _move_claimed(src, dst, msg_id, why):
         return "gone"  # a consume or an expiry had decided it (receipt, or expired link): completed
     rec = forward_record(src, msg_id)
     if rec is not None and rec["box"] != dst.name:
-        dst = src.root.box(rec["box"], create=True, path=rec.get("path"))  # the first decision stands
+        first = src.root.box(rec["box"], create=True, path=rec.get("path"))  # the first decision stands
+        assert first is not None  # create=True: made, or MailError raised
+        dst = first
     try:
         data, _ = inbox.read_regular(name, MAX_FILE_BYTES)
     except (NotRegular, TooLarge):
@@ -118,7 +127,7 @@ def _move_claimed(src, dst, msg_id, why):
     return "moved"
 
 
-def _has_trace(box, name):
+def _has_trace(box: "Box", name: str) -> bool:
     """The destination holds the message already, in any state: never place it twice."""
     for sub in ("inbox", "seen", "expired", "receipts"):
         d = box.open_sub(sub)
@@ -127,7 +136,7 @@ def _has_trace(box, name):
     return False
 
 
-def _place(box, name, data):
+def _place(box: "Box", name: str, data: bytes) -> None:
     """A complete copy into the inbox with one link (a second link reads as foreign)."""
     tmp = box.root.tmp
     staged = f"fwd.{name}.{os.getpid()}.{os.urandom(4).hex()}"
@@ -142,9 +151,9 @@ def _place(box, name, data):
 
 
 # -- a whole box -----------------------------------------------------------------------
-def move_queue(src, dst, why):
+def move_queue(src: "Box", dst: "Box", why: str) -> "dict[str, list[str]]":
     """Move every queued message of `src` into `dst`. Returns {"moved", "held", "skipped"} lists."""
-    out = {"moved": [], "held": [], "skipped": []}
+    out: "dict[str, list[str]]" = {"moved": [], "held": [], "skipped": []}
     ids, _odd = src.inbox_ids()
     for msg_id in ids:
         result = move_one(src, dst, msg_id, why)
@@ -153,7 +162,7 @@ def move_queue(src, dst, why):
     return out
 
 
-def _move_sent(src, dst):
+def _move_sent(src: "Box", dst: "Box") -> None:
     """The moved worktree's own sent records go with it, so its `status` still lists them."""
     sent = src.open_sub("sent")
     if sent is None:
@@ -170,11 +179,11 @@ def _move_sent(src, dst):
             continue
 
 
-def sources(root, ident, exclude):
+def sources(root: "MailRoot", ident: str, exclude: str) -> "list[str]":
     """Names of the other boxes that record the worktree identity `ident`."""
     if ident == wtident.NONE:
         return []
-    out = []
+    out: "list[str]" = []
     for name in root.box_names():
         if name == exclude:
             continue
@@ -184,7 +193,8 @@ def sources(root, ident, exclude):
     return out
 
 
-def adopt(root, box, ident, names=None):
+def adopt(root: "MailRoot", box: "Box", ident: str, names: "Optional[list[str]]" = None) -> bool:
+
     """Take over the queue of every older box of the same worktree. True when nothing is left
     behind (then the caller records the identity in `box`, and this is not tried again)."""
     complete = True

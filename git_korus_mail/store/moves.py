@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import os
     from typing import Any, Iterable, Optional, Tuple
 
-    from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.fsafe import Dir
     from git_korus_mail.store.message import Message
 
@@ -86,7 +86,7 @@ class Moves:
         crash.point("consume:released")
         return "consumed"
 
-    def _finish_move(self, msg_id, to):
+    def _finish_move(self, msg_id: str, to: str) -> bool:
         """inbox -> seen|expired by link then unlink; idempotent, so a repair may call it again.
 
         True only for the call whose unlink took the message out of the inbox: only one can,
@@ -111,7 +111,7 @@ class Moves:
         inbox.fsync()
         return removed
 
-    def _claim(self, msg_id, owner, patience=0.0):
+    def _claim(self, msg_id: str, owner: "dict[str, Any]", patience: float = 0.0) -> str:
         """"won" or "held". A live holder is waited for up to `patience` seconds (it is
         usually another session's Stop finishing the same message), then we cede: a
         false refusal leaves the message queued, a false win would deliver it twice."""
@@ -135,7 +135,7 @@ class Moves:
             if not self.has("inbox", msg_id + MSG_SUFFIX):
                 return "gone"
 
-    def _release(self, msg_id, owner):
+    def _release(self, msg_id: str, owner: "dict[str, Any]") -> None:
         """Drop our claim — only if it is still ours (a broken-and-reclaimed one is not)."""
         claiming = self.ensure_sub("claiming")
         holder = claims.read_owner(claiming, msg_id)
@@ -166,7 +166,7 @@ class Moves:
             self._release(msg_id, owner)
 
     # -- cancel --------------------------------------------------------------
-    def cancel(self, msg_id, by=None):
+    def cancel(self, msg_id: str, by: "Optional[str]" = None) -> str:
         """Withdraw a queued message (the sender's cancel; the command is for later). Claimed like
         a consume and decided under the claim, so of a cancel and a consume of one message exactly
         one happens. Returns "cancelled", "consumed" (a receipt exists: too late), "held" (a live
@@ -189,7 +189,7 @@ class Moves:
         finally:
             self._release(msg_id, owner)
 
-    def _write_notice(self, msg_id):
+    def _write_notice(self, msg_id: str) -> None:
         """Remember an unread expiry so the recipient's next opening show tells them (the seed: nobody was)."""
         sender = sent_at = None
         try:
@@ -207,7 +207,7 @@ class Moves:
     def expire_due(self, now: "Optional[float]" = None, ids: "Optional[Iterable[str]]" = None) -> "list[str]":
         """Expire every due message (or those among `ids`). Returns the ids moved."""
         now = time.time() if now is None else now
-        moved = []
+        moved: "list[str]" = []
         for msg_id in (ids if ids is not None else self.inbox_ids()[0]):
             try:
                 msg, _st = self.load(msg_id)
@@ -247,7 +247,7 @@ class Moves:
                     fixed += 1
         return fixed
 
-    def finish_released(self, msg_id):
+    def finish_released(self, msg_id: str) -> str:
         """After a person released a claim (`release`): complete the move its owner had decided, if
         any. Returns the message's state now: "queued", "consumed", "expired" or "gone"."""
         self._repair_one(msg_id)
@@ -260,7 +260,7 @@ class Moves:
             return "cancelled"
         return "expired" if self.has("expired", name) else "gone"
 
-    def _repair_one(self, msg_id):
+    def _repair_one(self, msg_id: str) -> None:
         """After a dead owner's claim is gone: complete its move if it had decided one."""
         name = msg_id + MSG_SUFFIX
         if not self.has("inbox", name):
@@ -270,10 +270,12 @@ class Moves:
             return
         forwarded = self.open_sub("forwarded")
         if forwarded is not None and forwarded.exists(name):
-            from git_korus_mail.store import forwarding  # a dead forwarder decided a move: finish it
-            forwarding.finish(self, msg_id)
+            from typing import cast  # this rare path only: typing stays off the hot path
 
-    def complete_decided(self, msg_id):
+            from git_korus_mail.store import forwarding  # a dead forwarder decided a move: finish it
+            forwarding.finish(cast("Box", self), msg_id)  # Moves is only ever mixed into files.Box
+
+    def complete_decided(self, msg_id: str) -> bool:
         """Finish a consume (its receipt exists) or an expiry (its expired link exists) that a
         process decided and did not complete. True when one was decided."""
         name = msg_id + MSG_SUFFIX
@@ -289,7 +291,7 @@ class Moves:
                 return True
         return False
 
-    def _journal_lost_line(self, msg_id):
+    def _journal_lost_line(self, msg_id: str) -> None:
         """The dead owner finished its move and died before its journal line: add the line,
         marked repaired, unless it is there after all (it may have died after writing it).
         The journal is history; the receipt and the links were the truth all along."""
@@ -303,13 +305,13 @@ class Moves:
             if self.has(to, name) and not self._journaled(event, msg_id):
                 self.root.journal(event, id=msg_id, box=self.name, repaired=True)
 
-    def _journaled(self, event, msg_id):
+    def _journaled(self, event: str, msg_id: str) -> bool:
         try:
             return journal.has(self.root.dir, event, msg_id)
         except OSError:
             return True  # an unreadable journal: cannot tell, so add nothing (never a double line)
 
-    def _journal_repaired_consume(self, msg_id):
+    def _journal_repaired_consume(self, msg_id: str) -> None:
         """Journal a consume that a dead process decided (its receipt names the session)."""
         session = (self.receipt(msg_id) or {}).get("session")  # unreadable: the line just lacks it
         self.root.journal("consumed", id=msg_id, box=self.name, session=session, repaired=True)
