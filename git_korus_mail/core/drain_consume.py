@@ -3,7 +3,7 @@ receipt, move in the store), and say what could not be. `drain` is the drain.Dra
 
 from git_korus_mail.core.drain import Outcome, _why, render_field
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.fsafe import NotRegular, TooLarge
+from git_korus_mail.store.files import NotRegular, TooLarge
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from git_korus_mail.core.drain import MAX_EXAMINED, MAX_JUNK, READ_BUDGET, Outco
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import Invalid, expires_at
-from git_korus_mail.store.fsafe import NotOwned, NotRegular, TooLarge
+from git_korus_mail.store.files import NotOwned, NotRegular, TooLarge
 from git_korus_mail.store.layout import MSG_SUFFIX
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)

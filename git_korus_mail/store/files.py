@@ -26,7 +26,9 @@ import time
 from git_korus_mail import crash
 from git_korus_mail.store import claims, journal
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.fsafe import SMALL_FILE, Dir, NotOwned, NotRegular, TooLarge  # noqa: F401 - NotOwned: for callers
+# the refusals callers outside store/ catch: re-exported (`as`) so they never import fsafe
+from git_korus_mail.store.fsafe import SMALL_FILE, Dir  # noqa: F401 - SMALL_FILE: for callers
+from git_korus_mail.store.fsafe import NotOwned as NotOwned, NotRegular as NotRegular, TooLarge as TooLarge
 from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
                                          TMP_MAX_AGE, WHY_SUFFIX, WORKTREE_FILE, mail_root_path, quarantine_name,
                                          staging_name)
