@@ -68,3 +68,34 @@ def test_a_line_written_before_the_kill_is_not_added_again(clone, rotated):
     assert _fate(c, msg_id)["state"] == "consumed"
     lines = journal_events(c, "consumed", msg_id)
     assert len(lines) == 1 and "repaired" not in lines[0]
+
+
+def test_a_claim_broken_by_a_live_breaker_is_repaired_by_it_alone(clone):
+    """A breaker renames a dead owner's claim aside, then repairs. While it runs, another
+    reader that finds the aside file must leave it alone: both would find the journal line
+    missing and both add it (the chaos run on 3.9 saw one consume journaled twice). Once the
+    breaker is dead too, exactly one later reader finishes for it."""
+    import subprocess
+    import sys
+
+    c = clone
+    msg_id = send(c)
+    clean("SessionStart", c.web, S1)
+    assert_killed(drain("Stop", c.web, S1, env=crash_env("consume:unlinked-inbox")), "consume:unlinked-inbox")
+    claiming = box_dir(c) / "claiming"
+    breaker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        aside = claiming / f"{msg_id}.claim.broken-{breaker.pid}-0badf00d"
+        (claiming / f"{msg_id}.claim").rename(aside)
+        run_cli("status", "--json", cwd=c.main, check=True)
+        run_cli("list", cwd=c.main, check=True)
+        assert aside.exists(), "a live breaker's aside file was taken from it"
+        assert journal_events(c, "consumed", msg_id) == [], "repaired for a breaker that is still at work"
+    finally:
+        breaker.kill()
+        breaker.wait()
+    run_cli("status", "--json", cwd=c.main, check=True)
+    run_cli("list", cwd=c.main, check=True)
+    assert not aside.exists()
+    [line] = journal_events(c, "consumed", msg_id)
+    assert line["repaired"] is True

@@ -186,6 +186,24 @@ def break_dead(claiming_dir: "Dir", msg_id: str, seen_owner: "Any") -> "Optional
     return True
 
 
+def breaker_may_be_alive(aside_name: str) -> bool:
+    """Whether the process that renamed a claim aside (`<id>.claim.broken-<pid>-<hex>`) may still
+    be finishing its repair. While it may, nobody else repairs for it: two repairers would both
+    find the journal line missing and both add it. Unsure (an unparsable name, a reused pid)
+    means alive; the cost is only that its aside file waits, since the claim itself is gone."""
+    tail = aside_name.rpartition(".broken-")[2]
+    pid_text = tail.partition("-")[0]
+    if not pid_text.isdigit() or int(pid_text) <= 0:
+        return True
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
 def release_as_seen(claiming_dir: "Dir", msg_id: str, seen_data: "Optional[bytes]") -> "Optional[bool]":
     """Remove a claim a person released (`git korus-mail release`), only if it still holds exactly
     `seen_data`, the bytes they were shown (None when it could not be read). Renamed aside first,

@@ -241,8 +241,10 @@ class Moves:
                     data, _ = claiming.read_regular(name, 64 * 1024)
                 except (OSError, NotRegular, TooLarge):
                     continue
-                if claims.owner_is_dead(claims.parse_owner(data)):
-                    claiming.unlink_quiet(name)
+                # Only for a breaker that died, and only by the one process whose unlink takes the
+                # file: a live breaker repairs for itself, and two repairers would journal twice.
+                if (claims.owner_is_dead(claims.parse_owner(data)) and not claims.breaker_may_be_alive(name)
+                        and claiming.unlink_quiet(name)):
                     self._repair_one(name.split(".claim.broken-", 1)[0])  # what the breaker left undone
                     fixed += 1
         return fixed
