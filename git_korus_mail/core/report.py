@@ -11,23 +11,33 @@ import time
 from git_korus_mail.store import markers, presence, sent
 from git_korus_mail.stamps import utc_stamp
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import Box, MailRoot
+
+    Row = Dict[str, Any]  # one box as `list` and `status` report it (JSON-shaped)
+    Quarantines = Dict[str, Dict[str, str]]  # box name -> {file name: reason}
+
 COUNTED = ("inbox", "claiming", "seen", "expired")
 SESSIONS_SHOWN = 5   # per box in `list`, unless --all
 SENT_SHOWN = 50      # messages in `status`, unless --all
 
 
-def settle(box):
+def settle(box: "Box") -> None:
     """Repair interrupted moves and expire due mail before reporting on a box."""
     box.repair()
     box.expire_due()
 
 
-def _box_row(box, now):
+def _box_row(box: "Box", now: float) -> "Row":
     counts = {sub: box.count(sub) for sub in COUNTED}
     counts["claiming"] = box.claim_count()
     oldest = box.oldest_unread_age(now)
     sess = presence.sessions(box)
-    last = {}
+    last: Dict[str, Dict[str, Any]] = {}
     for rec in sess:
         for ev, at in (rec.get("events") or {}).items():
             if ev not in last or at > last[ev]["at"]:
@@ -42,17 +52,17 @@ def _box_row(box, now):
     }
 
 
-def adopt_moved(root, clone):
+def adopt_moved(root: "MailRoot", clone: "Clone") -> None:
     """Every worktree whose older box (under a path it had before `git worktree move`) still
     holds its mail adopts it now: `list` settles the whole clone, as the drain does one box."""
     from git_korus_mail.store import wtident
     from git_korus_mail.store import forwarding
-    by_ident = {}
+    by_ident: Dict[str, List[str]] = {}
     for name in root.box_names():
         box = root.box(name)
-        ident = forwarding.recorded_worktree(box) if box is not None else None
-        if ident not in (None, wtident.NONE):
-            by_ident.setdefault(ident, []).append(name)
+        recorded = forwarding.recorded_worktree(box) if box is not None else None
+        if recorded is not None and recorded != wtident.NONE:
+            by_ident.setdefault(recorded, []).append(name)
     if not by_ident:
         return
     for wt, k in clone.worktree_keys():
@@ -62,26 +72,31 @@ def adopt_moved(root, clone):
         if not [n for n in by_ident.get(ident, []) if n != k.name]:
             continue
         # a box made now adopts on its first use; one that exists already adopts here
-        box = root.box(k.name, create=True, path=k.path, owner=lambda ident=ident: ident)
+        def owner(ident: str = ident) -> str:  # bound now, for this worktree
+            return ident
+        box = root.box(k.name, create=True, path=k.path, owner=owner)
+        assert box is not None  # for mypy: create=True makes the box or raises
         if forwarding.recorded_worktree(box) == ident and forwarding.sources(root, ident, k.name):
             forwarding.adopt(root, box, ident)
 
 
-def stranded(row):
+def stranded(row: "Row") -> bool:
     """Queued mail that no worktree reads: a box of no worktree (or of a prunable one)."""
-    return row["counts"]["inbox"] > 0 and (not row["worktree"] or row["prunable"])
+    queued: int = row["counts"]["inbox"]
+    prunable: bool = row["prunable"]
+    return queued > 0 and (not row["worktree"] or prunable)
 
 
-def collect_list(clone):
+def collect_list(clone: "Clone") -> "Dict[str, Any]":
     now = time.time()
     root = clone.mail_root()
     if root is not None:
         adopt_moved(root, clone)
-    rows = []
-    done = set()
+    rows: List[Row] = []
+    done: set[str] = set()
     for wt, k in clone.worktree_keys():
         box = root.box(k.name) if root is not None else None
-        row = {"key": k.name, "slug": k.slug, "path": wt.path, "branch": wt.branch,
+        row: Row = {"key": k.name, "slug": k.slug, "path": wt.path, "branch": wt.branch,
                "worktree": True, "prunable": wt.prunable, "main": wt.is_main, "this": k == clone.own_key}
         if box is not None:
             settle(box)
@@ -103,7 +118,7 @@ def collect_list(clone):
                    "worktree": False, "prunable": False, "main": False, "this": name == clone.own_key.name}
             row.update(_box_row(box, now))
             rows.append(row)
-    live = {}
+    live: Dict[str, int] = {}
     for row in rows:
         n = sum(1 for s in row["sessions"] if s["state"] in ("working", "idle"))
         live[row["key"]] = n
@@ -113,7 +128,8 @@ def collect_list(clone):
             "delivery": "off" if (root and root.is_off()) else "on", "boxes": rows}
 
 
-def _message_state(root, rec, quarantines=None, now=None):
+def _message_state(root: "MailRoot", rec: "Dict[str, Any]", quarantines: "Optional[Quarantines]" = None,
+                   now: "Optional[float]" = None) -> "Dict[str, Any]":
     """Fate of one sent message, observed now: queued / shown / consumed / expired /
     quarantined (with the drain's reason) / missing (neither its box nor any state holds it).
 
@@ -123,7 +139,7 @@ def _message_state(root, rec, quarantines=None, now=None):
     from git_korus_mail.store import forwarding
     mid = rec["id"]
     name = rec["box"]
-    moved = []
+    moved: List[str] = []
     while len(moved) < forwarding.MAX_HOPS:
         box = root.box(name)
         if box is None:
@@ -139,13 +155,14 @@ def _message_state(root, rec, quarantines=None, now=None):
     return _moved({"state": "missing", "detail": "forwarded too many times to follow"}, moved)
 
 
-def _moved(state, moved):
+def _moved(state: "Dict[str, Any]", moved: "List[str]") -> "Dict[str, Any]":
     if moved:
         state["moved_to"] = moved
     return state
 
 
-def _state_in(box, mid, quarantines, now):
+def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
+              now: "Optional[float]") -> "Optional[Dict[str, Any]]":
     name = mid + ".json"
     if box.has("inbox", name):
         box.expire_due(now, ids=[mid])  # report settled state: due mail is expired first
@@ -175,11 +192,11 @@ def _state_in(box, mid, quarantines, now):
     return None
 
 
-def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
+def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, events: int = 10) -> "Dict[str, Any]":
     """`sent_limit` None: every sent record. `sent_total` counts them all either way."""
     now = time.time()
     root = clone.mail_root()
-    data = {"as_of": utc_stamp(now), "mail_root": root.path if root else os.path.join(clone.common_dir, "mail"),
+    data: Dict[str, Any] = {"as_of": utc_stamp(now), "mail_root": root.path if root else os.path.join(clone.common_dir, "mail"),
             "delivery": "off" if (root and root.is_off()) else "on",
             "this": {"key": clone.own_key.name, "path": clone.own_key.path},
             "box": None, "sent": [], "sent_total": 0, "journal": []}
@@ -193,7 +210,7 @@ def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
         b = root.box(name)
         if b is not None and name != clone.own_key.name:
             b.repair()
-    quarantines = {}
+    quarantines: Quarantines = {}
     every = sent.entries(root, box, clone.own_key.path, shared=not clone.in_worktree())
     data["sent_total"] = len(every)
     for entry in (every if sent_limit is None else every[:sent_limit]):
@@ -207,10 +224,12 @@ def collect_status(clone, sent_limit=SENT_SHOWN, events=10):
     return data
 
 
-def switch(clone, off):
+def switch(clone: "Clone", off: bool) -> "Tuple[bool, int]":
     """Turn delivery off or on; returns (changed, messages queued, which stay)."""
     root = clone.mail_root(create=True)
+    assert root is not None  # for mypy: create=True makes the root or raises
     changed = root.set_off(off)
-    queued = sum(root.box(n).count("inbox") for n in root.box_names() if root.box(n) is not None)
+    boxes = (root.box(n) for n in root.box_names())
+    queued = sum(b.count("inbox") for b in boxes if b is not None)
     root.journal("off" if off else "on", changed=changed)
     return changed, queued
