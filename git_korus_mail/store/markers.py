@@ -22,9 +22,10 @@ from git_korus_mail.store.launch import UNKNOWN_TAG, parse_tag
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Optional
 
     from git_korus_mail.store.files import Box
+    from git_korus_mail.store.fsafe import Dir
     from git_korus_mail.store.launch import AnyLaunch
 
 SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain.session_dir_name)
@@ -36,11 +37,11 @@ UNPROVABLE_IDLE = 7 * 24 * 3600  # a launch on another host or pid namespace: sw
 UNKNOWN_IDLE = 36 * 3600  # a directory of unidentified launches (their end phase usually removes it)
 
 
-def dir_name(session_dir, launch):
+def dir_name(session_dir: str, launch: "AnyLaunch") -> str:
     return f"{session_dir}{SEP}{launch.tag}"
 
 
-def split_name(name):
+def split_name(name: str) -> "tuple[str, Optional[str]]":
     """(session dir name, launch tag) of a marker directory name; tag None for the old layout."""
     session, sep, tag = name.rpartition(SEP)
     if not sep:
@@ -51,25 +52,25 @@ def split_name(name):
 class LaunchMarkers:
     """The marker directory of one (session, launch); created on the first write."""
 
-    def __init__(self, shown, session_dir, launch, tmp):
+    def __init__(self, shown: "Dir", session_dir: str, launch: "AnyLaunch", tmp: "Dir") -> None:
         self.shown = shown
         self.session = session_dir
         self.launch = launch
         self.name = dir_name(session_dir, launch)
         self.tmp = tmp
-        self._dir = None
+        self._dir: "Optional[Dir]" = None
 
-    def existing(self):
+    def existing(self) -> "Optional[Dir]":
         if self._dir is None:
             self._dir = self.shown.open_sub(self.name)
         return self._dir
 
-    def names(self):
+    def names(self) -> "set[str]":
         """Marker and skip names (not the launch record)."""
         d = self.existing()
         return {n for n in d.names() if not n.startswith(".")} if d is not None else set()
 
-    def _created(self):
+    def _created(self) -> "Dir":
         if self._dir is None:
             self._dir = self.shown.ensure_sub(self.name)
             rec = self.launch.record()
@@ -110,7 +111,10 @@ class LaunchMarkers:
         return [i for i in ids if i not in already and i + SKIP_SUFFIX not in already]
 
     def read(self, msg_id: str) -> "Any":  # the marker as parsed: any JSON value
-        data, _ = self.existing().read_regular(msg_id, 64 * 1024)
+        d = self.existing()
+        if d is None:
+            raise FileNotFoundError(msg_id)  # no directory: no marker
+        data, _ = d.read_regular(msg_id, 64 * 1024)
         return json.loads(data)
 
     def drop(self, msg_id: str) -> None:
@@ -130,7 +134,7 @@ class LaunchMarkers:
         _rmdir(self.shown, self.name)
 
 
-def sweep(shown, keep, now, judged=SWEEP_DIRS, files=SWEEP_FILES):
+def sweep(shown: "Dir", keep: str, now: float, judged: int = SWEEP_DIRS, files: int = SWEEP_FILES) -> int:
     """Remove a few directories of launches that are gone (never `keep`, ours). Returns the
     number of entries removed. Which ones are judged rotates, so every one is reached."""
     names = [n for n in shown.names() if n != keep and not n.startswith(".")]
@@ -138,7 +142,7 @@ def sweep(shown, keep, now, judged=SWEEP_DIRS, files=SWEEP_FILES):
         return 0
     first = int.from_bytes(os.urandom(2), "big") % len(names)
     removed = 0
-    me = None
+    me: "Optional[dict[str, Any]]" = None
     for name in (names[first:] + names[:first])[:judged]:
         if removed >= files:
             break
@@ -160,11 +164,11 @@ def sweep(shown, keep, now, judged=SWEEP_DIRS, files=SWEEP_FILES):
     return removed
 
 
-def _is_dir(st):
+def _is_dir(st: os.stat_result) -> bool:
     return (st.st_mode & 0o170000) == 0o040000
 
 
-def _gone(shown, name, st, now, me):
+def _gone(shown: "Dir", name: str, st: os.stat_result, now: float, me: "dict[str, Any]") -> bool:
     """True when no live launch can use this directory's markers again."""
     _session, tag = split_name(name)
     if tag is None:
@@ -187,7 +191,7 @@ def _gone(shown, name, st, now, me):
     return False
 
 
-def _recorded_owner(shown, name):
+def _recorded_owner(shown: "Dir", name: str) -> "Optional[dict[str, Any]]":
     try:
         d = shown.open_sub(name)
     except MailError:
@@ -201,7 +205,7 @@ def _recorded_owner(shown, name):
     return rec if isinstance(rec, dict) and isinstance(rec.get("pid"), int) else None
 
 
-def _remove(shown, name, budget):
+def _remove(shown: "Dir", name: str, budget: int) -> int:
     try:
         d = shown.open_sub(name)
     except MailError:
@@ -223,7 +227,7 @@ def _remove(shown, name, budget):
     return removed + 1
 
 
-def _rmdir(shown, name):
+def _rmdir(shown: "Dir", name: str) -> None:
     try:
         os.rmdir(name, dir_fd=shown.fd)
     except OSError as exc:
@@ -236,9 +240,10 @@ def shown_by(box: "Box", msg_id: str) -> "list[dict[str, Any]]":
     d = box.open_sub("shown")
     if d is None:
         return []
-    out = []
+    out: "list[dict[str, Any]]" = []
     for name in d.names():
         sid, launch = split_name(name)  # shown/<session>@<launch>/
+
         sd = d.open_sub(name)
         if sd is None:
             continue
