@@ -26,7 +26,7 @@ from git_korus_mail.store import markers, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.launch import NoLaunch
 from git_korus_mail.stamps import parse_stamp
-from git_korus_mail.store.message import valid_session
+from git_korus_mail.store.layout import valid_session
 from git_korus_mail.store.files import MailRoot
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)

@@ -8,7 +8,6 @@ from git_korus_mail import crash
 from git_korus_mail.core.drain import MAX_EXAMINED, MAX_JUNK, READ_BUDGET, Outcome, _why
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store.message import Invalid, expires_at
 from git_korus_mail.store.files import NotOwned, NotRegular, TooLarge
 from git_korus_mail.store.layout import MSG_SUFFIX
 
@@ -112,6 +111,7 @@ def _load_batch(drain: "Drain", candidates: "List[str]",
     inbox, and in memory: each body is trimmed to what can be rendered as soon as it is parsed,
     and one event reads at most READ_BUDGET bytes of messages (the rest wait for the next)."""
     from git_korus_mail.core import render
+    from git_korus_mail.store.message import Invalid, expires_at  # only with mail to read (hot path)
     box = drain.box
     batch: List[Item] = []
     skipped, examined, read = 0, 0, 0

@@ -24,7 +24,6 @@ import stat
 import time
 
 from git_korus_mail import crash
-from git_korus_mail.store import claims, journal
 from git_korus_mail.errors import MailError
 # the refusals callers outside store/ catch: re-exported (`as`) so they never import fsafe
 from git_korus_mail.store.fsafe import SMALL_FILE, Dir  # noqa: F401 - SMALL_FILE: for callers
@@ -32,18 +31,22 @@ from git_korus_mail.store.fsafe import NotOwned as NotOwned, NotRegular as NotRe
 from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
                                          TMP_MAX_AGE, WHY_SUFFIX, WORKTREE_FILE, mail_root_path, quarantine_name,
                                          staging_name)
-from git_korus_mail.store.moves import CONSUME_PATIENCE, Moves  # noqa: F401 - for callers
-from git_korus_mail.store.records import Records
-from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store.message import MAX_FILE_BYTES, id_time, parse, valid_id
+from git_korus_mail.stamps import utc_stamp  # message, journal, records, moves: loaded where used (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
     from git_korus_mail.store.message import Message
+    from git_korus_mail.store.moves import Moves
+    from git_korus_mail.store.records import Records
 
-PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
+    class _Mixins(Records, Moves):
+        """To mypy a Box has them all along; at run time they join on first use (Box.__getattr__)."""
+else:
+    _Mixins = object
+
+_LOADED_BOX: "Optional[type]" = None  # see _loaded_box_class
 
 
 class MailRoot:
@@ -83,6 +86,7 @@ class MailRoot:
 
     def read_journal(self, limit: "Optional[int]" = None) -> "list[dict[str, Any]]":
         """The journal's records, oldest first (see journal.read)."""
+        from git_korus_mail.store import journal
         return journal.read(self.dir, limit=limit)
 
     def is_off(self) -> bool:
@@ -108,6 +112,7 @@ class MailRoot:
         written: the journal is history, the links and receipts are the truth, so a failed line
         must not turn a done move into a reported failure. The fault is kept in
         `journal_faults` for the caller to report (docs/HOOKS.md)."""
+        from git_korus_mail.store import journal
         try:
             journal.append(self.dir, event, **fields)
             return True
@@ -199,14 +204,32 @@ class MailRoot:
         return removed
 
 
-class Box(Records, Moves):
-    """One recipient's box. Subdirectories are opened lazily and created on first need."""
+class Box(_Mixins):
+    """One recipient's box. Subdirectories are opened lazily and created on first need.
+
+    Records and Moves are mixed in on the first use of one of their methods (`__getattr__`),
+    in the order they always had: an event with an empty box uses none of them (hot path)."""
 
     def __init__(self, root: MailRoot, name: str, d: Dir) -> None:
         self.root = root
         self.name = name
         self.dir = d
         self._subs: "dict[str, Dir]" = {}
+
+    def __getattr__(self, name: str) -> "Any":  # only for a name Box lacks; once per box
+        loaded = _loaded_box_class()
+        if name.startswith("__") or not hasattr(loaded, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.__class__ = loaded
+        return getattr(self, name)
+
+    def repair(self) -> int:
+        """Moves.repair, which has nothing to do without a claim: told here, moves.py unloaded."""
+        claiming = self.open_sub("claiming")
+        if claiming is None or not claiming.names():
+            return 0
+        from git_korus_mail.store.moves import Moves
+        return Moves.repair(self)
 
     def ensure_sub(self, name: str) -> Dir:
         """A subdirectory, created when absent: for writers only."""
@@ -252,13 +275,23 @@ class Box(Records, Moves):
         """Queued ids, oldest first. Names not shaped like a message are returned separately."""
         ids: "list[str]" = []
         odd: "list[str]" = []
-        for n in self.names("inbox"):
+        names = self.names("inbox")
+        if names:
+            from git_korus_mail.store.message import valid_id
+        for n in names:
             if n.endswith(MSG_SUFFIX) and valid_id(n[:-len(MSG_SUFFIX)]):
                 ids.append(n[:-len(MSG_SUFFIX)])
             elif not n.startswith("."):
                 odd.append(n)  # junk by its name alone: it never sorts ahead of real mail
         ids.sort()
         return ids, odd
+
+    def clear_notices(self, names: "list[str]") -> None:
+        """Drop expiry notices once told; here, not in records.py: every show runs it (hot path)."""
+        d = self.open_sub("notices")
+        if d is not None:
+            for name in names:
+                d.unlink_quiet(name)
 
     def count(self, sub: str) -> int:
         return sum(1 for n in self.names(sub) if not n.startswith("."))
@@ -270,7 +303,7 @@ class Box(Records, Moves):
         tmp = self.root.tmp
         inbox = self.ensure_sub("inbox")
         # named by the id alone (which holds 64 random bits), so a reader that meets the
-        # message with two links can look its staging file up: see linked_elsewhere
+        # message with two links can look its staging file up: see Moves.linked_elsewhere
         tmp_name = staging_name(msg["id"])
         try:
             tmp.create_exclusive(tmp_name, data, sync=True)
@@ -292,82 +325,16 @@ class Box(Records, Moves):
         d = self.open_sub(sub)
         if d is None:
             raise FileNotFoundError(msg_id)
+        from git_korus_mail.store.message import MAX_FILE_BYTES, parse
         data, st = d.read_regular(msg_id + MSG_SUFFIX, MAX_FILE_BYTES)
         return parse(data, expected_id=msg_id), st
 
-    def linked_elsewhere(self, msg_id: str, st: "os.stat_result") -> "Optional[str]":
-        """Explain a message file with more than one link: our own half-finished move, or not.
 
-        Returns "in-progress" (leave it), "publish-finished" (the other link was ours and is
-        gone now, or we completed a dead sender's publication) or None (a foreign hard link:
-        quarantine). No window: every link of ours is at a name derived from the id, and
-        each is made before the inbox link it pairs with, so when none is found any more
-        the inbox entry itself must have dropped to one link, unless a foreign link holds it."""
-        same = (st.st_dev, st.st_ino)
-        claiming = self.open_sub("claiming")
-        if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
-            return "in-progress"
-        other: "Optional[os.stat_result]"
-        for sub in ("seen", "expired", CANCELLED):
-            d = self.open_sub(sub)
-            if d is None:
-                continue
-            try:
-                other = d.lstat(msg_id + MSG_SUFFIX)
-            except FileNotFoundError:
-                continue
-            if (other.st_dev, other.st_ino) == same:
-                return "in-progress"
-        tmp = self.root.tmp
-        try:
-            other = tmp.lstat(staging_name(msg_id))
-        except FileNotFoundError:
-            other = None
-        if other is not None and (other.st_dev, other.st_ino) == same:
-            if time.time() - other.st_ctime < PUBLISH_GRACE:
-                return "in-progress"
-            tmp.unlink_quiet(staging_name(msg_id))  # the sender died after linking: finish its publish
-            return "publish-finished"
-        # none of our links is there now: look again at the inbox entry, which the sender's
-        # unlink of its staging file (or a finished move) may have left with one link
-        inbox = self.open_sub("inbox")
-        try:
-            if inbox is None:
-                raise FileNotFoundError(msg_id)
-            now = inbox.lstat(msg_id + MSG_SUFFIX)
-        except FileNotFoundError:
-            return "in-progress"  # consumed or expired meanwhile
-        if (now.st_dev, now.st_ino) != same:
-            return "in-progress"  # replaced since it was read: the next event reads it afresh
-        if now.st_nlink == 1:
-            return "publish-finished"
-        return self._old_staging(msg_id, same)
-
-    def _old_staging(self, msg_id: str, same: "tuple[int, int]") -> "Optional[str]":
-        """A sender of an older version stages as tmp/msg.<id>.<8 hex>: during an upgrade its
-        publication must not pass for an attack either. A scan of tmp/, on this rare path only."""
-        tmp = self.root.tmp
-        for name in tmp.names():
-            if not name.startswith(staging_name(msg_id) + "."):
-                continue
-            try:
-                other = tmp.lstat(name)
-            except FileNotFoundError:
-                continue
-            if (other.st_dev, other.st_ino) == same:
-                if time.time() - other.st_ctime < PUBLISH_GRACE:
-                    return "in-progress"
-                tmp.unlink_quiet(name)
-                return "publish-finished"
-        return None
-
-    # -- reporting -------------------------------------------------------------
-    def oldest_unread_age(self, now: "Optional[float]" = None) -> "Optional[float]":
-
-        ids, _ = self.inbox_ids()
-        if not ids:
-            return None
-        try:
-            return (time.time() if now is None else now) - id_time(ids[0])
-        except ValueError:
-            return None
+def _loaded_box_class() -> type:
+    """Box + Records + Moves (Box first: its own methods, repair among them, win), made once."""
+    global _LOADED_BOX
+    if _LOADED_BOX is None:
+        from git_korus_mail.store.moves import Moves
+        from git_korus_mail.store.records import Records
+        _LOADED_BOX = type("Box", (Box, Records, Moves), {"__module__": __name__})
+    return _LOADED_BOX

@@ -3,6 +3,10 @@
 import os
 import time
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
 MAIL_DIR = "mail"
 OFF_FILE = "OFF"
 TMP_MAX_AGE = 36 * 3600
@@ -13,6 +17,18 @@ WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (Box.cancel)
 BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, "receipts", "shown", "sessions", "notices",
                "quarantine", "sent", "forwarded")
+
+
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_SESSION_REST = _ALNUM | {".", "_", "-"}
+
+
+def valid_session(s: "Any") -> bool:
+    """[A-Za-z0-9][A-Za-z0-9._-]{0,127}: a session id that can name a directory as it is (the
+    drain's sessions/ and shown/ names) and a message's `session` filter. Here, not in message.py,
+    because every hook event needs it and an empty box's events need nothing else of the format."""
+    return (isinstance(s, str) and 1 <= len(s) <= 128 and s[0] in _ALNUM
+            and all(c in _SESSION_REST for c in s))
 
 
 def staging_name(msg_id: str) -> str:

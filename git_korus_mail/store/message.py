@@ -10,6 +10,7 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.stamps import epoch, parse_stamp, utc_stamp
+from git_korus_mail.store.layout import valid_session  # noqa: F401 - the `session` field; for callers
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -31,8 +32,6 @@ _DIGITS = frozenset("0123456789")
 _HEX = frozenset("0123456789abcdef")
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 _KIND_REST = _LOWER | _DIGITS | {"-"}
-_ALNUM = _LOWER | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | _DIGITS
-_SESSION_REST = _ALNUM | {".", "_", "-"}
 
 
 def _digits(s: str) -> bool:
@@ -42,12 +41,6 @@ def _digits(s: str) -> bool:
 def valid_kind(s: "Any") -> bool:
     """[a-z][a-z0-9-]{0,15}"""
     return isinstance(s, str) and 1 <= len(s) <= 16 and s[0] in _LOWER and all(c in _KIND_REST for c in s)
-
-
-def valid_session(s: "Any") -> bool:
-    """[A-Za-z0-9][A-Za-z0-9._-]{0,127}"""
-    return (isinstance(s, str) and 1 <= len(s) <= 128 and s[0] in _ALNUM
-            and all(c in _SESSION_REST for c in s))
 
 
 def valid_id(s: "Any") -> bool:

@@ -11,7 +11,7 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail import crash
 from git_korus_mail.store import claims, journal
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
-from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
+from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX, staging_name
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import Invalid, expires_at
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.message import Message
 
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
+PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
 
 
 class Moves:
@@ -248,6 +249,72 @@ class Moves:
                     self._repair_one(name.split(".claim.broken-", 1)[0])  # what the breaker left undone
                     fixed += 1
         return fixed
+
+    def linked_elsewhere(self, msg_id: str, st: "os.stat_result") -> "Optional[str]":
+        """Explain a message file with more than one link: our own half-finished move, or not.
+
+        Returns "in-progress" (leave it), "publish-finished" (the other link was ours and is
+        gone now, or we completed a dead sender's publication) or None (a foreign hard link:
+        quarantine). No window: every link of ours is at a name derived from the id, and
+        each is made before the inbox link it pairs with, so when none is found any more
+        the inbox entry itself must have dropped to one link, unless a foreign link holds it."""
+        same = (st.st_dev, st.st_ino)
+        claiming = self.open_sub("claiming")
+        if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
+            return "in-progress"
+        other: "Optional[os.stat_result]"
+        for sub in ("seen", "expired", CANCELLED):
+            d = self.open_sub(sub)
+            if d is None:
+                continue
+            try:
+                other = d.lstat(msg_id + MSG_SUFFIX)
+            except FileNotFoundError:
+                continue
+            if (other.st_dev, other.st_ino) == same:
+                return "in-progress"
+        tmp = self.root.tmp
+        try:
+            other = tmp.lstat(staging_name(msg_id))
+        except FileNotFoundError:
+            other = None
+        if other is not None and (other.st_dev, other.st_ino) == same:
+            if time.time() - other.st_ctime < PUBLISH_GRACE:
+                return "in-progress"
+            tmp.unlink_quiet(staging_name(msg_id))  # the sender died after linking: finish its publish
+            return "publish-finished"
+        # none of our links is there now: look again at the inbox entry, which the sender's
+        # unlink of its staging file (or a finished move) may have left with one link
+        inbox = self.open_sub("inbox")
+        try:
+            if inbox is None:
+                raise FileNotFoundError(msg_id)
+            now = inbox.lstat(msg_id + MSG_SUFFIX)
+        except FileNotFoundError:
+            return "in-progress"  # consumed or expired meanwhile
+        if (now.st_dev, now.st_ino) != same:
+            return "in-progress"  # replaced since it was read: the next event reads it afresh
+        if now.st_nlink == 1:
+            return "publish-finished"
+        return self._old_staging(msg_id, same)
+
+    def _old_staging(self, msg_id: str, same: "tuple[int, int]") -> "Optional[str]":
+        """A sender of an older version stages as tmp/msg.<id>.<8 hex>: during an upgrade its
+        publication must not pass for an attack either. A scan of tmp/, on this rare path only."""
+        tmp = self.root.tmp
+        for name in tmp.names():
+            if not name.startswith(staging_name(msg_id) + "."):
+                continue
+            try:
+                other = tmp.lstat(name)
+            except FileNotFoundError:
+                continue
+            if (other.st_dev, other.st_ino) == same:
+                if time.time() - other.st_ctime < PUBLISH_GRACE:
+                    return "in-progress"
+                tmp.unlink_quiet(name)
+                return "publish-finished"
+        return None
 
     def finish_released(self, msg_id: str) -> str:
         """After a person released a claim (`release`): complete the move its owner had decided, if

@@ -8,7 +8,7 @@ from git_korus_mail.store import claims
 from git_korus_mail.store.fsafe import SMALL_FILE, NotRegular, TooLarge
 from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX, WHY_SUFFIX, quarantine_name
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store.message import valid_id
+from git_korus_mail.store.message import id_time, valid_id
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ class Records:
         def ensure_sub(self, name: str) -> "Dir": ...
         def names(self, sub: str) -> "list[str]": ...
         def has(self, sub: str, name: str) -> bool: ...
+        def inbox_ids(self) -> "tuple[list[str], list[str]]": ...
 
     # -- receipts, claims, notices: the records and their formats ----------------
     def receipt(self, msg_id: str) -> "Optional[dict[str, Any]]":
@@ -96,12 +97,6 @@ class Records:
                 names.append(name)
         return out, names
 
-    def clear_notices(self, names: "list[str]") -> None:
-        d = self.open_sub("notices")
-        if d is not None:
-            for name in names:
-                d.unlink_quiet(name)
-
 
     # -- quarantine and fate ---------------------------------------------------
     def quarantine(self, name: str, reason: str, sub: str = "inbox") -> "Optional[str]":
@@ -156,3 +151,13 @@ class Records:
         if self.has(CANCELLED, name):
             return "cancelled", None
         return "gone", None
+
+    # -- reporting -------------------------------------------------------------
+    def oldest_unread_age(self, now: "Optional[float]" = None) -> "Optional[float]":
+        ids, _ = self.inbox_ids()
+        if not ids:
+            return None
+        try:
+            return (time.time() if now is None else now) - id_time(ids[0])
+        except ValueError:
+            return None
