@@ -70,3 +70,25 @@ def test_nothing_outside_the_store_touches_its_files():
             if STORE_ONLY.search(ALLOWED.sub("", line)):
                 found.append(f"{path.relative_to(pkg)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_a_read_of_what_is_absent_says_so_and_creates_nothing(clone):
+    """The store's hints name these None cases; each must read as "not there", never crash."""
+    from git_korus_mail.store import markers
+    from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.launch import NoLaunch
+    run_cli("send", "--to", str(clone.web), "hello", cwd=clone.main, check=True)
+    path = box_dir(clone, clone.web)
+    box = MailRoot.open(str(clone.common_dir)).box(path.name)
+    before = dirs_under(path)
+    # a quarantine from a subdirectory that does not exist: the file went, nothing is made
+    assert box.quarantine("x.json", "test", sub="expired") is None
+    assert dirs_under(path) == before
+    # a launch that never marked anything has no marker to read: FileNotFoundError, an OSError
+    shown = markers.for_launch(box, "s-none", NoLaunch("test"))
+    try:
+        shown.read("0" * 10)
+    except FileNotFoundError:
+        pass
+    else:
+        raise AssertionError("a marker read from no directory")
