@@ -291,6 +291,26 @@ def test_status_and_list_escape_every_name_and_field_from_disk(clone):
         assert "\\u001b" in proc.stdout, (cmd, proc.stdout)
 
 
+def test_doctor_escapes_a_stranded_boxs_recorded_path(clone):
+    """A box no worktree reads is named in doctor's report by the path it recorded: that path
+    comes from disk, so it is escaped like every other field, never printed raw."""
+    run_cli("send", "--to", "../web", "hello", cwd=clone.main, check=True)
+    web = clone.mail_root / "box" / keys.key_for(str(clone.web)).name
+    odd = clone.mail_root / "box" / "gone-0123456789abcdef01234567"
+    (odd / "inbox").mkdir(mode=0o700, parents=True)
+    os.chmod(odd, 0o700)
+    [msg] = (web / "inbox").iterdir()
+    (odd / "inbox" / msg.name).write_bytes(msg.read_bytes())
+    os.chmod(odd / "inbox" / msg.name, 0o600)
+    (odd / "path").write_text("/gone/\x1b]0;pwned\x07\x1b[2J\n")
+    os.chmod(odd / "path", 0o600)
+    proc = run_cli("doctor", cwd=clone.main, env={"NO_COLOR": "1"})
+    assert "stranded" in proc.stdout, proc.stdout
+    raw = [c for c in RAW if c in proc.stdout]
+    assert not raw, (raw, proc.stdout)
+    assert "\\u001b" in proc.stdout, proc.stdout
+
+
 def test_a_journal_rotation_that_times_out_is_a_reported_fault_not_an_exception(clone, monkeypatch):
     """The line is written before the rotation takes its lock; portalocker's timeout there is no
     OSError, and it must not turn a done send or consume into a failure either."""

@@ -245,10 +245,10 @@ def _check_stranded(box, findings):
         return
     live = [r for r in presence.sessions(box) if r["liveness"] in ("working", "idle")]
     where = f"box {box.name}"
-    was = box.recorded_path() or "an unknown path"
+    was = _e(box.recorded_path() or "an unknown path")  # a path from disk: escaped like every other field
     if live:
         findings.add("stranded", True, where, f"{queued} queued for {was}, no worktree of this clone, "
-                     f"but drained by live session {live[0].get('session')}")
+                     f"but drained by live session {_e(live[0].get('session'))}")
         return
     findings.add("stranded", False, where, f"{queued} queued message(s) for {was}, which is no worktree "
                  f"of this clone: nobody will read them",
