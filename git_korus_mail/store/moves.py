@@ -1,8 +1,10 @@
-"""A box's moves: consume, expire, cancel, and the repair of what a dead process left.
+"""A box's moves: consume, expire, cancel, and the repair of what a dead process left
+(a dead consumer's claim, a dead sender's half-finished publication: `linked_elsewhere`).
 
 Each move is decided under the message's claim and done as link then unlink, so a crash
 between two steps leaves a state the next reader completes (see files.py, docs/STORE.md).
-Mixed into files.Box; kept apart so each module has one job.
+Mixed into files.Box on the first use of one of its methods (Box.__getattr__: an event with an
+empty box never loads this module); kept apart so each module has one job.
 """
 
 import time

@@ -1,5 +1,6 @@
 """A box's small records and their formats: receipts, claims as recorded, expiry notices,
-quarantine reasons, and each message's fate as the disk says it. Mixed into files.Box."""
+quarantine reasons, and each message's fate as the disk says it. Mixed into files.Box on the
+first use of one of its methods (Box.__getattr__), so an event with an empty box never loads it."""
 
 import time
 
