@@ -314,7 +314,7 @@ def test_doctor_escapes_a_stranded_boxs_recorded_path(clone):
 def test_a_journal_rotation_that_times_out_is_a_reported_fault_not_an_exception(clone, monkeypatch):
     """The line is written before the rotation takes its lock; portalocker's timeout there is no
     OSError, and it must not turn a done send or consume into a failure either."""
-    from git_korus_mail.store import files
+    from git_korus_mail.store import journal
     from git_korus_mail.store.files import MailRoot
     run_cli("send", "--to", "../web", "x", cwd=clone.main, check=True)
     root = MailRoot.open(str(clone.common_dir))
@@ -325,7 +325,7 @@ def test_a_journal_rotation_that_times_out_is_a_reported_fault_not_an_exception(
     def append(*_a, **_k):
         raise LockTimeout("could not lock journal.lock within 5 s")
 
-    monkeypatch.setattr(files.journal, "append", append)
+    monkeypatch.setattr(journal, "append", append)  # the module MailRoot.journal writes through
     assert root.journal("sent", id="x") is False
     [fault] = root.take_journal_faults()
     assert "LockTimeout" in fault and "sent" in fault
