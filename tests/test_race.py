@@ -99,17 +99,18 @@ def _racer(session, cwd, mode, barrier, conn):
     "stop": consume what this session was shown). Reports every Box.consume result."""
     from git_korus_mail import crash
     from git_korus_mail.core import drain
-    from git_korus_mail.store import claims, files as store
+    from git_korus_mail.store import claims
+    from git_korus_mail.store.moves import Moves  # a Box takes consume from Moves (on first use)
     assert crash._AT is None
     results = []
-    orig = store.Box.consume
+    orig = Moves.consume
 
     def recording(self, msg_id, sess, observation, launch=None):
         r = orig(self, msg_id, sess, observation, launch=launch)
         results.append((msg_id, r))
         return r
 
-    store.Box.consume = recording
+    Moves.consume = recording
     lost = [0]
     orig_acquire = claims.acquire
 
