@@ -8,6 +8,7 @@ link; the repair that breaks the dead claim adds the missing line once, marked
 """
 
 import json
+import os
 
 import pytest
 
@@ -97,5 +98,40 @@ def test_a_claim_broken_by_a_live_breaker_is_repaired_by_it_alone(clone):
     run_cli("status", "--json", cwd=c.main, check=True)
     run_cli("list", cwd=c.main, check=True)
     assert not aside.exists()
+    [line] = journal_events(c, "consumed", msg_id)
+    assert line["repaired"] is True
+
+
+def test_a_repair_adds_no_line_while_a_live_process_holds_the_message(clone):
+    """A dead breaker's aside file is repaired by another reader while a live consumer holds
+    the message's claim, between its unlink and its journal line. The repair must not add
+    the line the live one is about to write (the chaos test saw one consume journaled twice,
+    once repaired and once by its consumer): repairs take the claim like every other move."""
+    import subprocess
+    import sys
+
+    c = clone
+    msg_id = send(c)
+    clean("SessionStart", c.web, S1)
+    assert_killed(drain("Stop", c.web, S1, env=crash_env("consume:unlinked-inbox")), "consume:unlinked-inbox")
+    claiming = box_dir(c) / "claiming"
+    claim = claiming / f"{msg_id}.claim"
+    dead_breaker = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                                  capture_output=True, text=True, check=True)
+    claim.rename(claiming / f"{msg_id}.claim.broken-{dead_breaker.stdout.strip()}-0badf00d")
+    live = subprocess.Popen([sys.executable, "-c",
+                             "import json, sys, time; from git_korus_mail.store import claims; "
+                             "print(json.dumps(claims.me('consume', 'live')), flush=True); time.sleep(60)"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        claim.write_text(live.stdout.readline())
+        os.chmod(claim, 0o600)
+        run_cli("status", "--json", cwd=c.main, check=True)
+        assert journal_events(c, "consumed", msg_id) == [], "a line added for a move a live process holds"
+    finally:
+        live.kill()
+        live.wait()
+    run_cli("status", "--json", cwd=c.main, check=True)
+    run_cli("list", cwd=c.main, check=True)
     [line] = journal_events(c, "consumed", msg_id)
     assert line["repaired"] is True

@@ -332,13 +332,25 @@ class Moves:
         return "expired" if self.has("expired", name) else "gone"
 
     def _repair_one(self, msg_id: str) -> None:
-        """After a dead owner's claim is gone: complete its move if it had decided one."""
+        """After a dead owner's claim is gone: complete its move if it had decided one.
+
+        Done under a claim of our own, like every other move: a repairer without one could
+        find the journal line missing while a live consumer sits between its unlink and its
+        line, and add a second (the chaos test saw it). Holding the claim, every other mover
+        is either done, its line written before it let go, or dead. When a live process
+        holds the message, it finishes the move itself, or a later repair does."""
         name = msg_id + MSG_SUFFIX
-        if not self.has("inbox", name):
-            self._journal_lost_line(msg_id)
+        owner = claims.me("repair")
+        if claims.acquire(self.root.tmp, self.ensure_sub("claiming"), msg_id, owner)[0] != "won":
             return
-        if self.complete_decided(msg_id):
-            return
+        try:
+            if not self.has("inbox", name):
+                self._journal_lost_line(msg_id)
+                return
+            if self.complete_decided(msg_id):
+                return
+        finally:
+            self._release(msg_id, owner)
         forwarded = self.open_sub("forwarded")
         if forwarded is not None and forwarded.exists(name):
             from typing import cast  # this rare path only: typing stays off the hot path
