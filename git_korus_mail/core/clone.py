@@ -1,7 +1,7 @@
 """The clone a command works on: its common dir, mail root, worktrees, and our own box key.
 
 `--repo <path>` (an anchor for sessions outside any clone) selects the queue only;
-our own key always comes from the cwd, or the anchor would read its mail (seed step 1).
+our own key always comes from the cwd, or the anchor would read its mail (docs/DESIGN.md R2).
 """
 
 import os

@@ -5,8 +5,8 @@ launch identity, account, cwd) and the client's event name as a label only (for 
 markers and the journal), and returns what to show and what to do once the showing has been
 written out. A client module (clients/claude/) maps its own events onto phases. The show
 phase lives in core/drain_show.py and the consume phase in core/drain_consume.py, each imported only
-when its phase runs. The seed's four
-measured ways a first version breaks, and where each is answered here:
+when its phase runs. The four measured ways a first version breaks
+(docs/DESIGN.md R5-R7, R12), and where each is answered here:
 1. exclusion that does not exclude — consumption goes through store.Box.consume
    (exclusive claim, exclusive receipt);
 2. showing is not consuming — `show` never consumes; only `consume` does, and only

@@ -80,7 +80,7 @@ def show(drain: "Drain") -> Outcome:
         faults: List[str] = []
         crash.point("show:emitted")
         # The marker proves that THIS launch displayed the message; written only now,
-        # after the output is out (the seed's repair that minted it first lost mail).
+        # after the output is out (docs/DESIGN.md R7: a marker minted first lost mail).
         for b in blocks:
             obs = {"session": drain.session, "launch": drain.launch.tag, "event": drain.event,
                    "at": utc_stamp(drain.now), "chars": len(b.text), "truncated": b.truncated,

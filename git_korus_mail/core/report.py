@@ -1,7 +1,7 @@
 """What the queue holds, as observed, with as-of times: the data `list` and `status` print (commands/).
 
 Delivery is reported from receipts and display markers, never inferred from a
-successful send (seed step 8). Reading a box first repairs what crashed processes
+successful send (docs/DESIGN.md R11). Reading a box first repairs what crashed processes
 left and moves expired mail aside, so every report shows settled state.
 """
 

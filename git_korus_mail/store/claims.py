@@ -2,8 +2,8 @@
 
 A claim is a small file `claiming/<id>.claim` that already names its owner when it
 appears: it is written in tmp/ and hard-linked into place, and link() fails with
-EEXIST for everyone but the first. (The seed measured move-and-catch and
-check-then-write schemes giving several winners across processes; only an
+EEXIST for everyone but the first. (docs/DESIGN.md R5: move-and-catch and
+check-then-write schemes gave several winners across processes; only an
 exclusive create excludes.)
 
 The claim serialises consume and expire of one message. It is not what makes

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 MAX_BODY_BYTES = 32 * 1024          # sender's limit (advice: the drain caps on render)
 MAX_FILE_BYTES = 8 * 1024 * 1024    # reader's limit: larger files are quarantined
-DEFAULT_TTL_MINUTES = 4320          # 3 days: an overnight gap lost mail at 720 (seed step 6)
+DEFAULT_TTL_MINUTES = 4320          # 3 days: an overnight gap lost mail at 720 (docs/DESIGN.md R9)
 # The longest TTL send accepts: ten years. The drain honours any expires_at up to year 9999
 # (stamps have four-digit years), so everything send accepts stays far inside what it reads.
 MAX_TTL_MINUTES = 10 * 365 * 24 * 60

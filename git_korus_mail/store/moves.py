@@ -193,7 +193,7 @@ class Moves:
             self._release(msg_id, owner)
 
     def _write_notice(self, msg_id: str) -> None:
-        """Remember an unread expiry so the recipient's next opening show tells them (the seed: nobody was)."""
+        """Remember an unread expiry so the recipient's next opening show tells them (docs/DESIGN.md R9: nobody was)."""
         sender = sent_at = None
         try:
             msg, _ = self.load(msg_id, "expired")
