@@ -249,7 +249,7 @@ __git_korus_mail_value ()
 		__git_korus_mail_comp 'local user' "$pfx" "$val"
 		;;
 	--kind)
-		__git_korus_mail_comp 'note handoff alert question' "$pfx" "$val"
+		__git_korus_mail_comp 'note handoff alert' "$pfx" "$val"
 		;;
 	--repo)
 		# directories; with -o filenames readline quotes them and adds the "/"

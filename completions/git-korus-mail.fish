@@ -259,7 +259,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --to' \
             -f -l all-worktrees -d 'Every other worktree of the clone'
         complete -c $c -n '__git_korus_mail_using send' \
-            -x -l kind -a 'note handoff alert question' -d 'Display-only label'
+            -x -l kind -a 'note handoff alert' -d 'Display-only label'
         complete -c $c -n '__git_korus_mail_using send' \
             -x -l ttl -d 'Expire unread after minutes (default 4320)'
         complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \

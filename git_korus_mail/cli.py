@@ -42,7 +42,8 @@ options:
   --to=<dest>        a worktree path, `.`, `all` (worktrees with a live session),
                      a worktree name, or a box key prefix (4+ chars); up to 8
   --all-worktrees    every other worktree of the clone
-  --kind=<kind>      display-only label: `note`, `handoff`, `alert`, `question`, ...
+  --kind=<kind>      display-only label: `note`, `handoff`, `alert`, ...
+                     (question, answer, reply: use ask and reply)
                      [default: note]
   --ttl=<minutes>    expire unread after this many minutes, 1 to 5256000 [default: 4320]
   --session=<id>     show only to this session id (a filter; the address stays the path)

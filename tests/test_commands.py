@@ -25,6 +25,8 @@ def in_main(clone, monkeypatch):
 @pytest.mark.parametrize("args, says", [
     (send.SendArgs(to=(".",) * 9, body="hi"), "9 destinations; at most 8"),
     (send.SendArgs(to=(".",), body="hi", kind="Bad/Kind"), "--kind 'Bad/Kind'"),
+    (send.SendArgs(to=(".",), body="hi", kind="question"), "--kind question: written only by `ask` and `reply`"),
+    (send.SendArgs(to=(".",), body="hi", kind="answer"), "--kind answer: written only by"),
     (send.SendArgs(to=(".",), body="hi", ttl_minutes=0), "--ttl 0: out of range"),
     (send.SendArgs(to=(".",), body="hi", ttl_minutes=5256001), "--ttl 5256001: out of range"),
     (send.SendArgs(to=(".",), body="hi", session="not a session"), "--session 'not a session'"),

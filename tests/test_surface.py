@@ -62,7 +62,7 @@ def test_usage_surface_is_what_the_cli_parses(cmds):
     assert surface.subcommands() == ["send", "list", "status", "forward", "off", "on", "drain",
                                      "install", "uninstall", "doctor", "release", "completion"]
     assert cmds[None].options == {"--version": False, "-h": False, "--help": False}
-    assert cmds["send"].values == {"--to": (".", "all"), "--kind": ("note", "handoff", "alert", "question")}
+    assert cmds["send"].values == {"--to": (".", "all"), "--kind": ("note", "handoff", "alert")}
     assert cmds["install"].values == cmds["uninstall"].values == {"--scope": ("local", "user")}
     assert cmds["forward"].values == {"--to": (".",)}
     assert cmds["completion"].choices == ("bash", "zsh", "fish")

@@ -37,6 +37,8 @@ def run(clone, args, out):
         raise UsageError(f"{len(args.to)} destinations; at most {MAX_DESTINATIONS} (--to ... --to)")
     if not message.valid_kind(args.kind):
         raise UsageError(f"--kind {args.kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
+    if args.kind in message.RESERVED_KINDS:
+        raise UsageError(f"--kind {args.kind}: written only by `ask` and `reply`; use one of those")
     ttl = send.check_ttl(args.ttl_minutes)
     if args.session is not None and not message.valid_session(args.session):
         raise UsageError(f"--session {args.session!r}: not a session id")

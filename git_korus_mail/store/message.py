@@ -33,6 +33,15 @@ _HEX = frozenset("0123456789abcdef")
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 _KIND_REST = _LOWER | _DIGITS | {"-"}
 
+# Kinds with a meaning to the product (docs/CONTRACT.md, "Message format"); any other valid kind
+# is a display label. `send` refuses these: only `ask` and `reply` write them.
+KIND_QUESTION, KIND_ANSWER, KIND_REPLY = "question", "answer", "reply"
+RESERVED_KINDS = (KIND_QUESTION, KIND_ANSWER, KIND_REPLY)
+# An answer's status: done (the run's final text, given automatically), failed (the run ended
+# in an error, or the session ended, with the question open), stopped (the user interrupted
+# the run), answered (an explicit `reply`).
+STATUSES = ("done", "failed", "stopped", "answered")
+
 
 def _digits(s: str) -> bool:
     return bool(s) and all(c in _DIGITS for c in s)
@@ -80,10 +89,15 @@ def id_time(msg_id: "Any") -> float:
 # -- building and parsing --------------------------------------------------
 def build(body: str, to_path: str, to_key: str, sender: "dict[str, Optional[str]]", kind: str = "note",
           ttl_minutes: float = DEFAULT_TTL_MINUTES, session: "Optional[str]" = None,
-          now: "Optional[float]" = None) -> "Message":
+          now: "Optional[float]" = None, in_reply_to: "Optional[str]" = None, thread: "Optional[str]" = None,
+          status: "Optional[str]" = None, wake: "Optional[bool]" = None) -> "Message":
+    """A new message. The optional fields are written only when given, so a note is the same
+    file it always was (old readers and old mail stay valid)."""
     now = time.time() if now is None else now
     msg_id = new_id(now)
-    return {
+    optional = {"in_reply_to": in_reply_to, "thread": thread, "status": status, "wake": wake}
+    extra = {k: v for k, v in optional.items() if v is not None}
+    return {**extra,
         "v": FORMAT_VERSION,
         "id": msg_id,
         "sent_at": utc_stamp(now),
@@ -137,7 +151,34 @@ def parse(data: bytes, expected_id: "Optional[str]" = None) -> "Message":
     session = msg.get("session")
     if session is not None and not valid_session(session):
         raise Invalid("bad session filter")
+    _check_optional(msg, str(kind))
     return msg
+
+
+def _check_optional(msg: "Message", kind: str) -> None:
+    """The optional fields: absent is fine (older mail has none); present means the right shape."""
+    for field in ("in_reply_to", "thread"):
+        if field in msg and not valid_id(msg[field]):
+            raise Invalid(f"bad {field}")
+    if "wake" in msg and not isinstance(msg["wake"], bool):
+        raise Invalid("bad wake: not true or false")
+    if "status" in msg and (kind != KIND_ANSWER or msg["status"] not in STATUSES):
+        raise Invalid("bad status" if kind == KIND_ANSWER else "bad status: only an answer has one")
+    if kind == KIND_ANSWER and ("in_reply_to" not in msg or "status" not in msg):
+        raise Invalid("bad answer: in_reply_to and status are required")
+    if kind == KIND_REPLY and "in_reply_to" not in msg:
+        raise Invalid("bad reply: in_reply_to is required")
+
+
+def wakes(msg: "Message") -> bool:
+    """Whether the message asks to wake an idle recipient: `wake` absent means yes; a question
+    always does."""
+    return msg.get("kind") == KIND_QUESTION or msg.get("wake", True) is not False
+
+
+def thread_of(msg: "Message") -> str:
+    """The id of the thread a message belongs to: its `thread`, or its own id (a first message)."""
+    return str(msg.get("thread") or msg["id"])
 
 
 def expires_at(msg: "Message") -> float:
