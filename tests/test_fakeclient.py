@@ -64,6 +64,9 @@ def test_fake_client_shows_consumes_and_ends_through_the_core(clone, client_proc
     first = send(clone, "from the api to a fake client")
     out = fake_hook("look", clone.web, session, proc.pid)
     assert out.startswith("to-model:\n") and "| from the api to a fake client" in out
+    # the person's line comes through the same seam, in this client's own form
+    assert out.rstrip("\n").endswith(f"\nto-user: korus-mail: 1 message from ../api (note, id …{first[-8:]}) "
+                                     f"shown to the model")
     assert fake_hook("look", clone.web, session, proc.pid) == ""  # shown once to this launch
     assert fake_hook("done", clone.web, session, proc.pid) == ""  # consumed; the normal path says nothing
     b = box_dir(clone, clone.web)

@@ -69,7 +69,7 @@ def serve(client, repo=None):
         _emit(client.fault_output(payload.event, f"korus-mail: drain failed at {payload.event}: "
                                                  f"{_said(exc)} (details on the hook's stderr)"))
         return 0  # the JSON above is the report; its exit code says the output is valid (docs/HOOKS.md)
-    out = client.answer(payload.event, outcome.context, outcome.notice)
+    out = client.answer(payload.event, outcome.context, outcome.notice, shown=outcome.shown)
     if out is not None:
         try:
             _emit(out)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.launch import AnyLaunch
+    from git_korus_mail.core.shown import Shown
     from git_korus_mail.store.markers import LaunchMarkers
 
     Commit = Callable[[], List[str]]  # the follow-up: returns the faults it met
@@ -50,16 +51,19 @@ READ_BUDGET = 16 * 1024 * 1024  # message bytes one event reads (the first messa
 
 
 class Outcome:
-    """What an event produced: context for the model, a notice for the user, and the
+    """What an event produced: context for the model, a notice for the user, a summary of the
+    mail the context shows (core/shown.Shown, for the client's line to the person), and the
     follow-up to run after the output has been written and flushed.
 
     The follow-up never raises and never changes the hook's exit code: by the time it runs
     the client has the output, so a failure there is reported, not fatal (docs/HOOKS.md)."""
 
     def __init__(self, context: "Optional[str]" = None, notice: "Optional[str]" = None,
-                 commit: "Optional[Commit]" = None, report: "Optional[Report]" = None) -> None:
+                 commit: "Optional[Commit]" = None, report: "Optional[Report]" = None,
+                 shown: "Optional[Shown]" = None) -> None:
         self.context = context
         self.notice = notice
+        self.shown = shown
         self._commit = commit
         self._report = report
 

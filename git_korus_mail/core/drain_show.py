@@ -101,7 +101,12 @@ def show(drain: "Drain") -> Outcome:
         if drain.opening:
             drain._sweep()  # a new launch is when an old one's markers are most likely stale
         return faults + root.take_journal_faults()
-    return Outcome(context=context, commit=commit, report=drain._report_late)
+    summary = None
+    if blocks:
+        from git_korus_mail.core.shown import Shown
+        rendered = {b.msg_id for b in blocks}
+        summary = Shown.of([m for m, *_rest in batch if m["id"] in rendered], drain.key.path, deferred)
+    return Outcome(context=context, commit=commit, report=drain._report_late, shown=summary)
 
 
 def _load_batch(drain: "Drain", candidates: "List[str]",

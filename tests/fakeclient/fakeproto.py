@@ -65,8 +65,10 @@ def fault_output(event, text):
     return user_notice_output(text)
 
 
-def answer(event, context, notice):
+def answer(event, context, notice, shown=None):
     if context and PHASE_OF.get(event, ("",))[0] == "show":
+        if shown:  # the person's line: its own channel, after the notice
+            notice = (notice + "\n" if notice else "") + shown.line()
         return context_output(event, context, notice)
     if notice:
         return user_notice_output(notice)

@@ -8,7 +8,10 @@ Facts this follows (Claude Code 2.1.332, observed):
 - `hookSpecificOutput.additionalContext` reaches the model at SessionStart,
   UserPromptSubmit and PostToolUse; at Stop it would start another turn, so the
   drain never uses it there;
-- `systemMessage` reaches only the user: the channel for faults;
+- `systemMessage` reaches only the user, at every event we wire but SessionEnd (the terminal UI
+  draws it as "<event> says: <text>"; stream-json has it as a `system`/`informational` line, and
+  at SessionStart only inside the raw `hook_response`; docs/HOOKS.md, "The user line"): the
+  channel for faults and for the line that says which mail the model was shown;
 - context over 10,000 characters is not sent inline (it is saved to a file), so the
   drain's cap sits well below it;
 - a wrong type in the output drops the whole output: we print only our own keys
@@ -111,11 +114,15 @@ def session_of(environ):
     return environ.get("CLAUDE_CODE_SESSION_ID")
 
 
-def answer(event, context, notice):
+def answer(event, context, notice, shown=None):
     """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
     model only at a showing event (at Stop it would start another turn): elsewhere the notice
-    alone, to the user."""
+    alone, to the user. `shown` (core/shown.Shown) sums up the mail in `context`: the person is
+    told in one line, beside the notice, that the model was shown it; the mail itself goes into
+    the context only, once."""
     if context and event in SHOW_EVENTS:
+        if shown:
+            notice = f"{notice}\n{shown.line()}" if notice else shown.line()
         return context_output(event, context, notice=notice)
     if notice:
         return user_notice_output(notice)
@@ -166,6 +173,7 @@ def check_answer(event, stdout):
             return "hookSpecificOutput.additionalContext is not a string"
     message = answer.get("systemMessage")
     if message is not None:
-        # the channel faults use: a drain that reports one is not working
+        # the channel faults use: a drain that reports one is not working (the line that says
+        # which mail was shown uses it too, but a self-test's run shows none)
         return f"the hook reported: {message}" if isinstance(message, str) else "systemMessage is not a string"
     return None
