@@ -44,11 +44,11 @@ def test_nothing_new_says_nothing_and_a_later_show_names_only_the_new_mail(clone
 
 def test_several_senders_are_counted_each_with_kinds_and_ids(clone):
     other = clone.add_worktree("cli")
-    ids = [send(clone, f"from api {i}", clone.main, kind="question" if i == 0 else None) for i in range(5)]
+    ids = [send(clone, f"from api {i}", clone.main, kind="handoff" if i == 0 else None) for i in range(5)]
     cli_id = send(clone, "from cli", other)
     answer, _ = hook("SessionStart", clone.web, SESSION)
     line = answer["systemMessage"]
-    assert line.startswith("korus-mail: 6 messages shown to the model: 5 from ../api (1 question, 4 note; ids ")
+    assert line.startswith("korus-mail: 6 messages shown to the model: 5 from ../api (1 handoff, 4 note; ids ")
     assert f"…{ids[0][-8:]}, …{ids[1][-8:]}, …{ids[2][-8:]} +2)" in line
     assert line.endswith(f", 1 from ../cli (note, id …{cli_id[-8:]})")
     assert "\n" not in line
