@@ -18,7 +18,7 @@
 # __git_find_on_cmdline) when git's completion is loaded, and equivalent local
 # code when it is not.
 
-__git_korus_mail_subcommands='send list status forward off on drain install uninstall doctor release completion'
+__git_korus_mail_subcommands='send list who status forward off on drain install uninstall doctor release completion'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
 __git_korus_mail_valued=' --repo --to --kind --ttl --session --scope '
@@ -30,7 +30,7 @@ __git_korus_mail_options ()
 	case $1 in
 	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --json' ;;
 	list|status)      echo '--repo= --all --json' ;;
-	doctor)           echo '--repo= --json' ;;
+	doctor|who)       echo '--repo= --json' ;;
 	forward)          echo '--repo= --to= --json' ;;
 	off|on|drain|release) echo '--repo=' ;;
 	install)          echo '--repo= --scope= --urgent --force' ;;

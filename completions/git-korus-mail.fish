@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send list status forward off on drain install uninstall doctor release completion
+set -g __git_korus_mail_commands send list who status forward off on drain install uninstall doctor release completion
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -237,6 +237,7 @@ if not set -q __git_korus_mail_completion_loaded
         set -l top __git_korus_mail_needs_command
         complete -c $c -n $top -f -a send -d 'Queue a message for other worktrees'
         complete -c $c -n $top -f -a list -d 'Every box: worktree, counts, sessions'
+        complete -c $c -n $top -f -a who -d 'Every session of the clone, its name and state'
         complete -c $c -n $top -f -a status -d 'This box and the fate of mail it sent'
         complete -c $c -n $top -f -a forward -d 'Move a stranded box\'s queued mail to a worktree'
         complete -c $c -n $top -f -a off -d 'Suppress delivery (queued mail is kept)'
@@ -250,7 +251,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send list status forward off on drain install uninstall doctor release' \
+        complete -c $c -n '__git_korus_mail_using send list who status forward off on drain install uninstall doctor release' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -266,7 +267,7 @@ if not set -q __git_korus_mail_completion_loaded
             -x -l session -d 'Show only to this session id'
         complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
             -f -l create -d 'Allow a path that is no worktree of this clone'
-        complete -c $c -n '__git_korus_mail_using send list status forward doctor' \
+        complete -c $c -n '__git_korus_mail_using send list who status forward doctor' \
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status' \
             -f -l all -d 'Show every entry, not only the latest'

@@ -17,6 +17,7 @@ Durable mail between AI coding-agent sessions in the worktrees of one git clone.
 commands:
   send        queue a message for other worktrees' sessions
   list        every box: worktree, counts, sessions
+  who         every session of the clone: worktree, name, state, surface, config root
   status      this worktree's box, the fate of the mail it sent, recent events
   forward     move a box's queued mail (one no worktree reads) to a worktree
   off / on    suppress / resume delivery everywhere (queued mail is kept)
@@ -40,7 +41,8 @@ Queue <body> (or stdin when it is `-` or left out) for each destination.
 
 options:
   --to=<dest>        a worktree path, `.`, `all` (worktrees with a live session),
-                     a worktree name, or a box key prefix (4+ chars); up to 8
+                     a worktree name, a session name as who shows it (or @<name>),
+                     or a box key prefix (4+ chars); up to 8
   --all-worktrees    every other worktree of the clone
   --kind=<kind>      display-only label: `note`, `handoff`, `alert`, ...
                      (question, answer, reply: use ask and reply)
@@ -61,6 +63,19 @@ options:
   --repo=<path>   the clone whose queue to read
   --all           every session of each box (otherwise the latest 5, and how many more)
   --json          machine-readable (always every session)
+""",
+    "who": """\
+usage:
+  git-korus-mail who [--repo=<path>] [--json]
+
+Every session this clone's hooks have seen, under every config root and surface: its
+worktree and branch, session id and name, config root, surface (terminal, -p/SDK, editor)
+and state as of a time: working, idle, waiting, not responding, closed or gone.
+A worktree with two live sessions is flagged: both are shown its mail, one consumes it.
+
+options:
+  --repo=<path>   the clone whose sessions to list
+  --json          machine-readable
 """,
     "status": """\
 usage:
@@ -296,6 +311,9 @@ def _params(command, a):
     if command == "list":
         from git_korus_mail.commands import list as cmd
         return cmd, cmd.ListArgs(all=bool(a["--all"]), json=bool(a["--json"]))
+    if command == "who":
+        from git_korus_mail.commands import who as cmd
+        return cmd, cmd.WhoArgs(json=bool(a["--json"]))
     if command == "status":
         from git_korus_mail.commands import status as cmd
         return cmd, cmd.StatusArgs(all=bool(a["--all"]), json=bool(a["--json"]))

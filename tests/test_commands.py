@@ -79,7 +79,7 @@ ARGVS = [
     ["send", "--all-worktrees", "-"],
     ["list", "--all", "--json"], ["status"], ["forward", "abcd", "--to=web"],
     ["off"], ["on"], ["install", "--scope=user", "--force"], ["uninstall", "--purge", "--yes"],
-    ["doctor", "--json"], ["release", "20260101T000000Z-0123456789abcdef"], ["completion", "zsh"],
+    ["doctor", "--json"], ["who", "--json"], ["release", "20260101T000000Z-0123456789abcdef"], ["completion", "zsh"],
 ]
 
 

@@ -111,7 +111,7 @@ def test_worktree_name_key_prefix_and_ambiguity(clone):
     assert run_cli("send", "--to", k.name[:8], "by box name prefix", cwd=clone.main).returncode == 0
     assert len(inbox(clone, clone.web)) == 3
     proc = run_cli("send", "--to", "zzzz", "nothing", cwd=clone.main)
-    assert proc.returncode == 1 and "no worktree, name or box key matches" in proc.stderr
+    assert proc.returncode == 1 and "no worktree, session name or box key matches" in proc.stderr
 
 
 def test_partial_failure_reports_both(clone):

@@ -27,3 +27,18 @@ def session_of(environ):
         if session is not None:
             return session
     return None
+
+
+def registries():
+    """The session-registry module of every client that keeps one (clients/claude/registry.py)."""
+    from git_korus_mail.clients.claude import registry as claude
+    return (claude,)
+
+
+def sessions(config_root):
+    """What every client's own registry says runs under `config_root` (None: the config dir a
+    session uses when its hooks named none), for `who` to check (core/roster.py)."""
+    out = []
+    for registry in registries():
+        out.extend(registry.sessions(config_root))
+    return out

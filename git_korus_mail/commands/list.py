@@ -4,7 +4,7 @@ import json
 from dataclasses import dataclass
 
 from git_korus_mail import ui
-from git_korus_mail.core import report
+from git_korus_mail.core import report, roster
 from git_korus_mail.commands.text import more, safe
 from git_korus_mail.stamps import human_age
 
@@ -34,7 +34,7 @@ def run(clone, args, out):
             flags.append(f"STRANDED: {row['counts']['inbox']} queued that no worktree reads; "
                          f"git korus-mail forward {row['key']} --to <worktree>")
         if row["live_sessions"] > 1:
-            flags.append(f"{row['live_sessions']} live sessions: both see the same mail")
+            flags.append(roster.shared_box_warning(row["live_sessions"]))
         if row["quarantined"]:
             flags.append(f"{row['quarantined']} quarantined")
         oldest = row["oldest_unread_age_s"]

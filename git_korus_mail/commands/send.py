@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from git_korus_mail import clients
-from git_korus_mail.core import send
+from git_korus_mail.core import roster, send
 from git_korus_mail.store import message
 from git_korus_mail.errors import UsageError
 
@@ -44,7 +44,8 @@ def run(clone, args, out):
         raise UsageError(f"--session {args.session!r}: not a session id")
     body = send.read_body(args.body)
     send.check_body(body)
-    targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees)
+    targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees,
+                           roster=lambda: roster.collect(clone, clients.sessions)["sessions"])
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
                                 sender_session=clients.session_of(os.environ))
     if args.json:
@@ -52,7 +53,8 @@ def run(clone, args, out):
     else:
         for r in results:
             if r["ok"]:
-                out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]})\n")
+                only = f" for session {r['session']}" if r.get("session") else ""
+                out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]}){only}\n")
                 for w in r["warnings"]:
                     sys.stderr.write(f"git korus-mail: warning: {r['id']} is queued, but {w}\n")
             else:

@@ -114,11 +114,13 @@ class Drain:
     expiry notices, sweeps stale files, and gets faults in the model's context too. `frequent`
     marks a show that fires many times a turn: it spares presence a rewrite when nothing changed.
     `launch` is the client process that runs it (launch.Launch), handed in by the client module;
-    without one (NoLaunch) mail is shown but never consumed."""
+    without one (NoLaunch) mail is shown but never consumed. `surface` says where the session
+    runs (terminal, sdk, editor: the client's word), kept in presence for `who`."""
 
     def __init__(self, phase: "Optional[str]", session: str, cwd: str, label: "Optional[str]" = None,
                  opening: bool = False, frequent: bool = False, repo_opt: "Optional[str]" = None,
-                 launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None) -> None:
+                 launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
+                 surface: "Optional[str]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -130,6 +132,7 @@ class Drain:
         self.repo_opt = repo_opt
         self.launch: AnyLaunch = launch if launch is not None else NoLaunch("no client process was named")
         self.account = account
+        self.surface = surface  # where the session runs (terminal, sdk, editor), for `who`
         self.now = time.time()
         self.faults: List[str] = []
 
@@ -202,6 +205,8 @@ class Drain:
         if self.faults:
             pending = (pending + self.faults)[-MAX_PENDING_FAULTS:]
         ext: Dict[str, Any] = {"pending_faults": pending}
+        if self.surface:
+            ext["surface"] = self.surface
         if extra:
             ext.update(extra)
         try:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.message import Message
 
     WorktreeKeys = List[Tuple[Worktree, keys.Key]]
+    Session = Dict[str, Any]  # one row of the roster (core/roster.py)
     Result = Dict[str, Any]  # one destination's outcome, as `deliver` documents it
 
 # How far past the limit an oversized stdin body is read, only to report its real size
@@ -31,12 +32,15 @@ SIZE_PROBE_BYTES = 64 * 1024 * 1024
 
 
 class Target:
-    __slots__ = ("dest", "key", "path", "error", "git_dir")
+    __slots__ = ("dest", "key", "path", "error", "git_dir", "session", "nomatch")
 
     def __init__(self, dest: str, key: "Optional[keys.Key]" = None, path: "Optional[str]" = None,
-                 error: "Optional[str]" = None, git_dir: "Optional[str]" = None) -> None:
+                 error: "Optional[str]" = None, git_dir: "Optional[str]" = None,
+                 session: "Optional[str]" = None, nomatch: bool = False) -> None:
         self.dest, self.key, self.path, self.error = dest, key, path, error
         self.git_dir = git_dir  # the worktree's admin dir (common dir for main): its identity
+        self.session = session  # a session name's session id: the filter (the address stays the path)
+        self.nomatch = nomatch  # dest named no worktree, worktree name or box key at all
 
 
 def read_body(arg: "Optional[str]") -> str:
@@ -75,8 +79,10 @@ def check_body(body: str) -> None:
 
 
 def resolve(clone: "Clone", dests: "Sequence[str]", create: bool = False,
-            all_worktrees: bool = False) -> "List[Target]":
-    """Map each destination to a Target (with .error when it cannot be mailed)."""
+            all_worktrees: bool = False, roster: "Optional[Callable[[], List[Session]]]" = None) -> "List[Target]":
+    """Map each destination to a Target (with .error when it cannot be mailed). `roster` gives
+    the sessions `who` lists (core/roster.py), for destinations that are session names; asked
+    only when a destination is no path. Precedence: see resolve_name."""
     wt_keys = clone.worktree_keys()
     root = clone.mail_root()
     box_names = root.box_names() if root is not None else []
@@ -98,7 +104,7 @@ def resolve(clone: "Clone", dests: "Sequence[str]", create: bool = False,
                                               "(use --all-worktrees to mail every worktree)"))
             out.extend(found)
             continue
-        out.append(_resolve_one(clone, dest, wt_keys, box_names, create))
+        out.append(resolve_name(clone, dest, wt_keys, box_names, create, _Once(roster)))
     seen: set[str] = set()
     unique: List[Target] = []
     for t in out:
@@ -117,6 +123,66 @@ def _looks_like_path(dest: str) -> bool:
 def _existing(wt_keys: "WorktreeKeys") -> str:
     """The worktrees mail can reach, for error messages: a prunable one is gone."""
     return ", ".join(wt.path for wt, _ in wt_keys if not wt.prunable) or "(none)"
+
+
+class _Once:
+    """The roster, read at most once per send, and only if a destination needs it."""
+
+    def __init__(self, source: "Optional[Callable[[], List[Session]]]") -> None:
+        self.source = source
+        self.rows: "Optional[List[Session]]" = None
+
+    def sessions(self) -> "List[Session]":
+        if self.rows is None:
+            self.rows = self.source() if self.source is not None else []
+        return self.rows
+
+    def has_name(self, name: str) -> bool:
+        return self.source is not None and any(s.get("name") == name for s in self.sessions())
+
+
+def resolve_name(clone: "Clone", dest: str, wt_keys: "WorktreeKeys", box_names: "List[str]",
+                 create: bool, names: "_Once") -> Target:
+    """One destination. `@<name>` is always a session name. Otherwise a path (it has a `/`, a
+    `~`, is `.`/`..`) is a path; a worktree name, a box key prefix or an existing directory's
+    name is that, unless a session has the same name: then the destination is refused as
+    ambiguous (neither silently shadows the other), and the refusal says how to spell each."""
+    if dest.startswith("@") and len(dest) > 1:
+        return _by_session_name(dest, dest[1:], wt_keys, names.sessions())
+    explicit = dest in (".", "..") or "/" in dest or dest.startswith("~")
+    if explicit:
+        return _resolve_one(clone, dest, wt_keys, box_names, create)
+    plain = _resolve_one(clone, dest, wt_keys, box_names, create)
+    if not names.has_name(dest):
+        return plain
+    if plain.nomatch:
+        return _by_session_name(dest, dest, wt_keys, names.sessions())
+    meant = plain.path or plain.error or dest
+    return Target(dest, error=f"{dest}: ambiguous: it is a session name and also names {meant}; "
+                              f"say --to @{dest} for the session, or the worktree's path (--to ./{dest} "
+                              f"or an absolute path) for the worktree")
+
+
+def _by_session_name(dest: str, name: str, wt_keys: "WorktreeKeys", sessions: "List[Session]") -> Target:
+    from git_korus_mail.core import roster
+    hits = roster.named(sessions, name)
+    if not hits:
+        unwired = [s for s in sessions if s.get("name") == name]
+        if unwired:
+            return Target(dest, error=f"{dest}: session {name} runs in {unwired[0]['worktree']}, but no hook of "
+                                      f"ours ever ran in it: mail cannot reach it (git korus-mail install)")
+        return Target(dest, error=f"{dest}: no session is named {name} (git korus-mail who lists them)")
+    one, candidates = roster.pick(hits)
+    if one is None:
+        listed = "; ".join(f"{s['session']} in {s['worktree']} ({s['state']})" for s in candidates)
+        return Target(dest, error=f"{dest}: {len(candidates)} sessions are named {name}: {listed}; "
+                                  f"say --to <worktree> --session <id>")
+    for wt, k in wt_keys:
+        if k.name == one["box"]:
+            if wt.prunable:
+                return Target(dest, error=f"{dest}: session {name}'s worktree {wt.path} is prunable (its directory is gone)")
+            return Target(dest, k, wt.path, git_dir=wt.admin_dir, session=one["session"])
+    return Target(dest, error=f"{dest}: session {name} ran in {one['worktree']}, which is no worktree of this clone now")
 
 
 def _resolve_one(clone: "Clone", dest: str, wt_keys: "WorktreeKeys", box_names: "List[str]",
@@ -169,7 +235,8 @@ def _resolve_one(clone: "Clone", dest: str, wt_keys: "WorktreeKeys", box_names: 
                           git_dir=box_wt.admin_dir if box_wt is not None else None)
         if len(hits) > 1:
             return Target(dest, error=f"{dest}: ambiguous key prefix: " + ", ".join(sorted(hits)))
-    return Target(dest, error=f"{dest}: no worktree, name or box key matches; worktrees: {known}")
+    return Target(dest, error=f"{dest}: no worktree, session name or box key matches; worktrees: {known}",
+                  nomatch=True)
 
 
 def _box_path(clone: "Clone", name: str) -> "Optional[str]":
@@ -198,10 +265,15 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
             results.append({"to": t.dest, "ok": False, "error": t.error})
             continue
         assert t.key is not None  # for mypy: resolve gives a key to every Target without an error
+        if t.session and session and t.session != session:
+            results.append({"to": t.dest, "ok": False, "error": f"{t.dest} is session {t.session}, "
+                                                                 f"but --session says {session}"})
+            continue
         msg: Optional[Message] = None
         box: Optional[Box] = None
         try:
-            msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl, session=session)
+            msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl,
+                                session=t.session or session)
             box = root.box(t.key.name, create=True, path=t.key.path, owner=owner_of(clone, t))
             assert box is not None  # for mypy: create=True makes the box or raises
             box.publish(msg, message.encode(msg))
@@ -224,7 +296,7 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
         root.journal("sent", id=msg["id"], box=t.key.name, sender=sender["path"], kind=kind)
         warnings.extend(root.take_journal_faults())
         results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
-                        "expires_at": msg["expires_at"], "warnings": warnings})
+                        "session": msg.get("session"), "expires_at": msg["expires_at"], "warnings": warnings})
     return results, root.is_off()
 
 

@@ -1,7 +1,7 @@
 """Presence: which sessions the drain has seen in each box, and in what state.
 
 Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
-write). `send --to all` and `list` read them. A session is live while its state
+write). `send --to all`, `list` and `who` read them. A session is live while its state
 is not closed and its client process (the launch the client module names) still runs; with no pid recorded it counts as live for a day after its
 last event.
 """
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from git_korus_mail.store.launch import AnyLaunch
 
 NO_PID_LIVE_SECONDS = 24 * 3600
+LIVE = ("working", "idle")  # the liveness values of a session that still runs (`send --to all`, `who`)
+ROSTER_SUFFIX = ".roster"   # beside <session>.json: what `who` learned of the session from its client
 
 
 def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]" = None,
@@ -39,6 +41,7 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
         "cwd": cwd,
         "claude_pid": (launch.pid if launch is not None and launch.pid else None) or rec.get("claude_pid"),
         "config_dir": account or rec.get("config_dir"),
+        "client": launch.client if launch is not None and launch.known else rec.get("client"),
         "launch": launch.tag if launch is not None else rec.get("launch"),
         "boot": rec.get("boot") or claims.me("presence")["boot"],
         "last_event": event,
@@ -75,6 +78,23 @@ def sessions(box: "Box") -> "list[dict[str, Any]]":
     return out
 
 
+def remembered(box: "Box", session: str) -> "dict[str, Any]":
+    """What `who` learned of a session from its client's own registry while it ran (its name),
+    so the roster can still name it once it has closed; {} when nothing was learned."""
+    d = box.open_sub("sessions")
+    rec = d.read_json(session + ROSTER_SUFFIX, 64 * 1024) if d is not None else None
+    return rec if isinstance(rec, dict) else {}
+
+
+def remember(box: "Box", session: str, facts: "dict[str, Any]") -> None:
+    """Keep `facts` (name, ...) of a session for `who`. A file of its own, not the presence
+    record: the drain rewrites that one from what it read, so a write here could undo its state."""
+    if remembered(box, session) == facts:
+        return
+    box.ensure_sub("sessions").write_replace(session + ROSTER_SUFFIX, json.dumps(facts, sort_keys=True).encode(),
+                                             box.root.tmp)
+
+
 def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
     """working / idle / closed / gone (its client process no longer runs, or its pid now
     belongs to another process)."""
@@ -108,7 +128,7 @@ def live_boxes(root: "MailRoot") -> "dict[str, list[dict[str, Any]]]":
         box = root.box(name)
         if box is None:
             continue
-        live = [r for r in sessions(box) if r["liveness"] in ("working", "idle")]
+        live = [r for r in sessions(box) if r["liveness"] in LIVE]
         if live:
             out[name] = live
     return out

@@ -100,13 +100,29 @@ PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", 
 NAME = "claude"
 
 
+def surface_of(entrypoint):
+    """Where a session runs, from Claude Code's entrypoint (CLAUDE_CODE_ENTRYPOINT in a hook's
+    environment, `entrypoint` in its registry): `terminal` (the interactive UI, "cli"), `sdk`
+    (`-p`, stream-json and the SDKs, "sdk-*"), `editor` (an IDE extension), or the raw value."""
+    if not entrypoint:
+        return None
+    if entrypoint == "cli":
+        return "terminal"
+    if entrypoint.startswith("sdk"):
+        return "sdk"
+    if "vscode" in entrypoint or "jetbrains" in entrypoint or "ide" in entrypoint:
+        return "editor"
+    return entrypoint[:40]
+
+
 def drain_facts(payload, environ):
     """The keyword arguments of drain.Drain for this payload, after the session and cwd: the
-    event's phase, the event as a label, and the launch and account from the environment. An
+    event's phase, the event as a label, and the launch, account and surface from the environment. An
     event we do not wire has no phase: the drain only records presence for it."""
     phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
     return {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-            "launch": launch_of(environ), "account": account_of(environ)}
+            "launch": launch_of(environ), "account": account_of(environ),
+            "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
 
 
 def session_of(environ):

@@ -1,0 +1,84 @@
+"""Claude Code's own session registry, read for `who` (docs/CLIENTS.md, "The session registry").
+
+Claude Code 2.1.332 keeps one file per running process, `<config dir>/sessions/<pid>.json`,
+with the process's pid and start time (`procStart`, clock ticks since boot), its current
+session id, cwd, name (derived from the folder, or set by `/rename`), status (busy / idle),
+kind and entrypoint. It is a claim, not a fact: a process killed with SIGKILL leaves its file
+behind, and the session id it holds may be older than the one our hooks saw last. The roster
+(core/roster.py) checks each entry against the process and against our presence records; this
+module only reads the files and turns them into client-free terms.
+"""
+
+import json
+import os
+
+from git_korus_mail.clients.claude.protocol import NAME, surface_of
+
+MAX_ENTRY_BYTES = 64 * 1024  # an entry is ~700 bytes; a bigger file is not one
+MAX_ENTRIES = 1000           # files read per config dir: a flood costs a bounded read
+STATUS = {"busy": "working", "idle": "idle"}
+
+
+def default_root():
+    """The config dir of a session whose hooks named none: Claude Code's default, ~/.claude."""
+    return os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def sessions(config_root):
+    """The entries of `config_root`'s registry (None: the default config dir), each a dict:
+    client, config_root, pid, start (int or None), boot (its boot id, no dashes, or None), session, cwd, name, status (working / idle /
+    None), surface, kind, updated_at (epoch seconds or None). Unreadable files are skipped."""
+    root = config_root or default_root()
+    folder = os.path.join(root, "sessions")
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and n[:-5].isdigit())
+    except OSError:
+        return []
+    out = []
+    for name in names[:MAX_ENTRIES]:
+        entry = _entry(os.path.join(folder, name), root)
+        if entry is not None:
+            out.append(entry)
+    return out
+
+
+def _entry(path, root):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > MAX_ENTRY_BYTES:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None  # a file Claude Code is rewriting, or not one of its entries
+    if not isinstance(data, dict):
+        return None
+    pid = data.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    start = data.get("procStart")
+    entrypoint = _text(data.get("entrypoint"))
+    stamp = data.get("statusUpdatedAt", data.get("updatedAt"))
+    domain = data.get("pidDomain")  # "linux:<boot id hex>:pid:[<pid namespace>]"
+    boot = domain.split(":")[1] if isinstance(domain, str) and domain.count(":") >= 2 else None
+    return {
+        "client": NAME,
+        "config_root": root,
+        "pid": pid,
+        "boot": boot,
+        "start": int(start) if isinstance(start, str) and start.isdigit() else None,
+        "session": _text(data.get("sessionId")),
+        "cwd": _text(data.get("cwd")),
+        "name": _text(data.get("name")),
+        "status": STATUS.get(data.get("status")) if isinstance(data.get("status"), str) else None,
+        "surface": surface_of(entrypoint) if entrypoint else None,
+        "kind": _text(data.get("kind")),
+        "updated_at": stamp / 1000.0 if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None,
+    }
+
+
+def _text(value):
+    return value if isinstance(value, str) and value and len(value) <= 4096 else None

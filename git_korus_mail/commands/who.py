@@ -1,0 +1,65 @@
+"""`who`: every session the clone knows, with its state as of a time (core/roster.py)."""
+
+import json
+import time
+from dataclasses import dataclass
+
+from git_korus_mail import clients, ui
+from git_korus_mail.core import roster
+from git_korus_mail.commands.text import safe
+from git_korus_mail.stamps import human_age, parse_stamp
+
+SURFACES = {"terminal": "terminal", "sdk": "-p/SDK", "editor": "editor"}
+
+
+@dataclass(frozen=True)
+class WhoArgs:
+    json: bool = False   # machine-readable
+
+
+def run(clone, args, out):
+    data = roster.collect(clone, clients.sessions)
+    if args.json:
+        out.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    now = time.time()
+    out.write(f"sessions as of {data['as_of']}\n")
+    if not data["sessions"]:
+        out.write("  none: no hook of this clone has run yet (git korus-mail install wires them)\n")
+        return 0
+    shared = {w["box"]: w["shared"] for w in data["worktrees"]}
+    current = object()
+    for s in data["sessions"]:
+        if s["box"] != current:
+            current = s["box"]
+            branch = f"  [{safe(s['branch'])}]" if s["branch"] else ""
+            warn = f"  ({ui.bold(safe(shared[s['box']]))})" if shared.get(s["box"]) else ""
+            out.write(f"{ui.bold(safe(s['worktree'] or '?'))}{branch}{warn}\n")
+        out.write(f"  {safe(s['name'] or '-')}  {safe(s['session'])}  {ui.bold(state_text(s, now))}"
+                  f"  {safe(SURFACES.get(s['surface'], s['surface'] or 'surface unknown'))}"
+                  f"  config {safe(s['config_root'] or 'default')}\n")
+    return 0
+
+
+def state_text(s, now):
+    """`working as of T`, `idle as of T, wakeable until U`, `closed 5m ago`, ..."""
+    state = s["state"]
+    if state in ("closed", "gone"):
+        return f"{state} {_ago(s['as_of'], now)}" + ("" if state == "closed" else " (its process died without ending)")
+    text = f"{state} as of {safe(s['as_of'])}"
+    if state == "not responding":
+        text += " (working, but no hook event since)"
+    if s.get("wakeable_until"):
+        text += f", wakeable until {safe(s['wakeable_until'])}"
+    if s.get("waiting_for"):
+        text += f" for {safe((s['waiting_for'] or {}).get('id', 'an answer'))}"
+    if not s["hooks"]:
+        text += " (no hook event seen here: mail does not reach it)"
+    return text
+
+
+def _ago(stamp, now):
+    try:
+        return human_age(max(0.0, now - parse_stamp(stamp))) + " ago"
+    except (ValueError, TypeError):
+        return "at an unknown time"

@@ -1,0 +1,329 @@
+"""`who`: the roster of every session the clone knows, and `send --to <session name>` (issue 13).
+
+Real clones with real linked worktrees; every hook event is its own `git-korus-mail drain`
+process, and each Claude Code launch is stood in for by a real process whose pid the hooks get
+as CLAUDE_PID (its start time read from /proc here, not by the product). Claude Code's own
+registry, `<config dir>/sessions/<pid>.json`, is written by the tests in the shape 2.1.332
+writes it (docs/CLIENTS.md), so each claim it makes can be true or false on purpose.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from helpers import context_of, hook, proc_start_ticks, run_cli
+from git_korus_mail.core import keys
+
+S1 = "3a41ebd9-4ef9-482f-bdd5-d8b563fac427"
+S2 = "5b52fcea-5f0a-493a-8ce6-e9c674fbd538"
+S3 = "6c63adfb-6a1b-4a4b-9df7-fad785acd649"
+LONG_AGO = "2026-01-01T00:00:00.000000Z"  # a hook event far older than NOT_RESPONDING_SECONDS
+
+
+class FakeClaude:
+    """A real process standing in for one Claude Code launch, under config root `config`."""
+
+    def __init__(self, config):
+        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        self.pid = self.proc.pid
+        self.start = proc_start_ticks(self.pid)
+        self.config = str(config)
+
+    def env(self, entrypoint="cli"):
+        return {"CLAUDE_PID": str(self.pid), "CLAUDE_CONFIG_DIR": self.config,
+                "CLAUDE_CODE_ENTRYPOINT": entrypoint}
+
+    def hook(self, event, cwd, session, entrypoint="cli"):
+        return hook(event, cwd, session, env=self.env(entrypoint))
+
+    def register(self, session, cwd, name, status="idle", start=None, updated_ms=1):
+        """Write this process's registry entry as Claude Code 2.1.332 does."""
+        folder = os.path.join(self.config, "sessions")
+        os.makedirs(folder, exist_ok=True)
+        entry = {"pid": self.pid, "sessionId": session, "cwd": str(cwd), "startedAt": 1796104896634,
+                 "procStart": str(self.start if start is None else start), "version": "2.1.332",
+                 "kind": "interactive", "entrypoint": "cli", "name": name, "nameSource": "derived",
+                 "status": status, "updatedAt": updated_ms, "statusUpdatedAt": updated_ms}
+        with open(os.path.join(folder, f"{self.pid}.json"), "w") as f:
+            json.dump(entry, f)
+
+    def sigkill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def launch(tmp_path):
+    made = []
+
+    def make(config="cfg-a"):
+        f = FakeClaude(tmp_path / config)
+        made.append(f)
+        return f
+
+    yield make
+    for f in made:
+        f.close()
+
+
+def who(clone, cwd=None):
+    proc = run_cli("who", "--json", cwd=cwd or clone.main)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def row(data, session):
+    rows = [r for r in data["sessions"] if r["session"] == session]
+    assert len(rows) == 1, data["sessions"]
+    return rows[0]
+
+
+def presence_file(clone, wt, session):
+    return clone.mail_root / "box" / keys.key_for(str(wt)).name / "sessions" / (session + ".json")
+
+
+# -- each state ------------------------------------------------------------------------
+def test_idle_then_working_then_closed_each_with_the_time_of_its_event(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    r = row(who(clone), S1)
+    rec = json.loads(presence_file(clone, clone.web, S1).read_text())
+    assert (r["state"], r["as_of"], r["worktree"], r["branch"]) == ("idle", rec["at"], str(clone.web), "web")
+    assert (r["config_root"], r["surface"], r["pid"], r["hooks"]) == (c.config, "terminal", c.pid, True)
+    c.hook("UserPromptSubmit", clone.web, S1)
+    assert row(who(clone), S1)["state"] == "working"
+    c.hook("SessionEnd", clone.web, S1)
+    r = row(who(clone), S1)
+    assert r["state"] == "closed"
+    text = run_cli("who", cwd=clone.main).stdout
+    assert f"{S1}  closed " in text and " ago" in text
+
+
+def test_a_session_whose_process_was_killed_without_ending_is_gone(clone, launch):
+    c = launch()
+    c.hook("UserPromptSubmit", clone.web, S1)
+    assert row(who(clone), S1)["state"] == "working"
+    c.sigkill()
+    assert row(who(clone), S1)["state"] == "gone"
+    assert "gone" in run_cli("who", cwd=clone.main).stdout
+
+
+def test_a_reused_pid_does_not_keep_a_session_alive(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    path = presence_file(clone, clone.web, S1)
+    rec = json.loads(path.read_text())
+    pid, start, boot = rec["launch"].split("-")
+    rec["launch"] = f"{pid}-{int(start) - 1}-{boot}"  # the same pid, an older process
+    path.write_text(json.dumps(rec))
+    assert row(who(clone), S1)["state"] == "gone"
+
+
+def test_working_with_no_hook_event_for_long_is_not_responding(clone, launch):
+    c = launch()
+    c.hook("UserPromptSubmit", clone.web, S1)
+    path = presence_file(clone, clone.web, S1)
+    rec = json.loads(path.read_text())
+    rec["at"] = LONG_AGO
+    path.write_text(json.dumps(rec))
+    r = row(who(clone), S1)
+    assert (r["state"], r["as_of"]) == ("not responding", LONG_AGO)
+    rec["state"] = "idle"  # idle that long is just idle
+    path.write_text(json.dumps(rec))
+    assert row(who(clone), S1)["state"] == "idle"
+
+
+def test_waiting_and_wakeable_come_from_the_hooks_ask_and_wake_fill(clone, launch, monkeypatch):
+    from git_korus_mail.core import roster, roster_hooks
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail import clients
+    a, b = launch(), launch()
+    a.hook("SessionStart", clone.web, S1)
+    b.hook("SessionStart", clone.main, S2)
+    monkeypatch.setattr(roster_hooks, "waiting_for",
+                        lambda box, rec: {"id": "q-1"} if rec["session"] == S1 else None)
+    monkeypatch.setattr(roster_hooks, "wakeable_until", lambda box, rec: "2026-12-01T12:00:00.000000Z")
+    data = roster.collect(Clone(cwd=str(clone.main)), clients.sessions)
+    assert (row(data, S1)["state"], row(data, S1)["waiting_for"]) == ("waiting", {"id": "q-1"})
+    assert (row(data, S2)["state"], row(data, S2)["wakeable_until"]) == ("idle", "2026-12-01T12:00:00.000000Z")
+
+
+def test_before_wake_and_ask_fill_their_hooks_nobody_is_waiting_or_wakeable(clone, launch):
+    launch().hook("SessionStart", clone.web, S1)
+    r = row(who(clone), S1)
+    assert (r["state"], r["wakeable_until"], r["waiting_for"]) == ("idle", None, None)
+
+
+# -- the client's registry: a claim, checked --------------------------------------------
+def test_the_registry_names_a_running_session_and_its_newer_status_wins(clone, launch):
+    c = launch()
+    c.hook("UserPromptSubmit", clone.web, S1)
+    c.register(S1, clone.web, "web-4f", status="idle", updated_ms=4102444800000)  # 2100: newer than the hook
+    r = row(who(clone), S1)
+    assert (r["name"], r["state"], r["as_of"]) == ("web-4f", "idle", "2100-01-01T00:00:00.000000Z")
+    c.register(S1, clone.web, "web-4f", status="idle", updated_ms=1000)  # 1970: older than the hook
+    assert row(who(clone), S1)["state"] == "working"
+
+
+def test_a_ghost_entry_names_nobody(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    c.register(S1, clone.web, "real")
+    ghost = launch()
+    ghost.register(S2, clone.web, "ghost")
+    ghost.sigkill()  # its file stays, as a crashed Claude Code's does
+    reused = launch()
+    reused.register(S3, clone.web, "reused", start=reused.start + 1)  # its pid, another process's start
+    data = who(clone)
+    assert [r["name"] for r in data["sessions"]] == ["real"]
+    assert data["config_roots"] == [{"path": c.config, "ghosts": 2}]
+
+
+def test_after_clear_the_new_id_is_shown_not_the_registrys_stale_one(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    c.hook("SessionEnd", clone.web, S1)    # /clear ends the old id ...
+    c.hook("SessionStart", clone.web, S2)  # ... and starts a new one in the same process
+    c.register(S1, clone.web, "web-1")     # a registry that still says the old id
+    data = who(clone)
+    assert (row(data, S2)["state"], row(data, S2)["name"]) == ("idle", "web-1")
+    assert row(data, S1)["state"] == "closed"
+    assert data["worktrees"][0]["live_sessions"] == 1
+
+
+def test_a_running_session_our_hooks_never_saw_is_listed_as_unreachable(clone, launch):
+    launch().hook("SessionStart", clone.main, S1)
+    stranger = launch()
+    stranger.register(S2, clone.web / "sub", "web-9")
+    r = row(who(clone), S2)
+    assert (r["hooks"], r["worktree"], r["name"]) == (False, str(clone.web), "web-9")
+    assert "mail does not reach it" in run_cli("who", cwd=clone.main).stdout
+
+
+def test_two_config_roots_are_both_read(clone, launch):
+    a, b = launch("cfg-a"), launch("cfg-b")
+    a.hook("SessionStart", clone.web, S1)
+    b.hook("SessionStart", clone.main, S2, entrypoint="sdk-cli")
+    a.register(S1, clone.web, "web-a")
+    b.register(S2, clone.main, "api-b")
+    data = who(clone)
+    assert {(r["name"], r["config_root"], r["surface"]) for r in data["sessions"]} == \
+        {("web-a", a.config, "terminal"), ("api-b", b.config, "sdk")}
+    assert "-p/SDK" in run_cli("who", cwd=clone.main).stdout
+
+
+# -- two live sessions in one worktree --------------------------------------------------
+def test_two_live_sessions_in_one_worktree_are_flagged_with_what_it_means(clone, launch):
+    a, b = launch(), launch()
+    a.hook("SessionStart", clone.web, S1)
+    b.hook("SessionStart", clone.web, S2)
+    warning = ("2 live sessions share this worktree's mail: both are shown each message, "
+               "and only one of them consumes it")
+    assert who(clone)["worktrees"][0]["shared"] == warning
+    assert warning in run_cli("who", cwd=clone.main).stdout
+    assert warning in run_cli("list", cwd=clone.main).stdout
+    b.sigkill()
+    assert who(clone)["worktrees"][0]["shared"] is None
+
+
+# -- send --to <session name> -----------------------------------------------------------
+def send(clone, *args, cwd=None):
+    return run_cli("send", "--json", *args, cwd=cwd or clone.main)
+
+
+def test_a_session_name_resolves_to_its_worktree_with_a_session_filter(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    c.register(S1, clone.web, "reviewer")
+    proc = send(clone, "--to", "reviewer", "--", "for the reviewer only")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)["results"][0]
+    assert (res["path"], res["session"]) == (str(clone.web), S1)
+    box = clone.mail_root / "box" / keys.key_for(str(clone.web)).name
+    msg = json.loads((box / "inbox" / (res["id"] + ".json")).read_text())
+    assert (msg["to"]["path"], msg["session"]) == (str(clone.web), S1)
+    other, _ = hook("UserPromptSubmit", clone.web, S2)  # another session of that worktree
+    assert "for the reviewer only" not in (context_of(other) or "")
+    mine, _ = c.hook("UserPromptSubmit", clone.web, S1)
+    assert "for the reviewer only" in context_of(mine)
+
+
+def test_two_running_sessions_with_one_name_are_refused_with_the_candidates(clone, launch):
+    a, b = launch(), launch()
+    a.hook("SessionStart", clone.web, S1)
+    b.hook("SessionStart", clone.main, S2)
+    a.register(S1, clone.web, "twin")
+    b.register(S2, clone.main, "twin")
+    proc = send(clone, "--to", "twin", "--", "hello", cwd=clone.web)
+    assert proc.returncode == 1
+    err = json.loads(proc.stdout)["results"][0]["error"]
+    assert "2 sessions are named twin" in err and S1 in err and S2 in err, err
+
+
+def test_a_running_session_wins_over_a_closed_one_of_the_same_name(clone, launch):
+    old, new = launch(), launch()
+    old.hook("SessionStart", clone.web, S1)
+    old.register(S1, clone.web, "builder")
+    assert row(who(clone), S1)["name"] == "builder"  # who remembers the name ...
+    old.hook("SessionEnd", clone.web, S1)
+    os.unlink(os.path.join(old.config, "sessions", f"{old.pid}.json"))  # ... as Claude Code forgets it at exit
+    assert row(who(clone), S1)["name"] == "builder"
+    new.hook("SessionStart", clone.main, S2)
+    new.register(S2, clone.main, "builder")
+    proc = send(clone, "--to", "builder", "--", "hello", cwd=clone.web)
+    assert proc.returncode == 0, proc.stdout
+    assert json.loads(proc.stdout)["results"][0]["session"] == S2
+    new.hook("SessionEnd", clone.main, S2)  # now two closed ones: ambiguous
+    proc = send(clone, "--to", "builder", "--", "hello", cwd=clone.web)
+    assert "2 sessions are named builder" in json.loads(proc.stdout)["results"][0]["error"]
+
+
+def test_an_unknown_name_is_refused(clone, launch):
+    launch().hook("SessionStart", clone.web, S1)
+    proc = send(clone, "--to", "nobody", "--", "hello")
+    assert proc.returncode == 1
+    assert "no worktree, session name or box key matches" in json.loads(proc.stdout)["results"][0]["error"]
+    proc = send(clone, "--to", "@nobody", "--", "hello")
+    assert "no session is named nobody" in json.loads(proc.stdout)["results"][0]["error"]
+
+
+def test_a_session_name_never_shadows_a_worktree_name_silently(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.main, S1)
+    c.register(S1, clone.main, "web")  # a session in api named like the worktree web
+    proc = send(clone, "--to", "web", "--", "hello")
+    assert proc.returncode == 1
+    err = json.loads(proc.stdout)["results"][0]["error"]
+    assert "ambiguous" in err and "--to @web" in err, err
+    by_path = json.loads(send(clone, "--to", "../web", "--", "hello", cwd=clone.main).stdout)["results"][0]
+    assert (by_path["path"], by_path["session"]) == (str(clone.web), None)
+    by_name = json.loads(send(clone, "--to", "@web", "--", "hello", cwd=clone.web).stdout)["results"][0]
+    assert (by_name["path"], by_name["session"]) == (str(clone.main), S1)
+
+
+def test_a_name_and_a_different_session_option_conflict(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    c.register(S1, clone.web, "reviewer")
+    proc = send(clone, "--to", "reviewer", "--session", S2, "--", "hello")
+    assert proc.returncode == 1 and "but --session says" in proc.stdout
+
+
+def test_send_to_all_uses_the_same_liveness(clone, launch):
+    third = clone.add_worktree("third")
+    a, b = launch(), launch()
+    a.hook("SessionStart", clone.web, S1)
+    b.hook("SessionStart", third, S2)
+    b.sigkill()  # gone in who: not mailed by --to all
+    assert row(who(clone), S2)["state"] == "gone"
+    res = json.loads(send(clone, "--to", "all", "--", "hello").stdout)["results"]
+    assert [r["path"] for r in res] == [str(clone.web)]
