@@ -29,7 +29,8 @@ __git_korus_mail_options ()
 {
 	case $1 in
 	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --json' ;;
-	list|status)      echo '--repo= --all --json' ;;
+	list)             echo '--repo= --all --json' ;;
+	status)           echo '--repo= --all --clone --json' ;;
 	doctor|who)       echo '--repo= --json' ;;
 	forward)          echo '--repo= --to= --json' ;;
 	off|on|drain|release) echo '--repo=' ;;

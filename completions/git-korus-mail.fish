@@ -271,6 +271,8 @@ if not set -q __git_korus_mail_completion_loaded
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status' \
             -f -l all -d 'Show every entry, not only the latest'
+        complete -c $c -n '__git_korus_mail_using status' \
+            -f -l clone -d 'Journal events of every worktree'
 
         # forward
         complete -c $c -n '__git_korus_mail_using forward' \

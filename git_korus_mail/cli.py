@@ -79,14 +79,15 @@ options:
 """,
     "status": """\
 usage:
-  git-korus-mail status [--repo=<path>] [--all] [--json]
+  git-korus-mail status [--repo=<path>] [--all] [--clone] [--json]
 
-This worktree's box, the fate of the mail it sent, and recent journal events.
+This worktree's box, the fate of the mail it sent, and its latest journal events.
 
 options:
   --repo=<path>   the clone whose queue to read
-  --all           every message sent from here (otherwise the latest 50, and how many more)
-  --json          machine-readable (sent_total counts what --all would show)
+  --all           every message sent from here (otherwise the latest 20, and how many more)
+  --clone         the latest journal events of every worktree, not only this one's
+  --json          machine-readable, every field in full (sent_total counts what --all would show)
 """,
     "forward": """\
 usage:
@@ -316,7 +317,7 @@ def _params(command, a):
         return cmd, cmd.WhoArgs(json=bool(a["--json"]))
     if command == "status":
         from git_korus_mail.commands import status as cmd
-        return cmd, cmd.StatusArgs(all=bool(a["--all"]), json=bool(a["--json"]))
+        return cmd, cmd.StatusArgs(all=bool(a["--all"]), clone=bool(a["--clone"]), json=bool(a["--json"]))
     if command == "forward":
         from git_korus_mail.commands import forward as cmd
         return cmd, cmd.ForwardArgs(box=a["<box>"], to=a["--to"], json=bool(a["--json"]))

@@ -84,8 +84,10 @@ def test_status_says_missing_for_mail_that_vanished(clone):
     assert fates[gone_file]["state"] == "missing" and fates[gone_box]["state"] == "missing", fates
     lines = run_cli("status", cwd=clone.main).stdout.splitlines()
     for msg_id in (gone_file, gone_box):
-        [line] = [x for x in lines if x.strip().startswith(msg_id)]
-        assert "  missing (" in line and "unknown" not in line, line
+        at = [i for i, x in enumerate(lines) if x.strip().startswith(msg_id)]
+        assert len(at) == 1, lines
+        said = " ".join(lines[at[0]:at[0] + 2])  # a long state goes on a line of its own
+        assert "missing (" in said and "unknown" not in said, said
 
 
 # -- send --to a worktree that is gone ------------------------------------------------------

@@ -55,12 +55,14 @@ def test_send_then_status_formatting(clone, in_main):
     text = io.StringIO()
     assert status.run(in_main, status.StatusArgs(), text) == 0
     lines = text.getvalue().splitlines()
-    assert lines[0].startswith(f"mail root {clone.mail_root}  (as of ")
-    assert lines[1] == "delivery  on"
-    assert "sent from this worktree (newest first):" in lines
-    sent = [x for x in lines if x.startswith(f"  {msg_id} -> {clone.web}  ")]
-    assert len(sent) == 1 and "queued" in sent[0], lines
-    assert any(" sent " in x and f"id={msg_id}" in x for x in lines), lines  # the journal's line
+    assert lines[0].startswith(f"status of {clone.main}  (as of 20") and lines[0].endswith("Z)")
+    assert lines[1] == f"  mail root {clone.mail_root}"
+    assert lines[2].endswith(" · delivery on")
+    assert any(x.startswith("sent from this worktree: 1, newest first  (as of 20") for x in lines), lines
+    sent = [x for x in lines if x.startswith(f"  {msg_id}  to ../web  ")]
+    assert sent == [f"  {msg_id}  to ../web  queued"], lines
+    assert any(" sent " in x and f"{msg_id} to web" in x for x in lines), lines  # the journal's line
+    assert all(len(x) < 100 for x in lines), lines
 
 
 def test_status_json_counts_what_all_would_show(clone, in_main):

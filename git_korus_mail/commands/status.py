@@ -1,61 +1,139 @@
-"""`status`: this worktree's box, the fate of the mail it sent, recent journal events."""
+"""`status`: this worktree's box, the fate of the mail it sent, recent journal events.
+
+The text is a few blocks, each with one as-of time and lines under 100 columns (commands/text.py);
+`--json` keeps every field and every stamp. To add a block, add a function to SECTIONS; to say
+a new state of sent mail or a new journal event in a word, add it to FATE_TEXT or EVENT_TEXT.
+"""
 
 import json
 from dataclasses import dataclass
 
 from git_korus_mail import ui
 from git_korus_mail.core import report
-from git_korus_mail.commands.text import more, safe
+from git_korus_mail.commands.text import block, clock, fit, more, relative, row, safe, session
+from git_korus_mail.stamps import human_age, parse_stamp
 
 
 @dataclass(frozen=True)
 class StatusArgs:
     all: bool = False    # every message sent from here (else the latest report.SENT_SHOWN)
+    clone: bool = False  # the journal events of every worktree (else this worktree's)
     json: bool = False   # machine-readable
 
 
 def run(clone, args, out):
-    d = report.collect_status(clone, sent_limit=None if args.all else report.SENT_SHOWN)
+    d = report.collect_status(clone, sent_limit=None if args.all else report.SENT_SHOWN,
+                              whole_clone=args.clone)
     if args.json:
         out.write(json.dumps(d, indent=2) + "\n")
         return 0
-    out.write(f"mail root {safe(d['mail_root'])}  (as of {d['as_of']})\n")
-    out.write(f"delivery  {d['delivery']}\n")
-    out.write(f"this worktree  {safe(d['this']['path'])}  key {safe(d['this']['key'])}\n")
-    if d["box"]:
-        c = d["box"]["counts"]
-        out.write(f"  inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
-                  f"  (as of {d['as_of']})\n")
-        for ev, last in sorted(d["box"]["last_drain"].items()):
-            out.write(f"  last {safe(ev)} drain at {safe(last['at'])} (session {safe(last['session'])})\n")
-    else:
-        out.write("  no mail has been sent here yet\n")
-    if d["sent"]:
-        out.write("sent from this worktree (newest first):\n")
-        for rec in d["sent"]:
-            f = rec["fate"]
-            detail = ""
-            if f["state"] == "consumed":
-                launch = f" (launch {safe(f['launch'])})" if f.get("launch") else ""
-                detail = f" by session {safe(f.get('session'))}{launch} at {safe(f.get('at'))}"
-            elif f["state"] == "shown":
-                detail = " to " + ", ".join(f"{safe(s.get('session'))} at {safe(s.get('at'))}" for s in f["shown"])
-            elif f["state"] == "expired":
-                detail = " unread"
-            state = f["state"]
-            if state == "quarantined":
-                state = f"quarantined: {safe(f.get('reason'))}"
-            elif state == "missing":
-                detail = f" ({safe(f.get('detail'))})"
-            if f.get("moved_to"):
-                detail += f" (moved to box {safe(f['moved_to'][-1])})"
-            out.write(f"  {safe(rec['id'])} -> {safe(rec.get('path'))}  {ui.bold(state)}{detail}  (as of {f['as_of']})\n")
-    if d["sent_total"] > len(d["sent"]):
-        n = d["sent_total"] - len(d["sent"])
-        out.write(f"  {more(n, 'message' if n == 1 else 'messages')}\n")
-    if d["journal"]:
-        out.write("latest events:\n")
-        for ev in d["journal"]:
-            rest = " ".join(f"{safe(k)}={safe(v)}" for k, v in sorted(ev.items()) if k not in ("at", "event"))
-            out.write(f"  {safe(ev.get('at'))}  {safe(ev.get('event'))}  {rest}\n")
+    for section in SECTIONS:
+        section(d, out)
     return 0
+
+
+def ago(stamp, now):
+    """`3m ago` from a stamp read from disk, or the stamp made safe when it is none."""
+    try:
+        return f"{human_age(parse_stamp(now) - parse_stamp(stamp))} ago"
+    except (ValueError, TypeError):
+        return f"at {safe(stamp)}"
+
+
+# -- the blocks --------------------------------------------------------------------------------
+def _header(d, out):
+    out.write(fit(f"status of {safe(d['this']['path'])}  (as of {d['as_of'][:10]} {d['as_of'][11:19]}Z)") + "\n")
+    row(out, f"mail root {safe(d['mail_root'])}")
+    row(out, f"box {safe(d['this']['key'])} · delivery ", d["delivery"], colour=ui.bold)
+
+
+def _box(d, out):
+    block(out, "this worktree's box", d["as_of"])
+    if not d["box"]:
+        row(out, "no mail has been sent here yet")
+        return
+    row(out, " · ".join(f"{safe(k)} {v}" for k, v in d["box"]["counts"].items()))
+    for ev, last in sorted(d["box"]["last_drain"].items()):
+        row(out, f"last {safe(ev)} drain {clock(last['at'], d['as_of'])}, session {session(last['session'])}")
+
+
+def _sent(d, out):
+    if not d["sent"]:
+        return
+    total, shown = d["sent_total"], len(d["sent"])
+    count = f"{shown} of {total}" if total > shown else f"{total}"
+    block(out, f"sent from this worktree: {count}, newest first", d["sent_as_of"])
+    for rec in d["sent"]:
+        f = rec["fate"]
+        text = FATE_TEXT.get(f["state"])
+        state, detail = text(f, d["sent_as_of"]) if text else (safe(f["state"]), "")
+        if f.get("moved_to"):
+            detail += f" (moved to box {safe(f['moved_to'][-1])})"
+        row(out, f"{safe(rec['id'])}  to {relative(rec.get('path'), d['this']['path'])}  ", state, detail,
+            colour=ui.bold)
+    if total > shown:
+        n = total - shown
+        row(out, more(n, "message" if n == 1 else "messages"))
+
+
+def _events(d, out):
+    if not d["journal"]:
+        return
+    whose = "every worktree" if d["journal_scope"] == "clone" else "this worktree"
+    block(out, f"events of {whose}, latest {len(d['journal'])}", d["as_of"])
+    for ev in d["journal"]:
+        name = ev.get("event")
+        text = EVENT_TEXT.get(name, _event_fields)
+        where = f"[{safe(str(ev.get('box') or '-').rsplit('-', 1)[0])}] " if d["journal_scope"] == "clone" else ""
+        row(out, f"{clock(ev.get('at'), d['as_of'])}  {safe(name):<9} {where}{text(ev, d['this']['path'])}")
+
+
+SECTIONS = [_header, _box, _sent, _events]
+
+
+# -- one sent message's fate in a few words: (state, detail) ------------------------------------
+def _consumed(f, now):
+    return "consumed", f" {ago(f.get('at'), now)} by session {session(f.get('session'))}"
+
+
+def _shown(f, now):
+    shown = f.get("shown") or []
+    first = shown[0] if shown else {}
+    others = f" and {len(shown) - 1} more" if len(shown) > 1 else ""
+    return "shown", f" to session {session(first.get('session'))} {ago(first.get('at'), now)}{others}"
+
+
+FATE_TEXT = {
+    "consumed": _consumed,
+    "shown": _shown,
+    "queued": lambda f, now: ("queued", ""),
+    "expired": lambda f, now: ("expired", " unread"),
+    "cancelled": lambda f, now: ("cancelled", ""),
+    "quarantined": lambda f, now: ("quarantined", f": {safe(f.get('reason'))}"),
+    "missing": lambda f, now: ("missing", f" ({safe(f.get('detail'))})"),
+}
+
+
+# -- one journal event in a few words ----------------------------------------------------------
+def _event_fields(ev, here):
+    return " ".join(f"{safe(k)}={safe(v)}" for k, v in sorted(ev.items()) if k not in ("at", "event"))
+
+
+def _slug(box_name):
+    return safe(str(box_name or "-").rsplit("-", 1)[0])
+
+
+def _sent_event(ev, here):
+    if ev.get("sender") == here:
+        return f"{safe(ev.get('id'))} to {_slug(ev.get('box'))}"
+    return f"{safe(ev.get('id'))} from {relative(ev.get('sender'), here)}"
+
+
+EVENT_TEXT = {  # the hook event, the launch and the box key of each are in --json
+    "sent": _sent_event,
+    "shown": lambda ev, here: f"{safe(ev.get('id'))} to session {session(ev.get('session'))}",
+    "consumed": lambda ev, here: f"{safe(ev.get('id'))} by session {session(ev.get('session'))}",
+    "expired": lambda ev, here: f"{safe(ev.get('id'))} unread",
+    "cancelled": lambda ev, here: f"{safe(ev.get('id'))} by {safe(ev.get('by'))}",
+    "quarantined": lambda ev, here: f"{safe(ev.get('name'))}: {safe(ev.get('reason'))}",
+}

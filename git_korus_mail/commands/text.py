@@ -1,4 +1,8 @@
-"""Small text helpers the report commands share (list, status)."""
+"""Small text helpers the report commands share (list, status, and the lines others add to them)."""
+
+import posixpath
+
+WIDTH = 99  # a report line's most columns on a terminal: under 100 (full detail is in --json)
 
 
 def more(n, what):
@@ -12,3 +16,62 @@ def safe(value):
     from git_korus_mail.core import render
     text, _cut = render.escape_line(str(value), 1 << 20)
     return text
+
+
+def fit(line, width=WIDTH):
+    """`line` (already safe) cut to `width` columns with a closing `…`."""
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
+def clock(stamp, as_of):
+    """A stamp read from disk, short: `10:44:24` on the as-of day, `11-30 23:05` before it, the
+    stamp itself (made safe) when it is no stamp. The block's as-of time says which day."""
+    if not isinstance(stamp, str) or len(stamp) < 19 or stamp[10] != "T":
+        return safe(stamp if stamp is not None else "-")
+    if isinstance(as_of, str) and as_of[:10] == stamp[:10]:
+        return safe(stamp[11:19])
+    return safe(f"{stamp[5:10]} {stamp[11:16]}")
+
+
+def as_of(stamp):
+    """A block's one as-of time: `2026-12-01 10:44:24Z`."""
+    if not isinstance(stamp, str) or len(stamp) < 19:
+        return safe(stamp)
+    return safe(f"{stamp[:10]} {stamp[11:19]}Z")
+
+
+def session(value, n=8):
+    """A session id by its first characters (status --json has it whole)."""
+    return "-" if not value else safe(str(value)[:n])
+
+
+def relative(path, here):
+    """A worktree path as seen from `here` (`../api`) when that is shorter; made safe."""
+    if not isinstance(path, str) or not path:
+        return "?"
+    if posixpath.isabs(path) and isinstance(here, str) and posixpath.isabs(here):
+        rel = posixpath.relpath(path, here)
+        if len(rel) < len(path):
+            return safe(rel)
+    return safe(path)
+
+
+def block(out, title, stamp=None):
+    """Start a block of a report: a blank line, then its title with its one as-of time."""
+    out.write("\n" + fit(f"{title}{'  (as of ' + as_of(stamp) + ')' if stamp else ''}") + "\n")
+
+
+def row(out, left, state="", right="", colour=None):
+    """One indented line of a block, under WIDTH columns: `left`, then `state` (coloured when
+    `colour` is given), then `right`. Every part already safe. When the whole is too wide,
+    `state` and `right` go on a second, deeper line; what still does not fit is cut."""
+    paint = colour if colour is not None and state else (lambda text: text)
+    if len(f"  {left}{state}{right}") <= WIDTH:
+        out.write(f"  {left}{paint(state)}{right}\n")
+        return
+    if not state and not right:
+        out.write(fit(f"  {left}") + "\n")
+        return
+    out.write(fit(f"  {left.rstrip()}") + "\n")
+    rest = f"    {state}{right}"
+    out.write((f"    {paint(state)}{right}" if len(rest) <= WIDTH else fit(rest)) + "\n")

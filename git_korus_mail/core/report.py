@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     Row = Dict[str, Any]  # one box as `list` and `status` report it (JSON-shaped)
     Quarantines = Dict[str, Dict[str, str]]  # box name -> {file name: reason}
 
-COUNTED = ("inbox", "claiming", "seen", "expired")
+COUNTED = ("inbox", "claiming", "seen", "expired", "cancelled")
 SESSIONS_SHOWN = 5   # per box in `list`, unless --all
-SENT_SHOWN = 50      # messages in `status`, unless --all
+SENT_SHOWN = 20      # messages in `status`, unless --all
+EVENTS_SHOWN = 10    # journal events in `status`
 
 
 def settle(box: "Box") -> None:
@@ -192,14 +193,23 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
     return None
 
 
-def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, events: int = 10) -> "Dict[str, Any]":
-    """`sent_limit` None: every sent record. `sent_total` counts them all either way."""
+def ours(rec: "Dict[str, Any]", key: str, path: str) -> bool:
+    """A journal record about this worktree: its box (mail to it, or its box's own events), or
+    mail it sent, or a forward out of its box."""
+    return rec.get("box") == key or rec.get("sender") == path or rec.get("source") == key
+
+
+def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, events: int = EVENTS_SHOWN,
+                   whole_clone: bool = False) -> "Dict[str, Any]":
+    """`sent_limit` None: every sent record. `sent_total` counts them all either way. The journal's
+    latest `events` of this worktree (`ours`), or of every worktree with `whole_clone`."""
     now = time.time()
     root = clone.mail_root()
     data: Dict[str, Any] = {"as_of": utc_stamp(now), "mail_root": root.path if root else os.path.join(clone.common_dir, "mail"),
             "delivery": "off" if (root and root.is_off()) else "on",
             "this": {"key": clone.own_key.name, "path": clone.own_key.path},
-            "box": None, "sent": [], "sent_total": 0, "journal": []}
+            "box": None, "sent": [], "sent_total": 0, "sent_as_of": utc_stamp(now),
+            "journal": [], "journal_scope": "clone" if whole_clone else "worktree"}
     if root is None:
         return data
     box = clone.own_box(create=True)  # a moved worktree's first command adopts its queue here
@@ -218,9 +228,13 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
         if rec is None:
             continue
         rec["fate"] = _message_state(root, rec, quarantines, now)
-        rec["fate"]["as_of"] = utc_stamp(time.time())
+        rec["fate"]["as_of"] = data["sent_as_of"] = utc_stamp(time.time())
         data["sent"].append(rec)
-    data["journal"] = root.read_journal(limit=events)
+    if whole_clone:
+        data["journal"] = root.read_journal(limit=events)
+    else:
+        mine = [r for r in root.read_journal() if ours(r, clone.own_key.name, clone.own_key.path)]
+        data["journal"] = mine[-events:] if events else mine
     return data
 
 
