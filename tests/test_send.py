@@ -183,7 +183,8 @@ def test_status_follows_sent_mail_to_its_fate(clone):
     assert fate["at"].endswith("Z") and fate["as_of"].endswith("Z") and fate["shown_at"].endswith("Z")
     assert any(e["event"] == "consumed" for e in st["journal"])
     text = run_cli("status", cwd=clone.main, check=True).stdout
-    assert "consumed by session sess-web" in text and "as of" in text
+    assert " ago by session sess-web\n" in text and "as of" in text
+    assert "consumed  " in text.split("events of this worktree")[1]  # what became of the mail it sent
 
 
 def test_off_and_on_keep_mail(clone):

@@ -13,7 +13,7 @@ from git_korus_mail.stamps import utc_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Set, Tuple
 
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import Box, MailRoot
@@ -193,10 +193,11 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
     return None
 
 
-def ours(rec: "Dict[str, Any]", key: str, path: str) -> bool:
-    """A journal record about this worktree: its box (mail to it, or its box's own events), or
-    mail it sent, or a forward out of its box."""
-    return rec.get("box") == key or rec.get("sender") == path or rec.get("source") == key
+def ours(rec: "Dict[str, Any]", key: str, path: str, sent_ids: "Set[str]") -> bool:
+    """A journal record about this worktree: its box (mail to it, or its box's own events), mail
+    it sent and what became of that mail (`sent_ids`), or a forward out of its box."""
+    return (rec.get("box") == key or rec.get("sender") == path or rec.get("source") == key
+            or rec.get("id") in sent_ids)
 
 
 def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, events: int = EVENTS_SHOWN,
@@ -233,7 +234,8 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
     if whole_clone:
         data["journal"] = root.read_journal(limit=events)
     else:
-        mine = [r for r in root.read_journal() if ours(r, clone.own_key.name, clone.own_key.path)]
+        sent_ids = {name[:-len(".json")] for name, _d, _rec in every}
+        mine = [r for r in root.read_journal() if ours(r, clone.own_key.name, clone.own_key.path, sent_ids)]
         data["journal"] = mine[-events:] if events else mine
     return data
 
