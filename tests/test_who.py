@@ -47,6 +47,8 @@ class FakeClaude:
         entry = {"pid": self.pid, "sessionId": session, "cwd": str(cwd), "startedAt": 1796104896634,
                  "procStart": str(self.start if start is None else start), "version": "2.1.332",
                  "kind": "interactive", "entrypoint": "cli", "name": name, "nameSource": "derived",
+                 # as observed: its boot id is not /proc's boot_id, so it proves nothing here
+                 "pidDomain": "linux:3d1219c7c4c5404aaa1f6d2a48adfda4:pid:[4026531836]",
                  "status": status, "updatedAt": updated_ms, "statusUpdatedAt": updated_ms}
         with open(os.path.join(folder, f"{self.pid}.json"), "w") as f:
             json.dump(entry, f)
@@ -327,3 +329,35 @@ def test_send_to_all_uses_the_same_liveness(clone, launch):
     assert row(who(clone), S2)["state"] == "gone"
     res = json.loads(send(clone, "--to", "all", "--", "hello").stdout)["results"]
     assert [r["path"] for r in res] == [str(clone.web)]
+
+
+# -- the registry reader (clients/claude/registry.py) ------------------------------------
+# An entry as Claude Code 2.1.332 wrote it (docs/CLIENTS.md), pid and start made up.
+OBSERVED = ('{"pid":25124,"sessionId":"841f6b54-7585-4dc0-bac2-bd414a18cd9c","cwd":"/tmp/who-probe/proj",'
+            '"startedAt":1796121693609,"procStart":"1170610","version":"2.1.332","peerProtocol":1,'
+            '"kind":"interactive","entrypoint":"sdk-cli","pidDomain":"linux:3d1219c7c4c5404aaa1f6d2a48adfda4:'
+            'pid:[4026531836]","messagingSocketPath":"/tmp/cc-socks/25124.sock","name":"proj-2f",'
+            '"nameSource":"derived","status":"busy","updatedAt":1796121697357,"statusUpdatedAt":1796121697357}')
+
+
+def test_the_registry_reader_takes_claude_codes_entry_and_skips_what_is_not_one(tmp_path):
+    from git_korus_mail.clients.claude import registry
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "25124.json").write_text(OBSERVED)
+    (folder / "25124.7abfc6f8.key").write_text('{"peerToken": "x"}')  # the key file beside it
+    (folder / "777.json").write_text('{"pid": 777, "sessionId": ')      # torn mid-write
+    (folder / "notes.json").write_text('{"pid": 5}')                     # no pid in its name
+    (folder / "888.json").write_text('{"pid": "888"}')                   # a pid that is no number
+    assert registry.sessions(str(tmp_path)) == [{
+        "client": "claude", "config_root": str(tmp_path), "pid": 25124, "start": 1170610,
+        "session": "841f6b54-7585-4dc0-bac2-bd414a18cd9c", "cwd": "/tmp/who-probe/proj", "name": "proj-2f",
+        "status": "working", "surface": "sdk", "kind": "interactive", "updated_at": 1796121697.357}]
+    assert registry.sessions(str(tmp_path / "nowhere")) == []
+
+
+@pytest.mark.parametrize("entrypoint, surface", [("cli", "terminal"), ("sdk-cli", "sdk"), ("sdk-ts", "sdk"),
+                                                 ("claude-vscode", "editor"), (None, None)])
+def test_the_surface_follows_claude_codes_entrypoint(entrypoint, surface):
+    from git_korus_mail.clients.claude import protocol
+    assert protocol.surface_of(entrypoint) == surface

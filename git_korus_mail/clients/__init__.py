@@ -35,6 +35,15 @@ def registries():
     return (claude,)
 
 
+def default_config_root(client):
+    """The config dir a session of `client` (its name, as presence records it) uses when its
+    hooks named none; None for a client that keeps no registry."""
+    for registry in registries():
+        if registry.NAME == client:
+            return registry.default_root()
+    return None
+
+
 def sessions(config_root):
     """What every client's own registry says runs under `config_root` (None: the config dir a
     session uses when its hooks named none), for `who` to check (core/roster.py)."""

@@ -37,8 +37,15 @@ def run(clone, args, out):
             out.write(f"{ui.bold(safe(s['worktree'] or '?'))}{branch}{warn}\n")
         out.write(f"  {safe(s['name'] or '-')}  {safe(s['session'])}  {ui.bold(state_text(s, now))}"
                   f"  {safe(SURFACES.get(s['surface'], s['surface'] or 'surface unknown'))}"
-                  f"  config {safe(s['config_root'] or 'default')}\n")
+                  f"  config {safe(_root(s))}\n")
     return 0
+
+
+def _root(s):
+    if s["config_root"]:
+        return s["config_root"]
+    default = clients.default_config_root(s["client"])
+    return f"{default} (the default)" if default else "the default"
 
 
 def state_text(s, now):

@@ -89,12 +89,11 @@ def _verified_entries(registry: "Registry", roots: "List[Optional[str]]") -> "Tu
     out: "List[Entry]" = []
     ghosts: "Dict[Optional[str], int]" = {}
     seen: "set[Tuple[int, int]]" = set()
-    boot = (claims.boot_id() or "").replace("-", "")
     for root in roots:
         for e in registry(root):
             start = claims.proc_start_time(e["pid"])
-            same_boot = not e.get("boot") or not boot or e["boot"] == boot
-            if e.get("start") is None or start != e["start"] or not same_boot:
+            # (Claude Code's pidDomain names a boot, but not by /proc's boot_id: not compared)
+            if e.get("start") is None or start != e["start"]:
                 ghosts[root] = ghosts.get(root, 0) + 1
                 continue
             if (e["pid"], e["start"]) not in seen:  # one process, listed under two spellings of a root

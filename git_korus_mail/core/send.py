@@ -134,7 +134,10 @@ class _Once:
 
     def sessions(self) -> "List[Session]":
         if self.rows is None:
-            self.rows = self.source() if self.source is not None else []
+            try:
+                self.rows = self.source() if self.source is not None else []
+            except (MailError, OSError):
+                self.rows = []  # a box whose sessions cannot be read names nobody; paths still work
         return self.rows
 
     def has_name(self, name: str) -> bool:

@@ -26,7 +26,7 @@ def default_root():
 
 def sessions(config_root):
     """The entries of `config_root`'s registry (None: the default config dir), each a dict:
-    client, config_root, pid, start (int or None), boot (its boot id, no dashes, or None), session, cwd, name, status (working / idle /
+    client, config_root, pid, start (int or None), session, cwd, name, status (working / idle /
     None), surface, kind, updated_at (epoch seconds or None). Unreadable files are skipped."""
     root = config_root or default_root()
     folder = os.path.join(root, "sessions")
@@ -62,13 +62,10 @@ def _entry(path, root):
     start = data.get("procStart")
     entrypoint = _text(data.get("entrypoint"))
     stamp = data.get("statusUpdatedAt", data.get("updatedAt"))
-    domain = data.get("pidDomain")  # "linux:<boot id hex>:pid:[<pid namespace>]"
-    boot = domain.split(":")[1] if isinstance(domain, str) and domain.count(":") >= 2 else None
     return {
         "client": NAME,
         "config_root": root,
         "pid": pid,
-        "boot": boot,
         "start": int(start) if isinstance(start, str) and start.isdigit() else None,
         "session": _text(data.get("sessionId")),
         "cwd": _text(data.get("cwd")),
