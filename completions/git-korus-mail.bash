@@ -18,7 +18,7 @@
 # __git_find_on_cmdline) when git's completion is loaded, and equivalent local
 # code when it is not.
 
-__git_korus_mail_subcommands='send list who status forward off on drain install uninstall doctor release completion'
+__git_korus_mail_subcommands='send list who status inbox read cancel forward off on drain install uninstall doctor release completion'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
 __git_korus_mail_valued=' --repo --to --kind --ttl --session --scope '
@@ -31,9 +31,11 @@ __git_korus_mail_options ()
 	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --json' ;;
 	list)             echo '--repo= --all --json' ;;
 	status)           echo '--repo= --all --clone --json' ;;
+	inbox)            echo '--repo= --all --json' ;;
+	read)             echo '--repo= --json --raw' ;;
 	doctor|who)       echo '--repo= --json' ;;
 	forward)          echo '--repo= --to= --json' ;;
-	off|on|drain|release) echo '--repo=' ;;
+	off|on|drain|release|cancel) echo '--repo=' ;;
 	install)          echo '--repo= --scope= --urgent --force' ;;
 	uninstall)        echo '--repo= --scope= --purge --yes' ;;
 	esac

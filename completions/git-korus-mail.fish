@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send list who status forward off on drain install uninstall doctor release completion
+set -g __git_korus_mail_commands send list who status inbox read cancel forward off on drain install uninstall doctor release completion
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -239,6 +239,9 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -a list -d 'Every box: worktree, counts, sessions'
         complete -c $c -n $top -f -a who -d 'Every session of the clone, its name and state'
         complete -c $c -n $top -f -a status -d 'This box and the fate of mail it sent'
+        complete -c $c -n $top -f -a inbox -d 'This worktree\'s mail: sender, state, first line'
+        complete -c $c -n $top -f -a read -d 'One message whole, without consuming it'
+        complete -c $c -n $top -f -a cancel -d 'Withdraw a message sent from here, not yet consumed'
         complete -c $c -n $top -f -a forward -d 'Move a stranded box\'s queued mail to a worktree'
         complete -c $c -n $top -f -a off -d 'Suppress delivery (queued mail is kept)'
         complete -c $c -n $top -f -a on -d 'Resume delivery'
@@ -251,7 +254,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send list who status forward off on drain install uninstall doctor release' \
+        complete -c $c -n '__git_korus_mail_using send list who status inbox read cancel forward off on drain install uninstall doctor release' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -267,12 +270,15 @@ if not set -q __git_korus_mail_completion_loaded
             -x -l session -d 'Show only to this session id'
         complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
             -f -l create -d 'Allow a path that is no worktree of this clone'
-        complete -c $c -n '__git_korus_mail_using send list who status forward doctor' \
+        complete -c $c -n '__git_korus_mail_using send list who status inbox read forward doctor' \
             -f -l json -d 'Machine-readable output'
-        complete -c $c -n '__git_korus_mail_using list status' \
+        complete -c $c -n '__git_korus_mail_using list status inbox' \
             -f -l all -d 'Show every entry, not only the latest'
         complete -c $c -n '__git_korus_mail_using status' \
             -f -l clone -d 'Journal events of every worktree'
+
+        # read
+        complete -c $c -n '__git_korus_mail_using read' -f -l raw -d 'The body\'s bytes unchanged, for a pipe'
 
         # forward
         complete -c $c -n '__git_korus_mail_using forward' \

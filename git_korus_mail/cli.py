@@ -19,6 +19,9 @@ commands:
   list        every box: worktree, counts, sessions
   who         every session of the clone: worktree, name, state, surface, config root
   status      this worktree's box, the fate of the mail it sent, recent events
+  inbox       this worktree's mail, oldest first: sender, state, first line
+  read        one message whole, without consuming it
+  cancel      withdraw a message sent from here that nobody has consumed
   forward     move a box's queued mail (one no worktree reads) to a worktree
   off / on    suppress / resume delivery everywhere (queued mail is kept)
   drain       the hook entry point (Claude Code runs it; reads hook JSON on stdin)
@@ -88,6 +91,45 @@ options:
   --all           every message sent from here (otherwise the latest 20, and how many more)
   --clone         the latest journal events of every worktree, not only this one's
   --json          machine-readable, every field in full (sent_total counts what --all would show)
+""",
+    "inbox": """\
+usage:
+  git-korus-mail inbox [--repo=<path>] [--all] [--json]
+
+This worktree's mail, oldest first: id, sender (unverified), kind, sent time and age,
+state (queued, shown to whom, consumed by whom, expired, cancelled, dropped, quarantined
+and why) and the first line of the body. Nothing is consumed or marked as shown.
+
+options:
+  --repo=<path>   the clone whose queue to read
+  --all           consumed, expired and cancelled mail too (what the store still keeps)
+  --json          machine-readable, every detail
+""",
+    "read": """\
+usage:
+  git-korus-mail read [--repo=<path>] <id> [--json] [--raw]
+
+One message whole: headers, display markers and receipt, and the body with every control,
+bidi and invisible character shown as an escape. It never consumes the message. <id> is a
+message id or a prefix only one message has; this worktree's box is searched first, then
+the clone's other boxes.
+
+options:
+  --repo=<path>   the clone whose queue to read
+  --json          machine-readable, every detail
+  --raw           write the body's bytes unchanged (for a pipe), nothing else
+""",
+    "cancel": """\
+usage:
+  git-korus-mail cancel [--repo=<path>] <id>
+
+Withdraw message <id>, sent from this worktree, that nobody has consumed: it is never
+shown or consumed after this. A message already shown is still withdrawn, and you are told
+that a model has seen it. Decided under the message's claim, so of a cancel and a
+consume exactly one happens. Journaled.
+
+options:
+  --repo=<path>   the clone whose queue to use
 """,
     "forward": """\
 usage:
@@ -318,6 +360,15 @@ def _params(command, a):
     if command == "status":
         from git_korus_mail.commands import status as cmd
         return cmd, cmd.StatusArgs(all=bool(a["--all"]), clone=bool(a["--clone"]), json=bool(a["--json"]))
+    if command == "inbox":
+        from git_korus_mail.commands import inbox as cmd
+        return cmd, cmd.InboxArgs(all=bool(a["--all"]), json=bool(a["--json"]))
+    if command == "read":
+        from git_korus_mail.commands import read as cmd
+        return cmd, cmd.ReadArgs(id=a["<id>"], json=bool(a["--json"]), raw=bool(a["--raw"]))
+    if command == "cancel":
+        from git_korus_mail.commands import cancel as cmd
+        return cmd, cmd.CancelArgs(id=a["<id>"])
     if command == "forward":
         from git_korus_mail.commands import forward as cmd
         return cmd, cmd.ForwardArgs(box=a["<box>"], to=a["--to"], json=bool(a["--json"]))

@@ -16,6 +16,7 @@ STEPS = (
     "consume:claimed", "consume:receipt", "consume:linked-seen", "consume:unlinked-inbox",
     "consume:released",
     "expire:claimed", "expire:linked", "expire:unlinked-inbox",
+    "cancel:claimed", "cancel:linked", "cancel:unlinked-inbox",
     "break:renamed",
     "forward:claimed", "forward:recorded", "forward:copied", "forward:unlinked",
 )

@@ -14,6 +14,7 @@ Scenarios by family:
   break:*    a Stop hook (or a showing hook's repair) killed while breaking a dead owner's claim
   forward:*  the first drain in a moved worktree killed while adopting its old box's queue
              (and `forward` killed while moving a removed worktree's queue)
+  cancel:*   `cancel` killed while withdrawing a message a session was shown
 """
 
 import json
@@ -376,8 +377,42 @@ def scenario_forward(c, step):
     assert_moved_once(c, ids, old, new, "adopted", S1)
 
 
+def scenario_cancel(c, step, then="cancel"):
+    """`cancel` killed at each step of its move, after a session was shown the message; then
+    the person runs `cancel` again (then="cancel"), or the shown session's Stop comes first
+    (then="Stop"). Either way the message ends in exactly one of seen/ and cancelled/, a
+    decided cancel is never undone, and the journal says `cancelled` at most once."""
+    msg_id = send(c)
+    assert msg_id in answer_text(clean("SessionStart", c.web, S1))
+    proc = run_cli("cancel", msg_id, cwd=c.main, env=crash_env(step))
+    assert_killed(proc, step)
+    b = box_dir(c)
+    where = [s for s in ("inbox", "seen", "cancelled") if (b / s / (msg_id + ".json")).exists()]
+    claim = (b / "claiming" / (msg_id + claims.CLAIM_SUFFIX)).exists()
+    decided = step != "cancel:claimed"  # the cancelled/ link is the decision
+    assert (claim, where) == {"cancel:claimed": (True, ["inbox"]), "cancel:linked": (True, ["inbox", "cancelled"]),
+                              "cancel:unlinked-inbox": (True, ["cancelled"])}[step]
+    if then == "cancel":
+        again = run_cli("cancel", msg_id, cwd=c.main)
+        assert again.returncode == 0, again.stderr
+        assert ("cancelled already" in again.stdout) == decided, again.stdout
+        clean("Stop", c.web, S1)
+    else:
+        clean("Stop", c.web, S1)  # breaks the dead claim; consumes only what no cancel decided
+    s = settle_and_check(c)
+    consumed = then == "Stop" and not decided
+    final = [st for st in ("inbox", "seen", "cancelled") if (b / st / (msg_id + ".json")).exists()]
+    assert final == (["seen"] if consumed else ["cancelled"]), final
+    assert (msg_id in s[b.name]["receipts"]) == consumed
+    assert len(journal_events(c, "cancelled", msg_id)) == (0 if consumed else 1)
+    assert len(journal_events(c, "consumed", msg_id)) == (1 if consumed else 0)
+    fate = json.loads(run_cli("status", "--json", cwd=c.main, check=True).stdout)["sent"][0]["fate"]["state"]
+    assert fate == ("consumed" if consumed else "cancelled")
+
+
 SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume,
-             "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward}
+             "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward,
+             "cancel": scenario_cancel}
 
 
 @pytest.mark.parametrize("step", crash.STEPS)
@@ -390,6 +425,11 @@ def test_killed_at_step(step, clone):
 @pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("expire:")])
 def test_killed_expiring_via_list(step, clone):
     scenario_expire(clone, step, via="list")
+
+
+@pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("cancel:")])
+def test_killed_cancel_then_the_shown_sessions_stop(step, clone):
+    scenario_cancel(clone, step, then="Stop")
 
 
 @pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("break:")])

@@ -59,7 +59,8 @@ def long_options_in(text):
 # -- the usage itself ------------------------------------------------------------------
 def test_usage_surface_is_what_the_cli_parses(cmds):
     """The derivation reads what docopt reads: spot-check it against literal values."""
-    assert surface.subcommands() == ["send", "list", "who", "status", "forward", "off", "on", "drain",
+    assert surface.subcommands() == ["send", "list", "who", "status", "inbox", "read", "cancel", "forward", "off",
+                                     "on", "drain",
                                      "install", "uninstall", "doctor", "release", "completion"]
     assert cmds[None].options == {"--version": False, "-h": False, "--help": False}
     assert cmds["send"].values == {"--to": (".", "all"), "--kind": ("note", "handoff", "alert")}

@@ -15,6 +15,9 @@ WHY_SUFFIX = ".why.json"  # quarantine/<q-name>.why.json: why a file was moved a
 WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 
 CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (Box.cancel)
+DROPPED = "dropped"  # refused by the receiver's limits (docs/STORE.md)
+# every directory a message file is filed in, one per state: queued, consumed, expired, cancelled, dropped
+FILED = ("inbox", "seen", "expired", CANCELLED, DROPPED)
 BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, "receipts", "shown", "sessions", "notices",
                "quarantine", "sent", "forwarded")
 

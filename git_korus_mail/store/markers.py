@@ -235,8 +235,9 @@ def _rmdir(shown: "Dir", name: str) -> None:
             raise
 
 
-def shown_by(box: "Box", msg_id: str) -> "list[dict[str, Any]]":
-    """Which launches were shown `msg_id` and when, from every display marker of `box` (status)."""
+def shown_by(box: "Box", msg_id: str, observed: bool = False) -> "list[dict[str, Any]]":
+    """Which launches were shown `msg_id` and when, from every display marker of `box` (status);
+    `observed`: with each marker's whole record as "observed" (`read`)."""
     d = box.open_sub("shown")
     if d is None:
         return []
@@ -253,6 +254,8 @@ def shown_by(box: "Box", msg_id: str) -> "list[dict[str, Any]]":
             obs = sd.read_json(msg_id)
             if isinstance(obs, dict):
                 out.append({"session": sid, "launch": launch, "at": obs.get("at"), "event": obs.get("event")})
+                if observed:
+                    out[-1]["observed"] = obs
             else:
                 out.append({"session": sid, "launch": launch})
         finally:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
+_FAMILY = {"seen": "consume", "expired": "expire", CANCELLED: "cancel"}  # crash steps of each move
 
 
 class Moves:
@@ -90,7 +91,7 @@ class Moves:
         return "consumed"
 
     def _finish_move(self, msg_id: str, to: str) -> bool:
-        """inbox -> seen|expired by link then unlink; idempotent, so a repair may call it again.
+        """inbox -> seen|expired|cancelled by link then unlink; idempotent, so a repair may call it again.
 
         True only for the call whose unlink took the message out of the inbox: only one can,
         so journaling on it records each move once, however many processes complete it."""
@@ -103,13 +104,12 @@ class Moves:
             pass
         except FileNotFoundError:
             return False
-        if to != CANCELLED:  # a cancel's steps are not crash-tested: it has no command yet
-            crash.point(f"{'consume' if to == 'seen' else 'expire'}:linked{'-seen' if to == 'seen' else ''}")
+        family = _FAMILY.get(to, to)
+        crash.point(f"{family}:linked{'-seen' if to == 'seen' else ''}")
         if to == "expired":
             self._write_notice(msg_id)
         removed = inbox.unlink_quiet(name)
-        if to != CANCELLED:
-            crash.point(f"{'consume' if to == 'seen' else 'expire'}:unlinked-inbox")
+        crash.point(f"{family}:unlinked-inbox")
         target.fsync()
         inbox.fsync()
         return removed
@@ -170,10 +170,9 @@ class Moves:
 
     # -- cancel --------------------------------------------------------------
     def cancel(self, msg_id: str, by: "Optional[str]" = None) -> str:
-        """Withdraw a queued message (the sender's cancel; the command is for later). Claimed like
-        a consume and decided under the claim, so of a cancel and a consume of one message exactly
-        one happens. Returns "cancelled", "consumed" (a receipt exists: too late), "held" (a live
-        process holds the claim: try again) or "gone" (expired, forwarded or never here)."""
+        """Withdraw a queued message (the sender's `cancel`). Claimed and decided like a consume, so of
+        a cancel and a consume of one message exactly one happens. Returns "cancelled", "consumed" (a
+        receipt exists: too late), "held" (a live claim: try again) or "gone" (expired, forwarded...)."""
         name = msg_id + MSG_SUFFIX
         if not self.has("inbox", name):
             return "consumed" if self.has("receipts", name) else "gone"
@@ -181,6 +180,7 @@ class Moves:
         got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
         if got != "won":
             return "consumed" if got == "gone" and self.has("receipts", name) else got
+        crash.point("cancel:claimed")
         try:
             if self.has("receipts", name):
                 self._finish_move(msg_id, "seen")  # a consume decided, its move interrupted: too late

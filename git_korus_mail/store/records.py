@@ -153,6 +153,44 @@ class Records:
             return "cancelled", None
         return "gone", None
 
+    # -- a person's view (inbox, read) ------------------------------------------
+    def ids_in(self, sub: str) -> "list[str]":
+        """The ids of the messages filed in `sub` (one of layout.FILED), oldest first; a name
+        that is no message id is left out (the drain quarantines those from the inbox)."""
+        return sorted(n[:-len(MSG_SUFFIX)] for n in self.names(sub)
+                      if n.endswith(MSG_SUFFIX) and valid_id(n[:-len(MSG_SUFFIX)]))
+
+    def quarantine_entries(self) -> "list[dict[str, Any]]":
+        """Every quarantined file with its record: {"file": its name in quarantine/, "name": the
+        name it had, "from": the directory, "reason", "at", "id": the message id its name
+        gave, or None}. A file whose record is unreadable is listed with what is known."""
+        q = self.open_sub("quarantine")
+        if q is None:
+            return []
+        out: "list[dict[str, Any]]" = []
+        for n in sorted(q.names()):
+            if n.endswith(WHY_SUFFIX) or n.startswith("."):
+                continue
+            why = q.read_json(n + WHY_SUFFIX)
+            why = why if isinstance(why, dict) else {}
+            name = why.get("name") if isinstance(why.get("name"), str) else None
+            stem = name[:-len(MSG_SUFFIX)] if name and name.endswith(MSG_SUFFIX) else None
+            out.append({"file": n, "name": name, "from": why.get("from"), "at": why.get("at"),
+                        "reason": str(why.get("reason") or "no reason recorded"),
+                        "id": stem if valid_id(stem) else None})
+        return out
+
+    def read_quarantined(self, file: str, limit: int) -> "Optional[bytes]":
+        """The bytes of quarantine/<file> (as `quarantine_entries` names it), at most `limit`;
+        None when it is gone, or no regular file of ours."""
+        q = self.open_sub("quarantine")
+        if q is None:
+            return None
+        try:
+            return q.read_regular(file, limit)[0]
+        except (OSError, NotRegular, TooLarge):
+            return None
+
     # -- reporting -------------------------------------------------------------
     def oldest_unread_age(self, now: "Optional[float]" = None) -> "Optional[float]":
         ids, _ = self.inbox_ids()

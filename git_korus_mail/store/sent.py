@@ -60,3 +60,20 @@ def load(entry: "Entry") -> "Optional[dict[str, Any]]":
     if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("box"), str):
         return None
     return rec
+
+
+def ids(root: "MailRoot", box: "Optional[Box]", sender_path: str, shared: bool) -> "list[str]":
+    """The ids of what `sender_path` sent (see `entries`), newest first; odd names left out."""
+    from git_korus_mail.store.message import valid_id
+    return [e[0][:-len(MSG_SUFFIX)] for e in entries(root, box, sender_path, shared)
+            if valid_id(e[0][:-len(MSG_SUFFIX)])]
+
+
+def find(root: "MailRoot", box: "Optional[Box]", sender_path: str, shared: bool,
+         msg_id: str) -> "Optional[dict[str, Any]]":
+    """The sent record of `msg_id` if `sender_path` sent it (`cancel`), else None."""
+    for entry in entries(root, box, sender_path, shared):
+        if entry[0] == msg_id + MSG_SUFFIX:
+            rec = load(entry)
+            return rec if rec is not None and rec.get("id") == msg_id else None
+    return None

@@ -1,0 +1,26 @@
+"""`cancel <id>`: withdraw a message this worktree sent that nobody has consumed (core/retract.py)."""
+
+from dataclasses import dataclass
+
+from git_korus_mail.commands.mailtext import stamp
+from git_korus_mail.commands.text import safe
+from git_korus_mail.core import retract
+
+
+@dataclass(frozen=True)
+class CancelArgs:
+    id: str   # the id of a message sent from here (status prints it), or a unique prefix
+
+
+def run(clone, args, out):
+    r = retract.cancel(clone, args.id)
+    to = safe(r.get("to") or r["box"])
+    if r["result"] == "already-cancelled":
+        out.write(f"{r['id']} to {to} was cancelled already\n")
+        return 0
+    out.write(f"cancelled {r['id']} to {to}: it will not be shown again, nor consumed\n")
+    if r["shown"]:
+        whom = "; ".join(f"session {safe(s.get('session') or '?')} at {stamp(s.get('at'))}" for s in r["shown"])
+        out.write(f"a model has seen it already (shown to {whom}): cancelling takes it out of the box, "
+                  f"not out of that context\n")
+    return 0

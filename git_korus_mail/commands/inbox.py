@@ -1,0 +1,84 @@
+"""`inbox`: this worktree's mail, oldest first, each message in a few lines under 100 columns."""
+
+import json
+import time
+from dataclasses import dataclass
+
+from git_korus_mail import ui
+from git_korus_mail.commands.mailtext import WIDTH, age, fit, sender, stamp
+from git_korus_mail.commands.text import safe
+from git_korus_mail.core import mailview
+from git_korus_mail.core.render import escape_line
+
+
+@dataclass(frozen=True)
+class InboxArgs:
+    all: bool = False    # consumed, expired and cancelled mail too (what the store still keeps)
+    json: bool = False   # machine-readable, every detail
+
+
+def run(clone, args, out):
+    data = mailview.collect_inbox(clone, every=args.all)
+    if args.json:
+        out.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    now = time.time()
+    here = data["box"]["path"]
+    head = f"inbox of {fit(safe(here), WIDTH - 40, keep_end=True)}  as of {stamp(data['as_of'])}"
+    out.write(head + ("  (delivery off)" if data["delivery"] == "off" else "") + "\n")
+    if not data["messages"]:
+        out.write("  nothing queued here\n")
+    for e in data["messages"]:
+        for line in message_lines(e, here, now):
+            out.write(line + "\n")
+    if data["hidden"]:
+        kept = ", ".join(f"{n} {state}" for state, n in sorted(data["hidden"].items()))
+        out.write(f"also kept: {kept} (--all lists them)\n")
+    return 0
+
+
+def message_lines(e, here, now):
+    """The lines of one message, each at most WIDTH columns, every field escaped."""
+    ident = safe(e["id"]) if e.get("id") else f"(file {safe(e.get('file'))})"
+    state = e["state"]
+    first = f"{ident}  {state.upper()}" + (f"  {safe(e['kind'])}" if e.get("kind") else "")
+    lines = [ui.bold(fit(first))]
+    if "from" in e:
+        when = f"  sent {stamp(e['sent_at'])} ({age(e['sent_at'], now)} ago)"
+        lines.append("  from " + fit(sender(e["from"], here), WIDTH - 7 - len(when), keep_end=True) + when)
+    elif e.get("unreadable"):
+        lines.append(fit(f"  unreadable: {safe(e['unreadable'])}"))
+    detail = state_line(e)
+    if detail:
+        lines.append(fit("  " + detail))
+    if e.get("first_line") is not None and "from" in e:
+        text, _cut = escape_line(e["first_line"], 4 * WIDTH)
+        lines.append(fit("  | " + text))
+    return lines
+
+
+def state_line(e):
+    """What happened to it: shown to whom, consumed by whom, expired, cancelled, dropped, quarantined."""
+    state = e["state"]
+    if state == "consumed":
+        c = e.get("consumed") or {}
+        return f"consumed by session {safe(c.get('session') or '?')} at {stamp(c.get('at'))}"
+    if state == "shown" or e.get("shown"):
+        shown = e.get("shown") or []
+        s = shown[0]
+        more = f", and {len(shown) - 1} more" if len(shown) > 1 else ""
+        return (f"shown to session {safe(s.get('session') or '?')} at {stamp(s.get('at'))}"
+                f" ({safe(s.get('event') or '?')}){more}; not consumed yet")
+    if state == "queued":
+        return "not shown to any session yet"
+    if state == "quarantined":
+        was = f"; was {safe(e['name'])}" if e.get("name") else ""
+        return f"quarantined at {stamp(e.get('quarantined_at'))}: {safe(e.get('reason'))}{was}"
+    if state == "dropped":
+        why = f": {safe(e['dropped_reason'])}" if e.get("dropped_reason") else ""
+        return f"dropped by this worktree's limits at {stamp(e.get('dropped_at'))}{why}"
+    if state == "expired":
+        return f"expired unread at {stamp(e.get('expired_at'))}"
+    if state == "cancelled":
+        return f"cancelled by its sender at {stamp(e.get('cancelled_at'))}"
+    return safe(state)

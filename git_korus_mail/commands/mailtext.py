@@ -1,0 +1,87 @@
+"""Text for people about single messages (inbox, read, cancel): fields made safe for a
+terminal by the drain's own escaping (core/render.py), cut to a width in columns."""
+
+import os
+import unicodedata
+
+from git_korus_mail.commands.text import safe
+from git_korus_mail.core import render
+from git_korus_mail.stamps import human_age, parse_stamp
+
+WIDTH = 99  # every line of `inbox` stays under 100 columns
+
+
+def columns(text):
+    """Terminal columns of escaped text: wide (East Asian) characters take two."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def fit(text, width=WIDTH, keep_end=False):
+    """`text` (already safe) cut to `width` columns with an ellipsis; `keep_end` keeps the end,
+    where a path says most (its start is the same for every worktree of a clone)."""
+    if columns(text) <= width:
+        return text
+    chars = list(reversed(text)) if keep_end else list(text)
+    out, used = [], 0
+    for ch in chars:
+        w = columns(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "…" + "".join(reversed(out)) if keep_end else "".join(out) + "…"
+
+
+def stamp(value):
+    """A stored time as a person reads it: to the second, UTC; anything else made safe."""
+    try:
+        parse_stamp(value)
+    except (ValueError, TypeError):
+        return safe(value) if value is not None else "?"
+    return f"{value[:10]} {value[11:19]}Z"
+
+
+def age(value, now):
+    try:
+        return human_age(now - parse_stamp(value))
+    except (ValueError, TypeError):
+        return "?"
+
+
+def rel_path(path, here):
+    """A sender's path as seen from this worktree (`../api`), when that is shorter."""
+    if not isinstance(path, str) or not path:
+        return "?"
+    try:
+        rel = os.path.relpath(path, here)
+    except ValueError:
+        return safe(path)
+    return safe(rel if len(rel) < len(path) else path)
+
+
+def sender(frm, here):
+    """`../api [branch api] session s-1 (unverified)`: every field escaped."""
+    frm = frm or {}
+    parts = [rel_path(frm.get("path"), here)]
+    if frm.get("branch"):
+        parts.append(f"[{safe(frm['branch'])}]")
+    if frm.get("session"):
+        parts.append(f"session {safe(frm['session'])}")
+    return " ".join(parts) + " (unverified)"
+
+
+def body_lines(body):
+    """The whole body for a terminal, line by line, as the drain renders it for the model: each
+    line prefixed with render.BODY_PREFIX, a CRLF taken as one line break, and every control,
+    bidi and invisible character (a lone CR, ESC, NUL, U+202E, U+200B...) as a visible escape."""
+    out = []
+    for line in body.split("\n"):
+        if line.endswith("\r"):
+            line = line[:-1]
+        text, _cut = render.escape_line(line, 10 * len(line) + 16)  # room for every escape: no cut
+        out.append(render.BODY_PREFIX + text)
+    if len(out) > 1 and out[-1] == render.BODY_PREFIX:
+        out.pop()  # a final newline ends the last line; it starts none
+    return out

@@ -1,0 +1,106 @@
+"""`read <id>`: one message whole, without consuming it.
+
+The terminal is hostile ground as much as the model's context: every header field and
+every body line goes through the drain's escaping (core/render.py), so an ESC sequence, an
+OSC 52 clipboard write, a bidi override or a zero-width character arrives as visible text.
+`--raw` is the one way out unchanged: the body's bytes, for a pipe.
+"""
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+
+from git_korus_mail.commands.mailtext import age, body_lines, sender, stamp
+from git_korus_mail.commands.inbox import state_line
+from git_korus_mail.commands.text import safe
+from git_korus_mail.core import mailview
+from git_korus_mail.errors import UsageError
+
+NOT_CONSUMED = "read does not consume: the message stays as it was"
+
+
+@dataclass(frozen=True)
+class ReadArgs:
+    id: str              # a message id, or a prefix of one only one message has
+    json: bool = False   # machine-readable, every detail
+    raw: bool = False    # the body's bytes unchanged (for a pipe)
+
+
+def run(clone, args, out):
+    if args.json and args.raw:
+        raise UsageError("--json and --raw exclude each other")
+    found = mailview.find(clone, args.id)
+    e = mailview.detail(found)
+    if args.raw:
+        sys.stderr.write(f"git korus-mail: {NOT_CONSUMED}\n")
+        out.flush()
+        out.buffer.write(raw_bytes(e))
+        out.buffer.flush()
+        return 0
+    if args.json:
+        e = dict(e, read_consumes=False)
+        if isinstance(e.get("raw"), bytes):
+            e["raw"] = e["raw"].decode("utf-8", "replace")
+        out.write(json.dumps(e, indent=2) + "\n")
+        return 0
+    for line in lines(e, clone.own_key.path):
+        out.write(line + "\n")
+    return 0
+
+
+def raw_bytes(e):
+    """The body as it was sent (a quarantined file: its bytes as they are on disk)."""
+    if e["state"] == "quarantined":
+        return e.get("raw") or b""
+    # a lone surrogate (a hostile file's \\ud800) cannot be UTF-8: written as it is, never refused
+    return e.get("body", "").encode("utf-8", "surrogatepass")
+
+
+def lines(e, here):
+    now = time.time()
+    where = ("this worktree's box" if e["own_box"] else
+             f"the box of {safe(e.get('box_path') or '?')}, not this worktree's")
+    out = [f"message  {safe(e['id'] or '(no id)')}  in {where} (key {safe(e['box'])})",
+           f"         {NOT_CONSUMED} (as of {stamp(e['as_of'])})",
+           f"state    {safe(e['state'])}: {state_line(e)}"]
+    if "from" in e:
+        to = e.get("to") or {}
+        out += [f"from     {sender(e['from'], here)}",
+                f"         path {safe(e['from'].get('path') or '?')}",
+                f"to       {safe(to.get('path') or '?')}  (key {safe(to.get('key') or '?')})",
+                f"kind     {safe(e['kind'])}",
+                f"sent     {safe(e['sent_at'])} ({age(e['sent_at'], now)} ago)",
+                f"expires  {safe(e['expires_at'])}"]
+        if e.get("session_filter"):
+            out.append(f"only for session {safe(e['session_filter'])}")
+        for k in mailview.OPTIONAL_FIELDS:
+            if k in e:
+                out.append(f"{k:<8} {safe(e[k])}")
+    for s in e.get("shown") or []:
+        obs = s.get("observed") or {}
+        extra = "".join(f", {k} {safe(obs[k])}" for k in ("chars", "truncated", "body_chars") if k in obs)
+        out.append(f"shown    to session {safe(s.get('session') or '?')} (launch {safe(s.get('launch') or '?')})"
+                   f" at {safe(s.get('at') or '?')} in {safe(s.get('event') or '?')}{extra}")
+    if "receipt" in e:
+        r = e["receipt"]
+        obs = r.get("observed") if isinstance(r.get("observed"), dict) else {}
+        out.append(f"receipt  consumed by session {safe(r.get('session') or '?')} (launch "
+                   f"{safe((e.get('consumed') or {}).get('launch') or '?')}) at {safe(r.get('consumed_at') or '?')}")
+        out.append("         observed " + (", ".join(f"{safe(k)} {safe(v)}" for k, v in sorted(obs.items())) or "-"))
+    if e["state"] == "quarantined":
+        out.append(f"file     {safe(e.get('file'))} in quarantine/, once {safe(e.get('name') or '?')}")
+        raw = e.get("raw")
+        if raw is None:
+            out.append("         its bytes cannot be read (gone, too large, or not a regular file of ours)")
+            return out
+        out.append(f"content  {len(raw)} bytes, not a valid message: shown as text, every control, bidi"
+                   f" and invisible character as an escape")
+        out += body_lines(raw.decode("utf-8", "replace"))
+        return out
+    if "body" in e:
+        body = e["body"]
+        out.append(f"body     {len(body)} characters; every control, bidi and invisible character is shown"
+                   f" as an escape (--raw: the bytes as sent)")
+        out += body_lines(body)
+    return out

@@ -1,0 +1,224 @@
+"""What a person reads of the mail: a box listed (`inbox`) and one message found whole (`read`).
+
+Reads only. Nothing here consumes a message, marks it shown or creates a directory; like
+every report it settles a box first (report.settle: repairs what dead processes left and
+expires due mail), so it shows settled state. Each message's state comes from the disk, as
+the store files it (docs/STORE.md): its directory, its receipt, its display markers, the
+quarantine's records. Sender fields are unverified claims (docs/DESIGN.md R13); the
+commands escape every field and body for the terminal (core/render.py's rules).
+"""
+
+import os
+import time
+
+from git_korus_mail.core import report
+from git_korus_mail.errors import MailError
+from git_korus_mail.stamps import parse_stamp, utc_stamp
+from git_korus_mail.store import markers
+from git_korus_mail.store.files import NotRegular, TooLarge
+from git_korus_mail.store.layout import CANCELLED, DROPPED, FILED
+from git_korus_mail.store.message import MAX_FILE_BYTES, Invalid, id_time
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import Box, MailRoot
+
+    Entry = Dict[str, Any]  # one message as `inbox` and `read` report it (JSON-shaped)
+
+# the state each directory files a message in, as a person reads it
+STATE_OF = {"inbox": "queued", "seen": "consumed", "expired": "expired", CANCELLED: "cancelled",
+            DROPPED: "dropped"}
+SHOWN_BY_DEFAULT = ("queued", "shown", "quarantined", "dropped")  # the rest only with --all
+OPTIONAL_FIELDS = ("in_reply_to", "thread", "status", "wake")  # newer, optional message fields
+ID_CHARS = frozenset("0123456789abcdefTZp.-")
+
+
+def _filed(box: "Box") -> "Dict[str, str]":
+    """{id: the directory it is filed in}. A message caught between two links of a move is
+    taken where the move goes (every directory after inbox/ in FILED is a move's end)."""
+    where: Dict[str, str] = {}
+    for sub in FILED:
+        for msg_id in box.ids_in(sub):
+            where[msg_id] = sub
+    return where
+
+
+def _first_line(body: str) -> str:
+    """The body's first line that is not blank (the whole of a one-line body)."""
+    for line in body.split("\n"):
+        if line.strip():
+            return line.rstrip("\r")
+    return ""
+
+
+def _ctime(st: "Optional[os.stat_result]") -> "Optional[str]":
+    """When a move linked the file where it is now (a link changes the inode's ctime)."""
+    return utc_stamp(st.st_ctime) if st is not None else None
+
+
+def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) -> "Entry":
+    """One filed message, as the disk says it now. `body`: the whole body too (`read`)."""
+    e: Entry = {"id": msg_id, "box": box.name, "box_path": box.recorded_path(), "filed_in": sub,
+                "state": STATE_OF.get(sub, sub)}
+    st: Optional[os.stat_result] = None
+    try:
+        msg, st = box.load(msg_id, sub)
+    except FileNotFoundError:
+        e["state"] = "gone"  # moved on while we looked: the next look says where
+        return e
+    except (OSError, Invalid, NotRegular, TooLarge) as exc:
+        msg = None
+        e["unreadable"] = str(exc) or type(exc).__name__
+    if msg is not None:
+        sender = msg.get("from") or {}
+        e.update({"from": {k: sender.get(k) for k in ("path", "branch", "session")},
+                  "kind": msg["kind"], "sent_at": msg["sent_at"], "expires_at": msg["expires_at"],
+                  "age_s": int(now - parse_stamp(msg["sent_at"])), "to": msg.get("to"),
+                  "session_filter": msg.get("session"), "first_line": _first_line(msg["body"]),
+                  "body_chars": len(msg["body"])})
+        e.update({k: msg[k] for k in OPTIONAL_FIELDS if k in msg})
+        if body:
+            e["body"] = msg["body"]
+    receipt = box.receipt(msg_id)
+    if receipt is not None:
+        e["state"] = "consumed"  # a receipt decides, wherever the move got to
+        e["receipt"] = receipt
+        e["consumed"] = {"session": receipt.get("session"), "at": receipt.get("consumed_at"),
+                         "launch": (receipt.get("launch") or {}).get("tag")
+                         if isinstance(receipt.get("launch"), dict) else None}
+    shown = markers.shown_by(box, msg_id, observed=True)
+    if shown:
+        e["shown"] = shown
+        if e["state"] == "queued":
+            e["state"] = "shown"
+    if e["state"] in ("expired", "cancelled", "dropped"):
+        e[e["state"] + "_at"] = _ctime(st)
+    if e["state"] == "dropped":
+        e.update(_dropped_reason(box, msg_id))
+    return e
+
+
+def _dropped_reason(box: "Box", msg_id: str) -> "Dict[str, Any]":
+    """The receiver's reason for a drop, where the store keeps one (limits; see docs/STORE.md)."""
+    reason = getattr(box, "drop_reason", None)
+    if reason is None:
+        return {}
+    got = reason(msg_id)
+    return {"dropped_reason": got} if got is not None else {}
+
+
+def _quarantined(q: "Dict[str, Any]", box: "Box") -> "Entry":
+    return {"id": q["id"], "box": box.name, "box_path": box.recorded_path(), "filed_in": "quarantine",
+            "state": "quarantined", "reason": q["reason"], "quarantined_at": q["at"], "file": q["file"],
+            "name": q["name"]}
+
+
+def _when(e: "Entry") -> float:
+    """Sort key: the time the id says it was sent (quarantined junk: when it was moved aside)."""
+    try:
+        return id_time(e["id"]) if e.get("id") else parse_stamp(e.get("quarantined_at"))
+    except (ValueError, TypeError):
+        return 0.0
+
+
+def entries(box: "Box", now: float) -> "List[Entry]":
+    """Every message the box still keeps, in any state, and its quarantine: oldest first."""
+    out = [describe(box, msg_id, sub, now) for msg_id, sub in _filed(box).items()]
+    out.extend(_quarantined(q, box) for q in box.quarantine_entries())
+    out.sort(key=lambda e: (_when(e), e.get("id") or "", e.get("file") or ""))
+    return out
+
+
+def collect_inbox(clone: "Clone", every: bool = False) -> "Dict[str, Any]":
+    """This worktree's mail, oldest first: what waits (queued, shown), what was refused
+    (quarantined, dropped), and with `every` what is done (consumed, expired, cancelled)."""
+    now = time.time()
+    root = clone.mail_root()
+    box = clone.own_box() if root is not None else None  # never created by a read
+    data: Dict[str, Any] = {"as_of": utc_stamp(now), "box": {"key": clone.own_key.name, "path": clone.own_key.path},
+                            "delivery": "off" if (root and root.is_off()) else "on", "messages": [], "hidden": {}}
+    if box is None:
+        return data
+    report.settle(box)
+    for e in entries(box, now):
+        if every or e["state"] in SHOWN_BY_DEFAULT:
+            data["messages"].append(e)
+        else:
+            data["hidden"][e["state"]] = data["hidden"].get(e["state"], 0) + 1
+    return data
+
+
+# -- finding one message (`read`) ------------------------------------------------
+class Found:
+    """Where one message is: its box, its directory (or "quarantine"), and whose box it is."""
+
+    def __init__(self, box: "Box", msg_id: str, sub: str, own: bool,
+                 quarantined: "Optional[Dict[str, Any]]" = None) -> None:
+        self.box, self.msg_id, self.sub, self.own, self.quarantined = box, msg_id, sub, own, quarantined
+
+
+def _candidates(box: "Box", prefix: str) -> "List[Tuple[str, str, Optional[Dict[str, Any]]]]":
+    """[(id, directory, quarantine record)] of every message of `box` whose id starts with `prefix`."""
+    out: List[Tuple[str, str, Optional[Dict[str, Any]]]] = [
+        (msg_id, sub, None) for msg_id, sub in _filed(box).items() if msg_id.startswith(prefix)]
+    filed = {c[0] for c in out}
+    for q in box.quarantine_entries():
+        if q["id"] and q["id"].startswith(prefix) and q["id"] not in filed:
+            out.append((q["id"], "quarantine", q))
+    return out
+
+
+def _other_boxes(root: "MailRoot", own: "Optional[Box]") -> "List[Box]":
+    out = []
+    for name in root.box_names():
+        if own is not None and name == own.name:
+            continue
+        b = root.box(name)
+        if b is not None:
+            out.append(b)
+    return out
+
+
+def find(clone: "Clone", text: str) -> Found:
+    """The message `text` names: its id, or a prefix of one that only one message has. This
+    worktree's box first; then every other box of the clone. MailError when none or several."""
+    if not text or not all(c in ID_CHARS for c in text):
+        raise MailError(f"{text!r}: not a message id (inbox and status print them)")
+    root = clone.mail_root()
+    if root is None:
+        raise MailError("no mail in this clone yet")
+    own = clone.own_box()
+    for boxes, is_own in (([own] if own is not None else [], True), (_other_boxes(root, own), False)):
+        found: List[Tuple[Box, Tuple[str, str, Optional[Dict[str, Any]]]]] = []
+        for b in boxes:
+            if is_own:
+                report.settle(b)
+            else:
+                b.repair()  # another worktree's box is only repaired, as status does
+            found.extend((b, c) for c in _candidates(b, text))
+        exact = [f for f in found if f[1][0] == text]
+        if len(found) > 1 and len(exact) != 1:
+            listed = ", ".join(f"{c[0]}" + ("" if is_own else f" (box {b.name})") for b, c in found[:10])
+            more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+            raise MailError(f"{text!r} is the start of {len(found)} message ids: {listed}{more}; give more of it")
+        if found:
+            b, (msg_id, sub, q) = exact[0] if exact else found[0]
+            return Found(b, msg_id, sub, is_own, q)
+    raise MailError(f"no message {text} in this worktree's box, nor in any other box of this clone")
+
+
+def detail(found: Found) -> "Dict[str, Any]":
+    """Everything about one message: its entry with the whole body (or, for a quarantined file,
+    its bytes as they are), every receipt and display marker."""
+    now = time.time()
+    if found.quarantined is not None:
+        e = _quarantined(found.quarantined, found.box)
+        e["raw"] = found.box.read_quarantined(found.quarantined["file"], MAX_FILE_BYTES)
+    else:
+        e = describe(found.box, found.msg_id, found.sub, now, body=True)
+    e["own_box"] = found.own
+    e["as_of"] = utc_stamp(now)
+    return e

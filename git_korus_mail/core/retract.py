@@ -1,0 +1,102 @@
+"""`cancel`: a sender withdraws a message nobody has consumed yet.
+
+Only what this worktree sent can be cancelled: the message is found through the sender's
+own sent records (store/sent.py), followed along forwarded/ to the box that holds it now,
+and withdrawn by Box.cancel, which decides under the message's claim, as a consume does:
+of a cancel and a Stop that race for one message exactly one wins (docs/STORE.md). A
+message a model was already shown can still be withdrawn, but not unseen: the result
+names the display markers, so the person is told.
+"""
+
+import os
+
+from git_korus_mail.core.render import field
+from git_korus_mail.errors import MailError
+from git_korus_mail.store import forwarding, markers, sent
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import Box, MailRoot
+
+ID_CHARS = frozenset("0123456789abcdefTZp.-")
+
+
+def _sent_id(clone: "Clone", root: "MailRoot", own: "Optional[Box]", text: str) -> str:
+    """The id of the one message this worktree sent that `text` names (the id, or a unique prefix)."""
+    ids = sent.ids(root, own, clone.own_key.path, shared=not clone.in_worktree())
+    if text in ids:
+        return text
+    matches = [i for i in ids if i.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        listed = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
+        raise MailError(f"{text!r} is the start of {len(matches)} ids of mail sent from here: {listed}; give more of it")
+    raise MailError(f"not cancelled: {text} is no message sent from this worktree ({field(clone.own_key.path)}); "
+                    f"cancel withdraws only mail sent from here (status lists it)")
+
+
+def _holder(root: "MailRoot", rec: "Dict[str, Any]") -> "Optional[Box]":
+    """The box that holds the message now: the one its sent record names, or where that box's
+    forwarded/ records lead (a moved worktree's adopted queue, `forward`)."""
+    name = rec["box"]
+    seen: List[str] = []
+    while len(seen) < forwarding.MAX_HOPS:
+        box = root.box(name)
+        if box is None:
+            return None
+        box.repair()  # a dead mover's half-done move is finished first, so the fate below is settled
+        if box.fate(rec["id"])[0] != "gone":
+            return box
+        fwd = forwarding.forward_record(box, rec["id"])
+        if fwd is None or fwd["box"] in seen or fwd["box"] == rec["box"]:
+            return box
+        name = fwd["box"]
+        seen.append(name)
+    return None
+
+
+def cancel(clone: "Clone", text: str) -> "Dict[str, Any]":
+    """Withdraw the message `text` names. Returns {"id", "result", "to", "shown"}: result
+    "cancelled", or "already-cancelled"; MailError (one line, for the person) otherwise."""
+    if not text or not all(c in ID_CHARS for c in text):
+        raise MailError(f"{text!r}: not a message id (status prints the ids of mail sent from here)")
+    root = clone.mail_root()
+    if root is None:
+        raise MailError("not cancelled: no mail has been sent in this clone")
+    own = clone.own_box()  # read only: a worktree without a box has sent nothing
+    msg_id = _sent_id(clone, root, own, text)
+    rec = sent.find(root, own, clone.own_key.path, not clone.in_worktree(), msg_id)
+    if rec is None:
+        raise MailError(f"not cancelled: the sent record of {msg_id} cannot be read")
+    box = _holder(root, rec)
+    if box is None:
+        raise MailError(f"not cancelled: the box {field(rec['box'], 120)} that {msg_id} was sent to no longer exists")
+    to = box.recorded_path() or rec.get("path")
+    shown = markers.shown_by(box, msg_id)  # read before: the Stop that consumes it clears them
+    who = f"from {clone.own_key.path}" + (f" (session {os.environ['CLAUDE_CODE_SESSION_ID']})"
+                                           if os.environ.get("CLAUDE_CODE_SESSION_ID") else "")
+    result = box.cancel(msg_id, by=f"git korus-mail cancel {who}")
+    out: Dict[str, Any] = {"id": msg_id, "to": to, "box": box.name, "shown": shown}
+    if result == "cancelled":
+        return dict(out, result="cancelled")
+    if result == "consumed":
+        r = box.receipt(msg_id) or {}
+        raise MailError(f"not cancelled: {msg_id} was consumed already, by session {field(r.get('session'), 80)}"
+                        f" at {field(r.get('consumed_at'), 40)}")
+    if result == "held":
+        raise MailError(f"not cancelled: a live process holds the claim on {msg_id} now (a Stop consuming it, "
+                        f"most likely); run cancel again, and status says which won")
+    state = box.fate(msg_id)[0]
+    if state == "cancelled":
+        return dict(out, result="already-cancelled")
+    if state in ("expired", "dropped"):
+        raise MailError(f"not cancelled: {msg_id} was {state} already; nobody consumed it")
+    for q in box.quarantine_entries():
+        if q["id"] == msg_id:
+            raise MailError(f"not cancelled: {msg_id} was quarantined by the recipient's drain "
+                            f"({field(q['reason'], 200)}); it was never shown")
+    raise MailError(f"not cancelled: {msg_id} is in no state of box {box.name}")
