@@ -12,11 +12,12 @@ python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 
-# Shells and man tools for the completion and man-page tests. Installed only where we
-# may (CI, or root with apt); elsewhere those tests skip and say why.
+# Shells and man tools for the completion and man-page tests, tmux for `read` on a real
+# terminal (tests/test_read_terminal.py). Installed only where we may (CI, or root with
+# apt); elsewhere those tests skip and say why.
 if [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
-  for tool in zsh fish groff man; do command -v "$tool" >/dev/null || need+=("$tool"); done
+  for tool in zsh fish groff man tmux; do command -v "$tool" >/dev/null || need+=("$tool"); done
   [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
   if [ ${#need[@]} -gt 0 ]; then
     pkgs=()
