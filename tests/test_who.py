@@ -361,3 +361,18 @@ def test_the_registry_reader_takes_claude_codes_entry_and_skips_what_is_not_one(
 def test_the_surface_follows_claude_codes_entrypoint(entrypoint, surface):
     from git_korus_mail.clients.claude import protocol
     assert protocol.surface_of(entrypoint) == surface
+
+
+def test_a_session_ending_keeps_the_name_its_registry_entry_had(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    c.register(S1, clone.web, "renamed-at-the-end")  # no `who` runs while it lives
+    c.hook("SessionEnd", clone.web, S1)
+    os.unlink(os.path.join(c.config, "sessions", f"{c.pid}.json"))  # Claude Code removes it at exit
+    r = row(who(clone), S1)
+    assert (r["state"], r["name"]) == ("closed", "renamed-at-the-end")
+    other = launch()
+    other.hook("SessionStart", clone.main, S2)
+    other.register(S2, clone.main, "someone", start=other.start + 1)  # not this process's entry
+    other.hook("SessionEnd", clone.main, S2)
+    assert row(who(clone), S2)["name"] is None

@@ -115,12 +115,13 @@ class Drain:
     marks a show that fires many times a turn: it spares presence a rewrite when nothing changed.
     `launch` is the client process that runs it (launch.Launch), handed in by the client module;
     without one (NoLaunch) mail is shown but never consumed. `surface` says where the session
-    runs (terminal, sdk, editor: the client's word), kept in presence for `who`."""
+    runs (terminal, sdk, editor: the client's word) and `name` its name (None: not said), both
+    kept in presence for `who`."""
 
     def __init__(self, phase: "Optional[str]", session: str, cwd: str, label: "Optional[str]" = None,
                  opening: bool = False, frequent: bool = False, repo_opt: "Optional[str]" = None,
                  launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
-                 surface: "Optional[str]" = None) -> None:
+                 surface: "Optional[str]" = None, name: "Optional[str]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -133,6 +134,7 @@ class Drain:
         self.launch: AnyLaunch = launch if launch is not None else NoLaunch("no client process was named")
         self.account = account
         self.surface = surface  # where the session runs (terminal, sdk, editor), for `who`
+        self.name = name        # the session's name, where the client says (at its end), for `who`
         self.now = time.time()
         self.faults: List[str] = []
 
@@ -207,6 +209,8 @@ class Drain:
         ext: Dict[str, Any] = {"pending_faults": pending}
         if self.surface:
             ext["surface"] = self.surface
+        if self.name:
+            ext["name"] = self.name
         if extra:
             ext.update(extra)
         try:

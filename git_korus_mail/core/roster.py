@@ -115,7 +115,8 @@ def _row(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", wts: "Dict
     session = str(rec.get("session"))
     wt = wts.get(box.name)
     known = presence.remembered(box, session)
-    name = (entry or {}).get("name") or known.get("name")
+    said = rec.get("name") if isinstance(rec.get("name"), str) else None  # the client's word at the end
+    name = (entry or {}).get("name") or said or known.get("name")
     if entry is not None and entry.get("name") and known.get("name") != entry["name"]:
         _remember(box, session, {"name": entry["name"], "named_at": utc_stamp(now)})
     at = _epoch(rec.get("at"))

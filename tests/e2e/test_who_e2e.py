@@ -5,7 +5,8 @@ stream-json session (config root "two", worktree b), both wired by `git korus-ma
 The names and ids the test expects are read from Claude Code's own registry files and from
 its stream output, not from the product. Then: the stream session works a turn (working), the
 terminal session is `/clear`ed (its new id is listed, the old one closed), the stream session
-is killed with SIGKILL (gone), and a session name addresses its worktree plus that session.
+is killed with SIGKILL (gone), a session name addresses its worktree plus that session, and
+a `-p` run that ended is closed and keeps its name.
 """
 
 from __future__ import annotations
@@ -85,3 +86,10 @@ def test_who_lists_sessions_of_two_config_roots_and_follows_clear_and_kill(mail,
     assert (Path(two.config_dir) / "sessions" / f"{stream.pid}.json").exists()
     assert rows(mail, s_sid)[0]["state"] == "gone"
     term.kill()
+
+    # a -p run that ended: closed, and named (its SessionEnd read the registry before exit)
+    mockapi.set_script([text("quick")])
+    p_sid = two.run("hi", cwd=mail.b).check().session_id
+    (ended,) = rows(mail, p_sid)
+    assert (ended["state"], ended["surface"], ended["config_root"]) == ("closed", "sdk", two.config_dir)
+    assert ended["name"] and ended["name"].startswith("b-"), ended

@@ -9,8 +9,9 @@ behind, and the session id it holds may be older than the one our hooks saw last
 module only reads the files and turns them into client-free terms.
 """
 
-import json
 import os
+
+from git_korus_mail import fastjson as json  # not the json package: SessionStart reads one entry (hot path)
 
 from git_korus_mail.clients.claude.protocol import NAME, surface_of
 
@@ -22,6 +23,16 @@ STATUS = {"busy": "working", "idle": "idle"}
 def default_root():
     """The config dir of a session whose hooks named none: Claude Code's default, ~/.claude."""
     return os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def name_of(config_root, pid, start):
+    """The name the registry gives the process `pid` that started at `start`; None when its
+    entry is missing or belongs to another process."""
+    root = config_root or default_root()
+    entry = _entry(os.path.join(root, "sessions", f"{pid}.json"), root)
+    if entry is None or entry["pid"] != pid or start is None or entry["start"] != start:
+        return None
+    return entry["name"]
 
 
 def sessions(config_root):
