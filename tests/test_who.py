@@ -376,3 +376,13 @@ def test_a_session_ending_keeps_the_name_its_registry_entry_had(clone, launch):
     other.register(S2, clone.main, "someone", start=other.start + 1)  # not this process's entry
     other.hook("SessionEnd", clone.main, S2)
     assert row(who(clone), S2)["name"] is None
+
+
+def test_a_pid_with_no_launch_identity_does_not_keep_a_session_alive(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    path = presence_file(clone, clone.web, S1)
+    rec = json.loads(path.read_text())
+    rec["launch"] = "unknown"  # what a drain writes when the pid it was given ran no process it could see
+    path.write_text(json.dumps(rec))
+    assert row(who(clone), S1)["state"] == "gone"  # the pid runs now, but nothing says it is that process

@@ -2,10 +2,12 @@
 
 Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
 write). `send --to all`, `list` and `who` read them. A session is live while its state
-is not closed and its client process (the launch the client module names) still runs; with no pid recorded it counts as live for a day after its
-last event.
+is not closed and its client process (the launch the client module names: pid plus start
+time) still runs; a pid recorded without a launch it could be identified by counts as gone;
+with no pid recorded it counts as live for a day after its last event.
 """
 
+import os
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
@@ -106,6 +108,10 @@ def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
     if isinstance(pid, int) and pid > 0 and rec.get("boot") == mine["boot"]:
         # the launch tag holds the process's start time: a pid reused by a newer process is gone too
         launch = parse_tag(rec["launch"]) if isinstance(rec.get("launch"), str) else None
+        if launch is None and claims.proc_start_time(os.getpid()) is not None:
+            # the client named a pid we could not identify as its process (it did not run then):
+            # whatever runs under that pid now is another process; never judge by the pid alone
+            return "gone"
         start = launch[1] if launch is not None and launch[0] == pid else None
         if claims.owner_is_dead({"pid": pid, "start": start, "host": mine["host"], "boot": rec.get("boot"),
                                  "pidns": mine["pidns"]}):
