@@ -187,7 +187,7 @@ def _live_claim(clone, box, msg_id):
     from git_korus_mail.store import claims
     holder = subprocess.Popen(["sleep", "600"])
     owner = claims.me("consume", "sess-holder")
-    owner["pid"], owner["start"] = holder.pid, claims._proc_start_time(holder.pid)
+    owner["pid"], owner["start"] = holder.pid, claims.proc_start_time(holder.pid)
     d = box / "claiming"
     d.mkdir(mode=0o700, exist_ok=True)
     (d / (msg_id + claims.CLAIM_SUFFIX)).write_text(json.dumps(owner, sort_keys=True))

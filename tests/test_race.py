@@ -382,7 +382,7 @@ def test_false_refusal_leaves_the_message_queued(clone):
         owner = claims.me("consume", "sess-holder")
         owner["pid"] = holder.pid
         for _ in range(100):  # its start time, once /proc has it
-            owner["start"] = claims._proc_start_time(holder.pid)
+            owner["start"] = claims.proc_start_time(holder.pid)
             if owner["start"] is not None:
                 break
             time.sleep(0.01)

@@ -22,9 +22,8 @@ when its phase runs. The four measured ways a first version breaks
 import time
 
 from git_korus_mail.core import keys
-from git_korus_mail.store import markers, presence
+from git_korus_mail.store import presence  # markers and launch: loaded where used (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.launch import NoLaunch
 from git_korus_mail.stamps import parse_stamp
 from git_korus_mail.store.layout import valid_session
 from git_korus_mail.store.files import MailRoot
@@ -113,15 +112,18 @@ class Drain:
     `opening` marks the show that opens a launch: it announces the box (even when empty), tells
     expiry notices, sweeps stale files, and gets faults in the model's context too. `frequent`
     marks a show that fires many times a turn: it spares presence a rewrite when nothing changed.
-    `launch` is the client process that runs it (launch.Launch), handed in by the client module;
-    without one (NoLaunch) mail is shown but never consumed. `surface` says where the session
+    `launch` is the client process that runs it (launch.Launch), handed in by the client module,
+    or `find_launch`, a function that identifies it: called on first need only (a marker, a
+    consume, a presence rewrite), so a tool call with nothing to do reads no /proc for it.
+    Without either (NoLaunch) mail is shown but never consumed. `surface` says where the session
     runs (terminal, sdk, editor: the client's word) and `name` its name (None: not said), both
     kept in presence for `who`."""
 
     def __init__(self, phase: "Optional[str]", session: str, cwd: str, label: "Optional[str]" = None,
                  opening: bool = False, frequent: bool = False, repo_opt: "Optional[str]" = None,
                  launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
-                 surface: "Optional[str]" = None, name: "Optional[str]" = None) -> None:
+                 surface: "Optional[str]" = None, name: "Optional[str]" = None,
+                 find_launch: "Optional[Callable[[], AnyLaunch]]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -131,12 +133,24 @@ class Drain:
         self.session = session_dir_name(session)
         self.cwd = cwd
         self.repo_opt = repo_opt
-        self.launch: AnyLaunch = launch if launch is not None else NoLaunch("no client process was named")
+        self._launch = launch
+        self._find_launch = find_launch
         self.account = account
         self.surface = surface  # where the session runs (terminal, sdk, editor), for `who`
         self.name = name        # the session's name, where the client says (at its end), for `who`
         self.now = time.time()
         self.faults: List[str] = []
+
+    @property
+    def launch(self) -> "AnyLaunch":
+        """The client process this event serves, identified on first use."""
+        if self._launch is None:
+            if self._find_launch is not None:
+                self._launch = self._find_launch()
+            else:
+                from git_korus_mail.store.launch import NoLaunch
+                self._launch = NoLaunch("no client process was named")
+        return self._launch
 
     # -- where ---------------------------------------------------------------
     def _open(self) -> "Optional[Tuple[MailRoot, Box, keys.Key]]":
@@ -243,6 +257,11 @@ class Drain:
 
     # -- the phases: each in its own module, imported only when its phase runs -------
     def _show(self) -> Outcome:
+        if not self.opening and self.box.nothing_to_show():
+            # what drain_show concludes for an empty box (OFF or not), without loading it: the
+            # answer of most tool calls and prompts (hot path; the opening show still announces)
+            self._record()
+            return Outcome()
         from git_korus_mail.core.drain_show import show
         return show(self)
 
@@ -252,11 +271,13 @@ class Drain:
 
     def _markers(self) -> "LaunchMarkers":
         if self.shown is None:
+            from git_korus_mail.store import markers
             self.shown = markers.for_launch(self.box, self.session, self.launch)
         return self.shown
 
     def _sweep(self) -> None:
         """Clear a few marker directories of launches that are gone: bounded work per event."""
+        from git_korus_mail.store import markers
         try:
             markers.sweep_box(self.box, self._markers().name, self.now)
         except (OSError, MailError):
@@ -265,6 +286,7 @@ class Drain:
 
     # -- end: drop this launch's markers of mail never consumed; it stays queued -----
     def _end(self) -> Outcome:
+        from git_korus_mail.store import markers
         if markers.any_shown(self.box):
             self._markers().clear()
         self._record()

@@ -21,6 +21,8 @@ import os
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
+# the /proc readers live in launch.py, so that identifying a launch loads nothing else (hot path)
+from git_korus_mail.store.launch import boot_id, host, pid_ns, proc_start_time
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -31,52 +33,15 @@ if TYPE_CHECKING:
 CLAIM_SUFFIX = ".claim"
 
 
-def _read_text(path: str) -> "Optional[str]":
-    try:
-        with open(path, "rb") as f:
-            return f.read(4096).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-
-
-def _proc_start_time(pid: int) -> "Optional[int]":
-    """Start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None when unknown."""
-    text = _read_text(f"/proc/{pid}/stat")
-    if not text:
-        return None
-    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
-    rest = text[text.rfind(")") + 2:].split()
-    try:
-        return int(rest[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def proc_start_time(pid: int) -> "Optional[int]":
-    """A process's start time (clock ticks since boot), None when /proc does not show it."""
-    return _proc_start_time(pid)
-
-
-def boot_id() -> "Optional[str]":
-    return _read_text("/proc/sys/kernel/random/boot_id")
-
-
-def _pid_ns() -> "Optional[str]":
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return None
-
-
 def me(purpose: str, session: "Optional[str]" = None) -> "dict[str, Any]":
     """This process as a claim owner."""
     pid = os.getpid()
     return {
         "pid": pid,
-        "start": _proc_start_time(pid),
+        "start": proc_start_time(pid),
         "boot": boot_id(),
-        "pidns": _pid_ns(),
-        "host": os.uname().nodename,  # not socket.gethostname(): importing socket costs the hot path
+        "pidns": pid_ns(),
+        "host": host(),
         "purpose": purpose,
         "session": session,
     }
@@ -113,7 +78,7 @@ def judge(owner: "Any") -> "tuple[str, str]":
         pass  # exists, another user's process: compare start times below
     start = owner.get("start")
     if start is not None:
-        now_start = _proc_start_time(pid)
+        now_start = proc_start_time(pid)
         if now_start is not None and now_start != start:
             return "dead", f"pid {pid} now belongs to a newer process"  # the pid was reused
         if now_start is not None:

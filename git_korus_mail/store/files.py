@@ -23,7 +23,6 @@ import os
 import stat
 import time
 
-from git_korus_mail import crash
 from git_korus_mail.errors import MailError
 # the refusals callers outside store/ catch: re-exported (`as`) so they never import fsafe
 from git_korus_mail.store.fsafe import SMALL_FILE, Dir  # noqa: F401 - SMALL_FILE: for callers
@@ -31,7 +30,7 @@ from git_korus_mail.store.fsafe import NotOwned as NotOwned, NotRegular as NotRe
 from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
                                          TMP_MAX_AGE, WHY_SUFFIX, WORKTREE_FILE, mail_root_path, quarantine_name,
                                          staging_name)
-from git_korus_mail.stamps import utc_stamp  # message, journal, records, moves: loaded where used (hot path)
+# crash, stamps, message, journal, records, moves: loaded where used (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -94,6 +93,7 @@ class MailRoot:
 
     def set_off(self, off: bool) -> bool:
         if off:
+            from git_korus_mail.stamps import utc_stamp
             try:
                 self.dir.create_exclusive(OFF_FILE, f"delivery turned off at {utc_stamp(time.time())}\n".encode())
                 return True
@@ -231,6 +231,11 @@ class Box(_Mixins):
         from git_korus_mail.store.moves import Moves
         return Moves.repair(self)
 
+    def nothing_to_show(self) -> bool:
+        """Whether the inbox holds no file at all and no move is half done (no claim): a show then
+        has nothing to offer, repair or quarantine. Two directory reads (hot path)."""
+        return not self.names("inbox") and not self.names("claiming")
+
     def ensure_sub(self, name: str) -> Dir:
         """A subdirectory, created when absent: for writers only."""
         d = self._subs.get(name)
@@ -302,6 +307,7 @@ class Box(_Mixins):
         inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind."""
         tmp = self.root.tmp
         inbox = self.ensure_sub("inbox")
+        from git_korus_mail import crash
         # named by the id alone (which holds 64 random bits), so a reader that meets the
         # message with two links can look its staging file up: see Moves.linked_elsewhere
         tmp_name = staging_name(msg["id"])

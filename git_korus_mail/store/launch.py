@@ -10,12 +10,13 @@ Client-free: the client module (clients/claude/) knows where its process id come
 and hands it here; this module knows only processes. A launch is the client's pid
 plus that process's start time (field 22 of /proc/<pid>/stat, clock ticks since
 boot) and the boot id, so neither a reused pid nor a reboot can pass for it.
-Reading it costs one small /proc read per hook event (the boot id is a second).
+Reading it costs two small /proc reads (the process's stat and the boot id), done only when an
+event needs the launch (a marker, a consume, a presence rewrite: core/drain.py asks lazily).
+The /proc readers live here, not in claims.py, so that identifying a launch loads nothing else;
+claims.py judges claim owners with them.
 """
 
 import os
-
-from git_korus_mail.store import claims
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -24,6 +25,43 @@ if TYPE_CHECKING:
     AnyLaunch = Union["Launch", "NoLaunch"]
 
 UNKNOWN_TAG = "unknown"
+
+
+def _read_text(path: str) -> "Optional[str]":
+    try:
+        with open(path, "rb") as f:
+            return f.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+
+
+def proc_start_time(pid: int) -> "Optional[int]":
+    """Start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None when /proc
+    does not show it."""
+    text = _read_text(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
+    rest = text[text.rfind(")") + 2:].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def boot_id() -> "Optional[str]":
+    return _read_text("/proc/sys/kernel/random/boot_id")
+
+
+def pid_ns() -> "Optional[str]":
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def host() -> str:
+    return os.uname().nodename  # not socket.gethostname(): importing socket costs the hot path
 
 
 class Launch:
@@ -44,11 +82,11 @@ class Launch:
         """The launch of a running process `pid`; a NoLaunch when it cannot be identified."""
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
             return NoLaunch("the client gave no process id")
-        start = claims.proc_start_time(pid)
+        start = proc_start_time(pid)
         if start is None and os.path.isdir("/proc/self"):
             # a /proc that does not list the pid: that process does not run (here)
             return NoLaunch(f"its process {pid} does not run here", pid=pid)
-        return cls(client, pid, start, claims.boot_id())
+        return cls(client, pid, start, boot_id())
 
     @property
     def tag(self) -> str:
@@ -59,9 +97,8 @@ class Launch:
     def record(self) -> "dict[str, Any]":
         """What a marker directory, a marker and a receipt say about the launch. Shaped like a
         claim owner (pid, start, boot, pidns, host), so claims.owner_is_dead judges it."""
-        mine = claims.me("launch")
         return {"client": self.client, "tag": self.tag, "pid": self.pid, "start": self.start,
-                "boot": self.boot, "pidns": mine["pidns"], "host": mine["host"]}
+                "boot": self.boot, "pidns": pid_ns(), "host": host()}
 
 
 class NoLaunch:

@@ -15,7 +15,6 @@ at consume; removing a marker can only cause a message to be shown again.
 import errno
 import os
 
-from git_korus_mail.store import claims
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
 from git_korus_mail.store.launch import UNKNOWN_TAG, parse_tag
@@ -155,6 +154,7 @@ def sweep(shown: "Dir", keep: str, now: float, judged: int = SWEEP_DIRS, files: 
             removed += 1
             continue
         if me is None:
+            from git_korus_mail.store import claims  # only with another launch's directory to judge
             me = claims.me("sweep")
         try:
             if _gone(shown, name, st, now, me):
@@ -170,6 +170,7 @@ def _is_dir(st: os.stat_result) -> bool:
 
 def _gone(shown: "Dir", name: str, st: os.stat_result, now: float, me: "dict[str, Any]") -> bool:
     """True when no live launch can use this directory's markers again."""
+    from git_korus_mail.store import claims
     _session, tag = split_name(name)
     if tag is None:
         return True  # the layout before launches: no launch can ever read it

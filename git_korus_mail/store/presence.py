@@ -11,9 +11,7 @@ import os
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail.store import claims
-from git_korus_mail.store.launch import parse_tag
-from git_korus_mail.stamps import parse_stamp, utc_stamp
+from git_korus_mail.stamps import parse_stamp, utc_stamp  # claims and launch: loaded where used (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -45,7 +43,7 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
         "config_dir": account or rec.get("config_dir"),
         "client": launch.client if launch is not None and launch.known else rec.get("client"),
         "launch": launch.tag if launch is not None else rec.get("launch"),
-        "boot": rec.get("boot") or claims.me("presence")["boot"],
+        "boot": rec.get("boot") or _boot_id(),
         "last_event": event,
         "at": utc_stamp(now),
         "state": state or rec.get("state", "idle"),
@@ -55,6 +53,11 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
         rec.update(extra)
     box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
     return rec
+
+
+def _boot_id() -> "Optional[str]":
+    from git_korus_mail.store.launch import boot_id
+    return boot_id()
 
 
 def load(box: "Box", session: str) -> "Optional[dict[str, Any]]":
@@ -103,6 +106,8 @@ def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
     state: str = rec.get("state", "idle")
     if state == "closed":
         return "closed"
+    from git_korus_mail.store import claims
+    from git_korus_mail.store.launch import parse_tag
     pid = rec.get("claude_pid")
     mine = claims.me("check")
     if isinstance(pid, int) and pid > 0 and rec.get("boot") == mine["boot"]:

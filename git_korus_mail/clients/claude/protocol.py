@@ -117,17 +117,21 @@ def surface_of(entrypoint):
 
 def drain_facts(payload, environ):
     """The keyword arguments of drain.Drain for this payload, after the session and cwd: the
-    event's phase, the event as a label, and the launch, account and surface from the environment. An
-    event we do not wire has no phase: the drain only records presence for it."""
+    event's phase, the event as a label, the account and surface and (identified only when the
+    drain needs it) the launch, from the environment. An event we do not wire has no phase: the
+    drain only records presence for it."""
     phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
-    launch, account = launch_of(environ), account_of(environ)
+    account = account_of(environ)
     facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-             "launch": launch, "account": account, "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
-    if payload.event in (OPENING_EVENT, END_EVENT) and launch.known:
-        # the session's name, while Claude Code's registry holds it: it is there at SessionStart, and at
-        # a SessionEnd the process outlives (/clear), not at exit (docs/CLIENTS.md, "The session registry")
-        from git_korus_mail.clients.claude import registry
-        facts["name"] = registry.name_of(account, launch.pid, launch.start)
+             "find_launch": lambda: launch_of(environ), "account": account,
+             "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
+    if payload.event in (OPENING_EVENT, END_EVENT):
+        launch = facts["launch"] = launch_of(environ)  # needed now, for the name
+        if launch.known:
+            # the session's name, while Claude Code's registry holds it: it is there at SessionStart, and at
+            # a SessionEnd the process outlives (/clear), not at exit (docs/CLIENTS.md, "The session registry")
+            from git_korus_mail.clients.claude import registry
+            facts["name"] = registry.name_of(account, launch.pid, launch.start)
     return facts
 
 
