@@ -350,3 +350,13 @@ def test_expiry_notice_names_each_message():
                         "; body in /c/.git/mail/box/web-0123/expired/m1.json")
     assert lines[2].startswith("korus-mail: expired m2\\u000aforged from unknown sender sent -, expired -; body in ")
     assert len(lines) == 3
+
+
+@pytest.mark.parametrize("path", ["/w/web", "/tmp/a b/~x", "/" + "a" * 119, "/" + "a" * 120, "/" + "a" * 400,
+                                  "/w/\x1b[31mred", "/w/tab\there", "/w/naïve", "/w/\u202eevil", "/w/new\nline", ""])
+def test_the_drains_path_field_is_render_field(path):
+    """The opening show says the box's path without loading render (hot path); it must say
+    exactly what render.field says, for any path."""
+    from git_korus_mail.core import drain_show
+    assert drain_show.PLAIN_FIELD_MAX <= render.FIELD_CAP
+    assert drain_show.path_field(path) == render.field(path)

@@ -275,8 +275,17 @@ class Drain:
             self.shown = markers.for_launch(self.box, self.session, self.launch)
         return self.shown
 
+    def _shown_ids(self) -> "List[str]":
+        """What this launch was shown and has not consumed. In a box where no launch holds a
+        marker directory that is known without loading markers.py (hot path)."""
+        if not self.box.names("shown"):
+            return []
+        return self._markers().shown_ids()
+
     def _sweep(self) -> None:
         """Clear a few marker directories of launches that are gone: bounded work per event."""
+        if not self.box.names("shown"):
+            return  # no launch's directory to judge (and markers.py stays unloaded: hot path)
         from git_korus_mail.store import markers
         try:
             markers.sweep_box(self.box, self._markers().name, self.now)

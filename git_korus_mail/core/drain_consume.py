@@ -27,10 +27,9 @@ def consume(drain: "Drain") -> Outcome:
         drain._record(extra)
         return Outcome(notice=_notice(faults))
     extra["off_told"] = False
-    shown_dir = drain._markers()
     if not drain.launch.known:
         # nothing ties these markers to a process whose model saw the mail: consume none
-        left = len(shown_dir.shown_ids())
+        left = len(drain._shown_ids())
         if left and not drain.prior.get("nolaunch_told"):
             faults.append(f"{left} message(s) shown but left queued: this hook run cannot tell which "
                           f"client process it serves ({drain.launch.why}), so no display is proven; "
@@ -38,9 +37,10 @@ def consume(drain: "Drain") -> Outcome:
             extra["nolaunch_told"] = True
         ids: List[str] = []
     else:
-        ids = shown_dir.shown_ids()
+        ids = drain._shown_ids()
     record = drain.launch.record() if ids else None
     for name in ids:
+        shown_dir = drain._markers()
         try:
             observation = shown_dir.read(name)
         except (OSError, ValueError, NotRegular, TooLarge) as exc:

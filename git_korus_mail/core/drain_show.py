@@ -4,7 +4,6 @@ expiry notices and sweeps stale files. `drain` is the drain.Drain being run."""
 
 import os
 
-from git_korus_mail import crash
 from git_korus_mail.core.drain import MAX_EXAMINED, MAX_JUNK, READ_BUDGET, Outcome, _why
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import utc_stamp
@@ -36,10 +35,9 @@ def show(drain: "Drain") -> Outcome:
             return Outcome(context=f"korus-mail: delivery is off for this clone (as of {utc_stamp(drain.now)});"
                                    f" queued mail waits until `git korus-mail on`.")
         return Outcome()
-    shown_dir = drain._markers()
     ids, odd = box.inbox_ids()
-    candidates = shown_dir.unseen(ids)
-    batch, skips, examined = _load_batch(drain, candidates, shown_dir) if candidates else ([], 0, 0)
+    candidates = drain._markers().unseen(ids) if ids else []  # an empty inbox loads no markers (hot path)
+    batch, skips, examined = _load_batch(drain, candidates, drain._markers()) if candidates else ([], 0, 0)
     for name in odd:  # real mail first; the rest of the junk waits for later events
         if drain.junk >= MAX_JUNK:
             break
@@ -49,9 +47,9 @@ def show(drain: "Drain") -> Outcome:
     notice_names: List[str] = []
     if drain.opening:
         # read only now: what the batch load just expired is told to this very session
-        from git_korus_mail.core import render
         notices, notice_names = _notices(drain)
         if notices:
+            from git_korus_mail.core import render
             lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
     text: Optional[str] = None
     blocks: List[Rendered] = []
@@ -65,10 +63,10 @@ def show(drain: "Drain") -> Outcome:
         lines.append(text)
     elif drain.opening:
         if ids and not candidates:  # everything queued was shown (or skipped) already
-            lines.append(f"korus-mail: no new mail for {render.field(drain.key.path)} "
+            lines.append(f"korus-mail: no new mail for {path_field(drain.key.path)} "
                          f"(as of {utc_stamp(drain.now)}; {len(ids)} already shown to this session).")
         else:
-            lines.append(f"korus-mail: the box for {render.field(drain.key.path)} is empty "
+            lines.append(f"korus-mail: the box for {path_field(drain.key.path)} is empty "
                          f"(as of {utc_stamp(drain.now)}).")
     context = "\n\n".join(lines) if lines else None
     drain._record()
@@ -78,7 +76,9 @@ def show(drain: "Drain") -> Outcome:
         # or the exit code (docs/HOOKS.md). A marker that cannot be written leaves its message
         # unconsumed, to be shown again: never consumed unseen, never lost.
         faults: List[str] = []
-        crash.point("show:emitted")
+        if blocks:  # the crash points mark the gaps around the markers: none without one
+            from git_korus_mail import crash
+            crash.point("show:emitted")
         # The marker proves that THIS launch displayed the message; written only now,
         # after the output is out (docs/DESIGN.md R7: a marker minted first lost mail).
         for b in blocks:
@@ -86,11 +86,12 @@ def show(drain: "Drain") -> Outcome:
                    "at": utc_stamp(drain.now), "chars": len(b.text), "truncated": b.truncated,
                    "body_chars": b.body_chars}
             try:
-                shown_dir.mark(b.msg_id, obs)
+                drain._markers().mark(b.msg_id, obs)
             except (OSError, MailError) as exc:
                 faults.append(f"display marker for {b.msg_id} not written ({_why(exc)}); "
                               f"it stays queued and is shown again")
-        crash.point("show:marked")
+        if blocks:
+            crash.point("show:marked")
         for b in blocks:
             root.journal("shown", id=b.msg_id, box=box.name, session=drain.session, launch=drain.launch.tag,
                          hook_event=drain.event)
@@ -179,6 +180,18 @@ def _quarantine(drain: "Drain", name: str, reason: str) -> None:
     if target is not None:
         drain.faults.append(f"quarantined {render.field(name, 80)} as quarantine/{target}: "
                            f"{render.field(reason, 120)}")
+
+
+PLAIN_FIELD_MAX = 120  # at most render.FIELD_CAP: see path_field
+
+
+def path_field(path: str) -> str:
+    """render.field(path). Printable ASCII no longer than the field's cap comes back unchanged,
+    so the usual path is told without loading render.py (hot path; tests/test_render.py)."""
+    if 0 < len(path) <= PLAIN_FIELD_MAX and path.isascii() and path.isprintable():
+        return path
+    from git_korus_mail.core import render
+    return render.field(path)
 
 
 def _notices(drain: "Drain") -> "Tuple[List[Dict[str, Any]], List[str]]":
