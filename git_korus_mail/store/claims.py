@@ -21,8 +21,9 @@ import os
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
-# the /proc readers live in launch.py, so that identifying a launch loads nothing else (hot path)
-from git_korus_mail.store.launch import boot_id, host, pid_ns, proc_start_time
+# the /proc readers live in launch.py, so that identifying a launch loads nothing else (hot path);
+# re-exported (`as`) for the callers that judge processes through claims
+from git_korus_mail.store.launch import boot_id as boot_id, host, pid_ns, proc_start_time as proc_start_time
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
