@@ -75,7 +75,8 @@ def state_line(e):
         was = f"; was {safe(e['name'])}" if e.get("name") else ""
         return f"quarantined at {stamp(e.get('quarantined_at'))}: {safe(e.get('reason'))}{was}"
     if state == "dropped":
-        why = f": {safe(e['dropped_reason'])}" if e.get("dropped_reason") else ""
+        r = e.get("dropped_reason") or {}
+        why = f": {safe(r.get('rule') or '?')}, {safe(r.get('detail') or 'no detail')}" if r else ""
         return f"dropped by this worktree's limits at {stamp(e.get('dropped_at'))}{why}"
     if state == "expired":
         return f"expired unread at {stamp(e.get('expired_at'))}"

@@ -97,17 +97,19 @@ def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) 
     if e["state"] in ("expired", "cancelled", "dropped"):
         e[e["state"] + "_at"] = _ctime(st)
     if e["state"] == "dropped":
-        e.update(_dropped_reason(box, msg_id))
+        why = _dropped_reason(box, msg_id)
+        if why is not None:
+            e["dropped_reason"] = why
+            e["dropped_at"] = why.get("at") or e["dropped_at"]
     return e
 
 
-def _dropped_reason(box: "Box", msg_id: str) -> "Dict[str, Any]":
-    """The receiver's reason for a drop, where the store keeps one (limits; see docs/STORE.md)."""
+def _dropped_reason(box: "Box", msg_id: str) -> "Optional[Dict[str, Any]]":
+    """The receiver's record of a drop (the limit that fired, how, when), where the store keeps
+    one (Box.drop_reason, docs/STORE.md); None when it keeps none."""
     reason = getattr(box, "drop_reason", None)
-    if reason is None:
-        return {}
-    got = reason(msg_id)
-    return {"dropped_reason": got} if got is not None else {}
+    got = reason(msg_id) if reason is not None else None
+    return got if isinstance(got, dict) else None
 
 
 def _quarantined(q: "Dict[str, Any]", box: "Box") -> "Entry":

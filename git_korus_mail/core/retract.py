@@ -13,6 +13,7 @@ import os
 from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.store import forwarding, markers, sent
+from git_korus_mail.store.layout import CANCELLED, DROPPED
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def _holder(root: "MailRoot", rec: "Dict[str, Any]") -> "Optional[Box]":
         if box is None:
             return None
         box.repair()  # a dead mover's half-done move is finished first, so the fate below is settled
-        if box.fate(rec["id"])[0] != "gone":
+        if box.filed_in(rec["id"]) is not None:
             return box
         fwd = forwarding.forward_record(box, rec["id"])
         if fwd is None or fwd["box"] in seen or fwd["box"] == rec["box"]:
@@ -77,9 +78,9 @@ def cancel(clone: "Clone", text: str) -> "Dict[str, Any]":
         raise MailError(f"not cancelled: the box {field(rec['box'], 120)} that {msg_id} was sent to no longer exists")
     to = box.recorded_path() or rec.get("path")
     shown = markers.shown_by(box, msg_id)  # read before: the Stop that consumes it clears them
-    who = f"from {clone.own_key.path}" + (f" (session {os.environ['CLAUDE_CODE_SESSION_ID']})"
-                                           if os.environ.get("CLAUDE_CODE_SESSION_ID") else "")
-    result = box.cancel(msg_id, by=f"git korus-mail cancel {who}")
+    # the journal's `by`: the sender's worktree, and its session when an agent ran the command
+    session = os.environ.get("CLAUDE_CODE_SESSION_ID")
+    result = box.cancel(msg_id, by=clone.own_key.path + (f" (session {session})" if session else ""))
     out: Dict[str, Any] = {"id": msg_id, "to": to, "box": box.name, "shown": shown}
     if result == "cancelled":
         return dict(out, result="cancelled")
@@ -90,10 +91,10 @@ def cancel(clone: "Clone", text: str) -> "Dict[str, Any]":
     if result == "held":
         raise MailError(f"not cancelled: a live process holds the claim on {msg_id} now (a Stop consuming it, "
                         f"most likely); run cancel again, and status says which won")
-    state = box.fate(msg_id)[0]
-    if state == "cancelled":
+    state = box.filed_in(msg_id)
+    if state == CANCELLED:
         return dict(out, result="already-cancelled")
-    if state in ("expired", "dropped"):
+    if state in ("expired", DROPPED):
         raise MailError(f"not cancelled: {msg_id} was {state} already; nobody consumed it")
     for q in box.quarantine_entries():
         if q["id"] == msg_id:

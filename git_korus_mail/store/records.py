@@ -7,7 +7,7 @@ import time
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.store import claims
 from git_korus_mail.store.fsafe import SMALL_FILE, NotRegular, TooLarge
-from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX, WHY_SUFFIX, quarantine_name
+from git_korus_mail.store.layout import CANCELLED, FILED, MSG_SUFFIX, WHY_SUFFIX, quarantine_name
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import id_time, valid_id
 
@@ -159,6 +159,12 @@ class Records:
         that is no message id is left out (the drain quarantines those from the inbox)."""
         return sorted(n[:-len(MSG_SUFFIX)] for n in self.names(sub)
                       if n.endswith(MSG_SUFFIX) and valid_id(n[:-len(MSG_SUFFIX)]))
+
+    def filed_in(self, msg_id: str) -> "Optional[str]":
+        """The directory of layout.FILED that holds `msg_id` (the last, for one caught between two
+        links of a move: where the move goes), or None."""
+        held = [sub for sub in FILED if self.has(sub, msg_id + MSG_SUFFIX)]
+        return held[-1] if held else None
 
     def quarantine_entries(self) -> "list[dict[str, Any]]":
         """Every quarantined file with its record: {"file": its name in quarantine/, "name": the
