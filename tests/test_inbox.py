@@ -214,3 +214,42 @@ def test_dropped_mail_is_listed_by_default_with_the_limit_that_fired(clone):
     assert "| one too many" in run_cli("read", msg_id, cwd=clone.web, check=True).stdout
     proc = run_cli("cancel", msg_id, cwd=clone.main)
     assert proc.returncode == 1 and f"not cancelled: {msg_id} was dropped already" in proc.stderr
+
+
+def test_a_sender_outside_every_worktree_cancels_through_the_clones_shared_sent_records(clone, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    proc = run_cli("send", f"--repo={clone.main}", "--to", str(clone.web), "--json", "--", "from a folder",
+                   cwd=outside, check=True)
+    msg_id = json.loads(proc.stdout)["results"][0]["id"]
+    refused = run_cli("cancel", msg_id, cwd=clone.main)  # the main worktree did not send it
+    assert refused.returncode == 1 and "is no message sent from this worktree" in refused.stderr
+    done = run_cli("cancel", f"--repo={clone.main}", msg_id[:28], cwd=outside, check=True)
+    assert done.stdout.startswith(f"cancelled {msg_id} to {clone.web}: ")
+    assert "a model has seen it" not in done.stdout  # nobody was shown it
+    assert (box_dir(clone, clone.web) / "cancelled" / f"{msg_id}.json").exists()
+    invariants.check(clone.mail_root)
+
+
+def test_hostile_sender_fields_and_wide_text_stay_escaped_and_under_100_columns(clone):
+    """A message file written by hand (anyone running as the user can): every sender field
+    carries terminal escapes, the body is wide CJK text. inbox escapes each and cuts by columns."""
+    import unicodedata
+    box = box_dir(clone, clone.web)
+    send(clone.main, clone.web, "makes the box")
+    msg_id = "20261201T000000.000000Z-p1-00000000000000bb"
+    msg = {"v": 1, "id": msg_id, "sent_at": "2026-12-01T00:00:00.000000Z", "expires_at": "2099-01-01T00:00:00.000000Z",
+           "kind": "note", "to": {"path": str(clone.web), "key": box.name}, "session": None,
+           "from": {"path": "/tmp/\x1b]0;T\x07" + "p" * 90, "branch": "\x1b[31mmain\u202e", "session": "s\x00"},
+           "body": "漢字" * 80}
+    p = box / "inbox" / f"{msg_id}.json"
+    p.write_text(json.dumps(msg))
+    p.chmod(0o600)
+    out = inbox(clone.web)
+    assert "\x1b" not in out and "\x00" not in out and "\u202e" not in out
+    assert "[\\u001b[31mmain\\u202e] session s\\u0000 (unverified)" in out
+
+    def cols(line):
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+    assert max(cols(line) for line in out.splitlines()) < 100, out
+    assert "  | 漢字漢字" in out and out.count("…") >= 2  # the long path and the wide line were cut
