@@ -44,8 +44,8 @@ def message_lines(e, here, now):
     first = f"{ident}  {state.upper()}" + (f"  {safe(e['kind'])}" if e.get("kind") else "")
     lines = [ui.bold(fit(first))]
     if "from" in e:
-        when = f"  sent {stamp(e['sent_at'])} ({age(e['sent_at'], now)} ago)"
-        lines.append("  from " + fit(sender(e["from"], here), WIDTH - 7 - len(when), keep_end=True) + when)
+        when = f"  sent {stamp(e['sent_at'])} ({age(e['sent_at'], now)} ago) from "
+        lines.append(fit(when + sender(e["from"], here, WIDTH - len(when))))
     elif e.get("unreadable"):
         lines.append(fit(f"  unreadable: {safe(e['unreadable'])}"))
     detail = state_line(e)

@@ -61,15 +61,21 @@ def rel_path(path, here):
     return safe(rel if len(rel) < len(path) else path)
 
 
-def sender(frm, here):
-    """`../api [branch api] session s-1 (unverified)`: every field escaped."""
+def sender(frm, here, width=None):
+    """`(unverified) ../api [main] session s-1`, every field escaped (the drain's order: the
+    claim's label first, so no cut can take it). With `width`: the branch and the session cut
+    first, so that the path, by its end, keeps most of the room; the caller cuts the rest."""
     frm = frm or {}
-    parts = [rel_path(frm.get("path"), here)]
+    tail = ""
     if frm.get("branch"):
-        parts.append(f"[{safe(frm['branch'])}]")
+        tail += f" [{fit(safe(frm['branch']), 16) if width else safe(frm['branch'])}]"
     if frm.get("session"):
-        parts.append(f"session {safe(frm['session'])}")
-    return " ".join(parts) + " (unverified)"
+        tail += f" session {fit(safe(frm['session']), 16) if width else safe(frm['session'])}"
+    head = "(unverified) "
+    path = rel_path(frm.get("path"), here)
+    if width:
+        path = fit(path, max(16, width - len(head) - columns(tail)), keep_end=True)
+    return head + path + tail
 
 
 def body_lines(body):
