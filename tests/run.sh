@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: a venv with the package and its test
-# extras, the pinned Claude Code CLI for the end-to-end tests, then pytest: the whole
+# extras, the pinned Claude Code and Codex CLIs for the end-to-end tests, then pytest: the whole
 # suite on the main Python (.venv), then everything but the e2e tests on every other
 # CPython that requires-python claims (3.9-3.13), each in its own .venv-3.X.
 # README's test command and .ci/run both call exactly this.
@@ -37,6 +37,16 @@ elif [ "${CI:-}" = true ]; then
   exit 1
 else
   echo "tests/run.sh: no Claude Code CLI (npm missing?); the e2e tests will skip" >&2
+fi
+
+# The real Codex CLI (pinned) for the cross-client e2e tests, cached beside Claude Code.
+if codex_bin=$(bash tests/e2e/install-codex.sh); then
+  export KORUS_E2E_CODEX="$codex_bin"
+elif [ "${CI:-}" = true ]; then
+  echo "tests/run.sh: could not install the Codex CLI" >&2
+  exit 1
+else
+  echo "tests/run.sh: no Codex CLI (npm missing?); the Codex e2e tests will skip" >&2
 fi
 
 # Lint first, in the log: a name that no longer exists fails here, not at pytest start-up.
