@@ -165,16 +165,19 @@ options:
 """,
     "install": """\
 usage:
-  git-korus-mail install [--repo=<path>] [--scope=<scope>] [--urgent] [--force]
+  git-korus-mail install [--repo=<path>] [--scope=<scope>] [--client=<client>] [--urgent] [--force]
 
-Wire Claude Code's hooks to the drain for every worktree of the clone.
+Wire a client's hooks to the drain for every worktree of the clone.
 
 options:
-  --scope=<scope>   `local` (each worktree's .claude/settings.local.json) or `user`
-                    (settings.json in Claude Code's config dir, with a repo anchor) [default: local]
-  --urgent          the wake-up tier (not built yet)
-  --force           rewrite our entries even when they look current
-  --repo=<path>     the clone to wire
+  --scope=<scope>    `local` (each worktree's .claude/settings.local.json or
+                     .codex/hooks.json) or `user` (the client's own config dir, with a
+                     repo anchor) [default: local]
+  --client=<client>  `claude` (Claude Code), `codex` (Codex CLI: also trusts exactly our
+                     hooks in its config.toml) or `all` [default: claude]
+  --urgent           the wake-up tier (not built yet)
+  --force            rewrite our entries even when they look current
+  --repo=<path>      the clone to wire
 """,
     "uninstall": """\
 usage:
@@ -221,14 +224,15 @@ Print a completion script for the shell.
 # Not in COMMANDS: `drain` is dispatched before docopt and parses its one option by hand.
 DRAIN_USAGE = """\
 usage:
-  git-korus-mail drain [--repo=<path>]
+  git-korus-mail drain [--client=<name>] [--repo=<path>]
 
-The hook entry point: Claude Code runs it at every hook event, with the event's JSON
-on stdin, and reads the answer (hook JSON, or nothing) on stdout. Run by the stub that
-`git korus-mail install` writes; not meant to be run by hand.
+The hook entry point: a client (Claude Code, Codex CLI) runs it at every hook event,
+with the event's JSON on stdin, and reads the answer (hook JSON, or nothing) on stdout.
+Run by the stub that `git korus-mail install` writes; not meant to be run by hand.
 
 options:
-  --repo=<path>   the clone whose queue to use (for a session outside any clone)
+  --client=<name>   whose hook protocol: `claude` or `codex` [default: claude]
+  --repo=<path>     the clone whose queue to use (for a session outside any clone)
 """
 
 EXIT_USAGE = 129   # as git does
@@ -378,7 +382,7 @@ def _params(command, a):
     if command == "install":
         from git_korus_mail.commands import install as cmd
         return cmd, cmd.InstallArgs(scope=a["--scope"] or "local", urgent=bool(a["--urgent"]),
-                                    force=bool(a["--force"]))
+                                    force=bool(a["--force"]), client=a["--client"] or "claude")
     if command == "uninstall":
         from git_korus_mail.commands import uninstall as cmd
         return cmd, cmd.UninstallArgs(scope=a["--scope"] or "local", purge=bool(a["--purge"]),

@@ -41,7 +41,7 @@ def test_drain_help_shows_help_and_reads_no_stdin(clone):
         proc = subprocess.run([PYTHON, "-m", "git_korus_mail", "drain", flag], cwd=clone.main,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("usage:\n  git-korus-mail drain [--repo=<path>]"), proc.stdout
+        assert proc.stdout.startswith("usage:\n  git-korus-mail drain [--client=<name>] [--repo=<path>]"), proc.stdout
     assert "drain" in run_cli("--help", cwd=clone.main).stdout
 
 

@@ -1,22 +1,45 @@
-"""The clients korus-mail serves, one package each (clients/claude/ for Claude Code).
+"""The clients korus-mail serves, one package each (clients/claude/ for Claude Code,
+clients/codex/ for Codex CLI).
 
 A client package knows its hook protocol, its events and environment, and its install
 wiring; the core knows none of them. Commands that need a client fact ask here. Kept
 free of imports at load time: the hook hot path imports this package.
 """
 
+NAMES = ("claude", "codex")  # in the order commands ask them; the first is the default
+DEFAULT = NAMES[0]
+
+
+def hook_protocol(name):
+    """The hook-protocol module of one client (only that one is imported: the hot path)."""
+    if name == "claude":
+        from git_korus_mail.clients.claude import protocol as claude
+        return claude
+    if name == "codex":
+        from git_korus_mail.clients.codex import protocol as codex
+        return codex
+    raise KeyError(name)
+
 
 def hook_protocols():
     """The hook-protocol module of every client, in the order commands ask them."""
-    from git_korus_mail.clients.claude import protocol as claude
-    return (claude,)
+    return tuple(hook_protocol(name) for name in NAMES)
 
 
-def installers():
-    """The install-wiring module of every client (clients/claude/wiring.py), which install,
+def installer(name):
+    if name == "claude":
+        from git_korus_mail.clients.claude import wiring as claude
+        return claude
+    if name == "codex":
+        from git_korus_mail.clients.codex import wiring as codex
+        return codex
+    raise KeyError(name)
+
+
+def installers(names=NAMES):
+    """The install-wiring module of each client named (clients/<name>/wiring.py), which install,
     uninstall and doctor go through in this order."""
-    from git_korus_mail.clients.claude import wiring as claude
-    return (claude,)
+    return tuple(installer(name) for name in NAMES if name in names)
 
 
 def session_of(environ):

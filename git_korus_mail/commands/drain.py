@@ -1,7 +1,7 @@
-"""`git-korus-mail drain`: the entry point Claude Code runs at every hook event.
+"""`git-korus-mail drain`: the entry point a client's hook stub runs at every hook event.
 
 `serve` is the same entry for any client: it takes the client's hook-protocol module
-(clients/claude/protocol.py here; see clients/__init__.py) for everything client-specific,
+(clients/<name>/protocol.py, chosen by `--client`; see clients/__init__.py) for everything client-specific,
 and the client-free core drain for the rest. Reads the hook payload on stdin, answers in
 the event's own form on stdout, and
 only then (after the flush) writes the display markers. The exit code is decided
@@ -12,35 +12,41 @@ see the hot-path test (`python -X importtime`) and bench/.
 import os
 import sys
 
-from git_korus_mail.clients.claude import protocol as claude
+from git_korus_mail import clients
 
 MAX_STDIN = 4 * 1024 * 1024
 
 
+USAGE_LINE = "usage: git-korus-mail drain [--client=<name>] [--repo=<path>]"
+
+
 def _args(argv):
-    """`drain [--repo=<path>]`, parsed by hand to keep docopt off the hot path."""
-    repo = None
+    """`drain [--client=<name>] [--repo=<path>]`, parsed by hand to keep docopt off the hot path."""
+    opts = {"--repo": None, "--client": clients.DEFAULT}
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a.startswith("--repo="):
-            repo = a[len("--repo="):]
-        elif a == "--repo" and i + 1 < len(argv):
+        name, eq, value = a.partition("=")
+        if name in opts and eq:
+            opts[name] = value
+        elif a in opts and i + 1 < len(argv):
             i += 1
-            repo = argv[i]
+            opts[a] = argv[i]
         else:
-            raise ValueError(f"drain: unexpected argument {a!r} (usage: git-korus-mail drain [--repo=<path>])")
+            raise ValueError(f"drain: unexpected argument {a!r} ({USAGE_LINE})")
         i += 1
-    return repo
+    if opts["--client"] not in clients.NAMES:
+        raise ValueError(f"drain: --client {opts['--client']!r}: expected one of {', '.join(clients.NAMES)}")
+    return opts["--client"], opts["--repo"]
 
 
 def main(argv):
     try:
-        repo = _args(argv)
+        client, repo = _args(argv)
     except ValueError as exc:
         sys.stderr.write(f"git korus-mail: {exc}\n")
         return 129
-    return serve(claude, repo)
+    return serve(clients.hook_protocol(client), repo)
 
 
 def serve(client, repo=None):

@@ -1,0 +1,182 @@
+"""Codex CLI's hook protocol: JSON in on stdin, JSON out on stdout, the launch proved from /proc.
+
+Everything Codex-specific lives in clients/codex/ (docs/CLIENTS.md, "Codex CLI"). Facts this
+follows (Codex CLI 0.171.0, observed):
+- every payload carries session_id, transcript_path, cwd, hook_event_name; Stop adds
+  last_assistant_message;
+- `hookSpecificOutput.additionalContext` reaches the model at SessionStart, UserPromptSubmit
+  and PostToolUse; plain stdout only at the first two, so we always answer in JSON;
+- Codex cuts an additionalContext over 2,500 tokens (it counts 4 UTF-8 bytes a token) to a
+  head and a tail joined inside one line, which could glue a body's text onto a line of
+  ours: `fit` cuts first, below that limit, at line boundaries only;
+- the session id survives `exec resume`, and hook context is replayed on resume; no
+  environment variable names the session or the process (launch.py proves the process).
+"""
+
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+
+NAME = "codex"
+SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
+CONSUME_EVENT = "Stop"
+END_EVENT = "SessionEnd"
+EVENTS = SHOW_EVENTS + (CONSUME_EVENT, END_EVENT)
+OPENING_EVENT = "SessionStart"
+TURN_EVENTS = ("UserPromptSubmit", "PostToolUse")
+LOCAL_SETTINGS_NAME = ".codex/hooks.json"
+CONTEXT_LIMIT = 9600  # UTF-8 bytes; Codex's default cut is at 10,000 (2,500 tokens of 4 bytes)
+MAX_CWD = 4096
+PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
+            "PostToolUse": ("show", False, True), "Stop": ("consume", False, False),
+            "SessionEnd": ("end", False, False)}
+
+
+class Payload:
+    """The fields of a hook payload the drain uses."""
+
+    __slots__ = ("event", "session", "cwd", "transcript", "last_message", "raw")
+
+    def __init__(self, event, session, cwd, transcript, last_message, raw):
+        self.event, self.session, self.cwd, self.raw = event, session, cwd, raw
+        self.transcript, self.last_message = transcript, last_message
+
+
+class BadPayload(Exception):
+    pass
+
+
+def _optional_str(raw, key):
+    value = raw.get(key)
+    return value if isinstance(value, str) and value and "\0" not in value else None
+
+
+def read_payload(data):
+    """Parse stdin bytes; BadPayload when it is not a hook payload we can act on."""
+    try:
+        raw = json.loads(data.decode("utf-8", "replace"))
+    except ValueError:
+        raise BadPayload("stdin is not JSON") from None
+    if not isinstance(raw, dict):
+        raise BadPayload("stdin is not a JSON object")
+    event, session, cwd = raw.get("hook_event_name"), raw.get("session_id"), raw.get("cwd")
+    if not isinstance(event, str) or not event:
+        raise BadPayload("no hook_event_name")
+    if not isinstance(session, str) or not session:
+        raise BadPayload("no session_id")
+    if not isinstance(cwd, str) or not cwd:
+        raise BadPayload("no cwd")
+    if "\0" in cwd:
+        raise BadPayload("cwd contains a NUL character")
+    if len(cwd) > MAX_CWD:
+        raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
+    last = raw.get("last_assistant_message")
+    return Payload(event, session, cwd, _optional_str(raw, "transcript_path"),
+                   last if isinstance(last, str) else None, raw)
+
+
+def launch_of(payload):
+    from git_korus_mail.clients.codex import launch
+    return launch.launch_of(payload.transcript)
+
+
+def account_of(environ):
+    """Which Codex config root (CODEX_HOME) the session runs under, when it says."""
+    return environ.get("CODEX_HOME") or None
+
+
+def drain_facts(payload, environ):
+    """The keyword arguments of drain.Drain after the session and cwd. The launch comes from
+    the payload and /proc, not the environment (launch.py): with Codex's daemon, the
+    environment is that of whichever session started the daemon."""
+    phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
+    return {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
+            "launch": launch_of(payload) if phase is not None else None,
+            "account": account_of(environ)}
+
+
+def session_of(environ):
+    """Codex names no session in a tool call's environment: send cannot record one."""
+    return None
+
+
+def _utf8_len(text):
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def fit(text, limit=CONTEXT_LIMIT):
+    """`text` within `limit` UTF-8 bytes: whole when it fits, else its first and last whole
+    lines around one line of ours that says how much was cut. Only whole lines are dropped,
+    so every line kept is as the core rendered it: a body line keeps its "| " prefix and no
+    body text can join a frame or a line of ours."""
+    if _utf8_len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    room = limit - 200  # the note's line
+    used, i, j = 0, 0, len(lines) - 1
+    while i <= j and used + _utf8_len(lines[i]) + 1 <= room // 2:  # the head: about half
+        used += _utf8_len(lines[i]) + 1
+        i += 1
+    while j >= i and used + _utf8_len(lines[j]) + 1 <= room:  # the tail: the rest
+        used += _utf8_len(lines[j]) + 1
+        j -= 1
+    head, tail = lines[:i], lines[j + 1:]
+    cut = lines[i:j + 1]
+    ids = [ln.split(" ", 2)[1] for ln in cut if ln.startswith("id ") and " · from " in ln]
+    note = (f"korus-mail: {sum(_utf8_len(ln) + 1 for ln in cut)} bytes cut here to fit Codex's context limit"
+            + (f"; messages partly shown: {', '.join(ids[:8])}" if ids else "")
+            + "; `git korus-mail status` lists what this worktree received")
+    return "\n".join(head + [note[:180]] + tail)
+
+
+def answer(event, context, notice):
+    """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
+    model only at a showing event; elsewhere the notice alone, to the user."""
+    if context and event in SHOW_EVENTS:
+        return context_output(event, context, notice=notice)
+    if notice:
+        return user_notice_output(notice)
+    return None
+
+
+def context_output(event, text, notice=None):
+    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}}
+    if notice:
+        out["systemMessage"] = notice
+    return json.dumps(out, ensure_ascii=True)
+
+
+def user_notice_output(text):
+    """Output Codex shows the user only (a warning line): the model never sees it."""
+    return json.dumps({"systemMessage": text}, ensure_ascii=True)
+
+
+def fault_output(event, text):
+    """A fault: to the user, and at SessionStart to the model too."""
+    if event == OPENING_EVENT:
+        return json.dumps({"systemMessage": text,
+                           "hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}},
+                          ensure_ascii=True)
+    return user_notice_output(text)
+
+
+def check_answer(event, stdout):
+    """None when a hook's stdout is an answer Codex accepts at `event` and carries no fault;
+    otherwise what is wrong. Empty output is accepted (the hook said nothing)."""
+    text = stdout.strip()
+    if not text:
+        return None
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return f"output is not JSON: {text[:120]!r}"
+    if not isinstance(answer, dict):
+        return "output is not a JSON object"
+    spec = answer.get("hookSpecificOutput")
+    if spec is not None:
+        if not isinstance(spec, dict) or spec.get("hookEventName") != event:
+            return f"hookSpecificOutput.hookEventName is not {event}"
+        if "additionalContext" in spec and not isinstance(spec["additionalContext"], str):
+            return "hookSpecificOutput.additionalContext is not a string"
+    message = answer.get("systemMessage")
+    if message is not None:
+        return f"the hook reported: {message}" if isinstance(message, str) else "systemMessage is not a string"
+    return None
