@@ -21,7 +21,7 @@
 __git_korus_mail_subcommands='send list who status inbox read cancel forward off on drain install uninstall doctor release completion'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
-__git_korus_mail_valued=' --repo --to --kind --ttl --session --scope '
+__git_korus_mail_valued=' --repo --to --kind --ttl --session --scope --client '
 
 # __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
 # has them (tests/test_surface.py checks that they agree).
@@ -35,8 +35,9 @@ __git_korus_mail_options ()
 	read)             echo '--repo= --json --raw' ;;
 	doctor|who)       echo '--repo= --json' ;;
 	forward)          echo '--repo= --to= --json' ;;
-	off|on|drain|release|cancel) echo '--repo=' ;;
-	install)          echo '--repo= --scope= --urgent --force' ;;
+	off|on|release|cancel) echo '--repo=' ;;
+	drain)            echo '--repo= --client=' ;;
+	install)          echo '--repo= --scope= --client= --urgent --force' ;;
 	uninstall)        echo '--repo= --scope= --purge --yes' ;;
 	esac
 }
@@ -250,6 +251,13 @@ __git_korus_mail_value ()
 		;;
 	--scope)
 		__git_korus_mail_comp 'local user' "$pfx" "$val"
+		;;
+	--client)
+		if [[ $(__git_korus_mail_find_sub) == drain ]]; then
+			__git_korus_mail_comp 'claude codex' "$pfx" "$val"
+		else
+			__git_korus_mail_comp 'claude codex all' "$pfx" "$val"
+		fi
 		;;
 	--kind)
 		__git_korus_mail_comp 'note handoff alert' "$pfx" "$val"

@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --scope
+            case --repo --to --kind --ttl --session --scope --client
                 set skip 1
             case '-*'
             case '*'
@@ -245,8 +245,8 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -a forward -d 'Move a stranded box\'s queued mail to a worktree'
         complete -c $c -n $top -f -a off -d 'Suppress delivery (queued mail is kept)'
         complete -c $c -n $top -f -a on -d 'Resume delivery'
-        complete -c $c -n $top -f -a drain -d 'Hook entry point (run by Claude Code)'
-        complete -c $c -n $top -f -a install -d 'Wire Claude Code hooks to the drain'
+        complete -c $c -n $top -f -a drain -d 'Hook entry point (run by Claude Code, Codex CLI)'
+        complete -c $c -n $top -f -a install -d 'Wire Claude Code or Codex hooks to the drain'
         complete -c $c -n $top -f -a uninstall -d 'Remove what install added'
         complete -c $c -n $top -f -a doctor -d 'Check wiring, permissions, claims, clock'
         complete -c $c -n $top -f -a release -d 'Let go of a claim whose owner is gone'
@@ -287,6 +287,10 @@ if not set -q __git_korus_mail_completion_loaded
         # install / uninstall
         complete -c $c -n '__git_korus_mail_using install uninstall' \
             -x -l scope -a 'local user' -d 'Where hooks are registered'
+        complete -c $c -n '__git_korus_mail_using install' \
+            -x -l client -a 'claude codex all' -d 'Which client to wire'
+        complete -c $c -n '__git_korus_mail_using drain' \
+            -x -l client -a 'claude codex' -d 'Whose hook protocol'
         complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Wake-up tier (not built yet: refused)'
         complete -c $c -n '__git_korus_mail_using install' -f -l force -d 'Rewrite entries even when current'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l purge -d 'Also delete the mail root'

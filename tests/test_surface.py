@@ -64,7 +64,9 @@ def test_usage_surface_is_what_the_cli_parses(cmds):
                                      "install", "uninstall", "doctor", "release", "completion"]
     assert cmds[None].options == {"--version": False, "-h": False, "--help": False}
     assert cmds["send"].values == {"--to": (".", "all"), "--kind": ("note", "handoff", "alert")}
-    assert cmds["install"].values == cmds["uninstall"].values == {"--scope": ("local", "user")}
+    assert cmds["uninstall"].values == {"--scope": ("local", "user")}
+    assert cmds["install"].values == {"--scope": ("local", "user"), "--client": ("claude", "codex", "all")}
+    assert cmds["drain"].values == {"--client": ("claude", "codex")}
     assert cmds["forward"].values == {"--to": (".",)}
     assert cmds["completion"].choices == ("bash", "zsh", "fish")
     assert cmds["send"].end_of_options and cmds["send"].arguments == ("<body>",)

@@ -143,8 +143,13 @@ def _check_root(clone, findings):
 def _check_wiring(clone, root, findings):
     record = install_record.Record.load(os.path.join(root.path, install_record.HOOKS_SUBDIR))
     local = False
+    wired_any = False
     for client in clients.installers():
-        local = _check_client_wiring(client, clone, root, record, findings) or local
+        wired, client_local = _check_client_wiring(client, clone, root, record, findings)
+        local, wired_any = local or client_local, wired_any or wired
+    if not wired_any:
+        findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
+                     "git korus-mail install")
     if local:
         hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
             or os.path.join(postcheckout.git_hooks_dir(clone)[0], postcheckout.POST_CHECKOUT)
@@ -156,13 +161,12 @@ def _check_wiring(clone, root, findings):
 
 
 def _check_client_wiring(client, clone, root, record, findings):
-    """One client's stub and settings files; True when its local scope is wired."""
+    """One client's stub and settings files: (any wired?, local scope wired?). A client nobody
+    wired here is no fault of its own (collect says so when no client is wired at all)."""
     stub = client.stub_path(root)
     wired, skipped, local = client.wired_files(clone, record, stub)
     if not wired:
-        findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
-                     "git korus-mail install")
-        return False
+        return False, False
     _check_stub(client, stub, record.data.get("helper"), findings, repo=postcheckout.repo_anchor(clone))
     for label, problems in client.check(root, stub, wired):
         if label == stub:
@@ -175,7 +179,7 @@ def _check_client_wiring(client, clone, root, record, findings):
             findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
     for wt in skipped:
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
-    return local
+    return True, local
 
 
 def _wiring_fix(client, path):
@@ -278,8 +282,12 @@ def _check_drains(box, findings, now):
     sessions = presence.sessions(box)
     if not sessions:
         return
+    asked = set()
     for client in clients.hook_protocols():
-        _check_client_drains(client, box, sessions, findings, now)
+        names = (client.EVENTS, client.TURN_EVENTS, client.CONSUME_EVENT)
+        if names not in asked:  # clients with the same event names read the same record once
+            asked.add(names)
+            _check_client_drains(client, box, sessions, findings, now)
 
 
 def _check_client_drains(client, box, sessions, findings, now):

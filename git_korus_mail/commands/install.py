@@ -1,5 +1,5 @@
-"""`install`: wire this clone's worktrees to the drain, for every client (clients.installers;
-today Claude Code's, clients/claude/wiring.py).
+"""`install`: wire this clone's worktrees to the drain, for the clients `--client` names
+(clients.installers: Claude Code's clients/claude/wiring.py, Codex CLI's clients/codex/wiring.py).
 
 What install writes, each recorded in `<mail>/hooks/installed.json` (wiring/record.py) so
 uninstall puts back exactly what was there:
@@ -8,7 +8,10 @@ uninstall puts back exactly what was there:
 - our entries in each worktree's Claude Code settings (scope local), or in the user's with a
   repo anchor (scope user): clients/claude/settings_file.py;
 - the local settings file in `<common>/info/exclude` (wiring/exclude.py);
-- a git post-checkout hook that wires a worktree made by `git worktree add` (wiring/postcheckout.py).
+- a git post-checkout hook that wires a worktree made by `git worktree add` (wiring/postcheckout.py);
+- for Codex: `.codex/hooks.json` in the main worktree (or the user's, with a repo anchor), and
+  the trust of exactly those hooks (and of the project) in the user's Codex config, written by
+  Codex's app-server (clients/codex/trust.py); docs/CLIENTS.md says what changes there.
 
 Settings files are edited by read, merge, compare, replace: a current file is never
 rewritten (bytes and mtime stay), an invalid one is never touched. Install ends by
@@ -31,6 +34,17 @@ class InstallArgs:
     scope: str = "local"   # one of SCOPES
     urgent: bool = False   # the wake-up tier: refused until it is built
     force: bool = False    # rewrite our entries even when they look current
+    client: str = "claude"  # one of CLIENT_CHOICES
+
+
+CLIENT_CHOICES = ("claude", "codex", "all")
+
+
+def check_client(client):
+    """The client names `--client` stands for."""
+    if client not in CLIENT_CHOICES:
+        raise UsageError(f"--client {client!r}: expected claude, codex or all")
+    return clients.NAMES if client == "all" else (client,)
 
 
 def check_scope(scope):
@@ -42,14 +56,15 @@ def check_scope(scope):
 def run(clone, args, out):
     if args.urgent:
         raise MailError("--urgent: the wake-up tier is not built yet; run install without it")
-    return run_install(clone, out, scope=check_scope(args.scope), force=args.force)
+    return run_install(clone, out, scope=check_scope(args.scope), force=args.force,
+                       names=check_client(args.client))
 
 
 SCOPES = ("local", "user")
 
 
-def run_install(clone, out, scope="local", force=False):
-    """Wire `scope` (one of SCOPES; commands/install.py checks the arguments)."""
+def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)):
+    """Wire `scope` (one of SCOPES) for the clients `names` (commands/install.py checks the arguments)."""
     only_own = os.environ.get(postcheckout.POST_CHECKOUT_ENV) == "1" and scope == "local"
     if only_own:
         # from our post-checkout hook, inside `git worktree add`: one line, not the full report
@@ -62,12 +77,18 @@ def run_install(clone, out, scope="local", force=False):
         record = install_record.Record.load(hooks_dir)
         if only_own and record.scope("local") is None:
             return 0  # uninstalled since: a stray post-checkout wires nothing
+        scope_rec = record.scope(scope, create=True)
+        if only_own:
+            names = tuple(scope_rec.get("clients") or (clients.DEFAULT,))  # what the person installed
+        known = scope_rec.get("clients")
+        if known is None:  # a record from before --client: it wired Claude Code only
+            known = [clients.DEFAULT] if scope_rec.get("files") else []
+        scope_rec["clients"] = [n for n in clients.NAMES if n in known or n in names]
         wirings = []  # (client's wiring, its stub, [(settings path, repo anchor, cwd)])
         not_wired = []
-        for client in clients.installers():
+        for client in clients.installers(names):
             stub, state = client.write_stub(root, helper, force, repo=postcheckout.repo_anchor(clone))
             out.write(f"stub  {stub}  {state}  (runs {helper})\n")
-            scope_rec = record.scope(scope, create=True)
             record.data["helper"] = helper
             wired, skipped = client.settings_targets(clone, scope, only_own)
             for wt in skipped:
@@ -83,17 +104,25 @@ def run_install(clone, out, scope="local", force=False):
                         out.write(f"settings  {path}  NOT WIRED\n")
                         continue
                     out.write(f"settings  {path}  {state}\n")
+                try:
+                    not_wired += client.after_wiring(clone, scope, wired, scope_rec, out)
+                except MailError as exc:
+                    not_wired.append((clone.common_dir, str(exc)))
             finally:
                 record.save()  # what was written so far must be undoable, even after a failure
         if scope == "local" and not only_own:
-            for client, _stub, _wired in wirings:
-                path, state = exclude.add_exclude(clone, scope_rec, client.EXCLUDE_LINE, client.EXCLUDE_COVERING)
+            for client, _stub, wired in wirings:
+                if not wired:
+                    continue
+                path, state = exclude.add_exclude(clone, scope_rec, client.EXCLUDE_LINE, client.EXCLUDE_COVERING,
+                                                  key=client.EXCLUDE_KEY)
                 out.write(f"exclude  {client.EXCLUDE_LINE} in {path}  {state}\n")
-            lines, problem = postcheckout.install_post_checkout(clone, helper, force, scope_rec)
-            for line in lines:
-                out.write(line + "\n")
-            if problem:
-                out.write(f"note: {problem}\n")
+            if any(client.NEEDS_POST_CHECKOUT for client, _s, _w in wirings):
+                lines, problem = postcheckout.install_post_checkout(clone, helper, force, scope_rec)
+                for line in lines:
+                    out.write(line + "\n")
+                if problem:
+                    out.write(f"note: {problem}\n")
         record.save()
     # the stub was run at the full install; a new worktree only needs its file read back
     results = [result for client, stub, wired in wirings

@@ -87,9 +87,11 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
                     continue
                 if state and state != "absent":
                     out.write(f"settings  {path}  {state}\n")
+        for client, _stub in wirings:
+            client.after_unwiring(scope_rec, out)
         if scope == "local":
-            for client, _stub in wirings:
-                if exclude.remove_exclude(clone, scope_rec.get("exclude"), client.EXCLUDE_LINE):
+            for client, _stub in reversed(wirings):  # the last line added goes first: bytes come back exact
+                if exclude.remove_exclude(clone, scope_rec.get(client.EXCLUDE_KEY), client.EXCLUDE_LINE):
                     out.write(f"exclude  {client.EXCLUDE_LINE}  removed\n")
             line = postcheckout.remove_post_checkout(clone, scope_rec.get("post_checkout"))
             if line:

@@ -5,8 +5,9 @@ import os
 from git_korus_mail.wiring import files as wfiles
 
 
-def add_exclude(clone, scope_rec, line, covering):
-    """Add `line` unless a line in `covering` is there already; the change goes in `scope_rec`."""
+def add_exclude(clone, scope_rec, line, covering, key="exclude"):
+    """Add `line` unless a line in `covering` is there already; the change goes in `scope_rec[key]`
+    (one key per client: each takes out only its own line)."""
     path = os.path.join(clone.common_dir, "info", "exclude")
     raw = wfiles.read_bytes(path) or b""
     lines = {ln.strip() for ln in raw.decode("utf-8", "replace").splitlines()}
@@ -16,7 +17,7 @@ def add_exclude(clone, scope_rec, line, covering):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     created = not os.path.exists(path)
     wfiles.write_atomic(path, raw + added.encode(), wfiles.mode_of(path, wfiles.default_file_mode()))
-    scope_rec["exclude"] = {"path": path, "appended": added, "created": created}
+    scope_rec[key] = {"path": path, "appended": added, "created": created}
     return path, "added"
 
 

@@ -156,3 +156,28 @@ def model_saw():
 @pytest.fixture
 def model_never_saw():
     return assert_model_never_saw
+
+
+# ---- the Codex CLI (tests/e2e/install-codex.sh), for the cross-client tests
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> str:
+    from codexdriver import find_codex
+    path, how = find_codex()
+    ok, text = _probe(path) if path else (False, "")
+    if not ok:
+        why = how if path is None else f"{path} does not run: {text}"
+        hint = "install it with: export KORUS_E2E_CODEX=$(bash tests/e2e/install-codex.sh)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"e2e: codex CLI missing under CI=true: {why}; {hint}", pytrace=False)
+        pytest.skip(f"e2e: {why}; {hint}")
+    return path
+
+
+@pytest.fixture
+def codexmock():
+    from codexmock import ResponsesMock
+    mock = ResponsesMock()
+    yield mock
+    mock.stop()

@@ -93,11 +93,18 @@ def wired_files(clone, record, stub):
     skipped, whether the local scope is wired)."""
     targets, skipped = local_targets(clone)
     wired = []
-    local = record.scope("local") is not None or any(calls_stub(p, stub) for p, _wt in targets)
+    local = _recorded(record, "local") or any(calls_stub(p, stub) for p, _wt in targets)
     if local:
         wired += [(p, None, wt.path) for p, wt in targets]
     user_path = user_settings_path()
-    if record.scope("user") is not None or calls_stub(user_path, stub):
+    if _recorded(record, "user") or calls_stub(user_path, stub):
         anchor = repo_anchor(clone)
         wired.append((user_path, anchor, anchor))
     return wired, skipped, local
+
+
+def _recorded(record, scope):
+    """Does installed.json say install wired Claude Code in `scope`? (A record from before
+    `install --client` names no clients: it wired Claude Code only.)"""
+    rec = record.scope(scope)
+    return rec is not None and "claude" in (rec.get("clients") or ["claude"])

@@ -38,3 +38,16 @@ def unwire_candidates(clone, scope, recorded):
     else:
         found = [settings_file.user_settings_path()]
     return list(recorded) + [p for p in found if p not in recorded]
+
+
+NEEDS_POST_CHECKOUT = True  # each worktree has its own settings file: `git worktree add` must wire it
+EXCLUDE_KEY = "exclude"  # where installed.json records the exclude line
+
+
+def after_wiring(clone, scope, wired, scope_rec, out):
+    """Nothing more to do once the settings files are written: Claude Code trusts them as they are."""
+    return []
+
+
+def after_unwiring(scope_rec, out):
+    return None

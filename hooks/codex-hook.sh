@@ -1,0 +1,80 @@
+#!/bin/sh
+# git-korus-mail codex-hook template-version=1
+# Written by `git korus-mail install` into <git-common-dir>/mail/hooks/ and removed by
+# `git korus-mail uninstall`. Do not edit: install rewrites a stub that differs.
+#
+# Codex CLI runs it as   '<this file>' <EventName> [--repo '<clone>']
+# with the hook payload (JSON) on stdin, which the helper inherits untouched.
+#
+# Why the helper is run and not exec'd: when it cannot run (its venv's interpreter is gone
+# after a Python upgrade: exit 127; its package cannot be imported: a traceback, exit 1),
+# Codex would show the model and the user nothing. So its answer is captured with
+# its exit status: a good answer is passed on unchanged, a failure becomes our own fault
+# report in the event's form (docs/HOOKS.md, "The stub"). One fork and builtins only on
+# the good path; the failure path may spend a few processes to say what went wrong.
+
+# The git-korus-mail that ran install, by absolute path: an editor extension's PATH
+# often lacks pipx's bin dir, so PATH is only the fallback.
+helper=@HELPER@
+# Each value below is the inside of a JSON string literal (escaped by install).
+helper_json=@HELPER_JSON@
+advice_json=@ADVICE_JSON@
+
+event=${1-}
+[ $# -gt 0 ] && shift
+
+run=
+if [ -f "$helper" ] && [ -x "$helper" ]; then
+    run=$helper
+else
+    # the fallback, by path: a fault report names it and reads its #! line
+    run=$(command -v git-korus-mail 2>/dev/null) || run=
+fi
+
+if [ -n "$run" ]; then
+    answer=$("$run" drain --client=codex "$@")
+    status=$?
+    if [ "$status" -eq 0 ] || [ -n "$answer" ]; then
+        # The drain's answer, even from a run that died later (it is written before the
+        # display markers, and they may exist): dropping it would hide shown mail.
+        [ -z "$answer" ] || printf '%s\n' "$answer"
+        exit 0
+    fi
+else
+    status=
+    [ -t 0 ] || cat >/dev/null 2>&1
+fi
+
+# The helper failed and said nothing: say why, in printable ASCII without quotes or
+# backslashes, so it can sit inside a JSON string as it is.
+clean() { printf '%s' "$1" | LC_ALL=C tr -cd ' -~' | tr -d '"\\' | cut -c1-300; }
+if [ -z "$run" ]; then
+    why="helper not found (was $helper_json; no git-korus-mail on PATH either)"
+else
+    why="$(clean "$run") drain exited $status"
+    first=
+    IFS= read -r first <"$run" 2>/dev/null
+    interp=${first#\#!}
+    interp=${interp%% *}
+    if [ "$status" -eq 127 ] && [ "$interp" != "$first" ] && [ ! -x "$interp" ]; then
+        why="$why: its Python interpreter $(clean "$interp") is gone (a Python upgrade removes a venv's base)"
+    else
+        detail=$("$run" --version </dev/null 2>&1 | tail -n 1)
+        [ -z "$detail" ] || why="$why: $(clean "$detail")"
+    fi
+fi
+fault="git korus-mail: $why; mail is not being delivered. Fix: $advice_json"
+
+# Exit 0: on another code Codex would drop the output. Said where a reader decides,
+# as the drain reports its own faults: at SessionStart (to the model and the user) and at
+# Stop (to the user). Repeating it at every prompt and tool call would flood both.
+case "$event" in
+    SessionStart)
+        printf '{"systemMessage": "%s", "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "%s"}}\n' \
+            "$fault" "$fault"
+        ;;
+    Stop)
+        printf '{"systemMessage": "%s"}\n' "$fault"
+        ;;
+esac
+exit 0
