@@ -103,7 +103,8 @@ def test_codex_shows_at_its_next_event_and_consumes_at_stop(clone, fake_codex, t
     receipt = json.loads(receipt_file.read_text())
     assert receipt["session"] == "s1" and receipt["launch"]["client"] == "codex"
     assert list((box / "inbox").iterdir()) == []
-    assert "consumed by session s1" in run_cli("status", cwd=clone.main, check=True).stdout
+    [sent] = json.loads(run_cli("status", "--json", cwd=clone.main, check=True).stdout)["sent"]
+    assert sent["fate"]["state"] == "consumed" and sent["fate"]["session"] == "s1"
 
 
 def test_mid_turn_mail_is_shown_at_post_tool_use(clone, fake_codex, tmp_path):

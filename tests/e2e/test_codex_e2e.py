@@ -136,8 +136,9 @@ def test_claude_to_codex_hostile_body_mid_turn_and_resume(clone, codex, codexmoc
     assert not any("mid-turn 42" in t for t in requests[0].texts("developer"))
     assert any("mid-turn 42" in t for t in requests[1].texts("developer"))  # after the tool call: PostToolUse
     # consumed at Codex's Stop; the sender's status names the Codex session
-    status = cli("status", cwd=clone.main).stdout
-    assert f"consumed by session {sid}" in status, status
+    fates = {m["id"]: m["fate"] for m in json.loads(cli("status", "--json", cwd=clone.main).stdout)["sent"]}
+    # both: Claude Code's message and the one sent mid-turn from api/
+    assert [(f["state"], f["session"]) for f in fates.values()] == [("consumed", sid)] * 2, fates
     assert sender.session_id  # Claude Code's own session, which sent it
     # only the mock: every inet connect Codex or its children made went to the mock
     if run.trace:

@@ -127,10 +127,14 @@ def fit(text, limit=CONTEXT_LIMIT):
     return "\n".join(head + [note[:180]] + tail)
 
 
-def answer(event, context, notice):
+def answer(event, context, notice, shown=None):
     """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
-    model only at a showing event; elsewhere the notice alone, to the user."""
+    model only at a showing event; elsewhere the notice alone, to the user. `shown`
+    (core/shown.Shown) sums up the mail in `context` in one line for the person (Codex prints
+    systemMessage as a warning line); the mail itself goes into the context only."""
     if context and event in SHOW_EVENTS:
+        if shown:
+            notice = f"{notice}\n{shown.line()}" if notice else shown.line()
         return context_output(event, context, notice=notice)
     if notice:
         return user_notice_output(notice)
