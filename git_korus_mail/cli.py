@@ -170,11 +170,9 @@ usage:
 Wire a client's hooks to the drain for every worktree of the clone.
 
 options:
-  --scope=<scope>    `local` (each worktree's .claude/settings.local.json or
-                     .codex/hooks.json) or `user` (the client's own config dir, with a
-                     repo anchor) [default: local]
-  --client=<client>  `claude` (Claude Code), `codex` (Codex CLI: also trusts exactly our
-                     hooks in its config.toml) or `all` [default: claude]
+  --scope=<scope>    `local` (each worktree's .claude/ or .codex/ settings) or `user`
+                     (the client's own config dir, with a repo anchor) [default: local]
+  --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all` [default: claude]
   --urgent           the wake-up tier (not built yet)
   --force            rewrite our entries even when they look current
   --repo=<path>      the clone to wire
@@ -226,9 +224,8 @@ DRAIN_USAGE = """\
 usage:
   git-korus-mail drain [--client=<name>] [--repo=<path>]
 
-The hook entry point: a client (Claude Code, Codex CLI) runs it at every hook event,
-with the event's JSON on stdin, and reads the answer (hook JSON, or nothing) on stdout.
-Run by the stub that `git korus-mail install` writes; not meant to be run by hand.
+The hook entry point a client's stub (written by install) runs at every hook event: the
+event's JSON on stdin, the answer (hook JSON, or nothing) on stdout. Not for typing.
 
 options:
   --client=<name>   whose hook protocol: `claude` or `codex` [default: claude]
