@@ -1,6 +1,9 @@
 """`cancel <id>`: withdraw a message this worktree sent that nobody has consumed (core/retract.py)."""
 
+import os
 from dataclasses import dataclass
+
+from git_korus_mail import clients
 
 from git_korus_mail.commands.mailtext import stamp
 from git_korus_mail.commands.text import safe
@@ -13,7 +16,7 @@ class CancelArgs:
 
 
 def run(clone, args, out):
-    r = retract.cancel(clone, args.id)
+    r = retract.cancel(clone, args.id, session=clients.session_of(os.environ))
     to = safe(r.get("to") or r["box"])
     if r["result"] == "already-cancelled":
         out.write(f"{r['id']} to {to} was cancelled already\n")

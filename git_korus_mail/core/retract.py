@@ -8,7 +8,6 @@ message a model was already shown can still be withdrawn, but not unseen: the re
 names the display markers, so the person is told.
 """
 
-import os
 
 from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
@@ -60,7 +59,7 @@ def _holder(root: "MailRoot", rec: "Dict[str, Any]") -> "Optional[Box]":
     return None
 
 
-def cancel(clone: "Clone", text: str) -> "Dict[str, Any]":
+def cancel(clone: "Clone", text: str, session: "Optional[str]" = None) -> "Dict[str, Any]":
     """Withdraw the message `text` names. Returns {"id", "result", "to", "shown"}: result
     "cancelled", or "already-cancelled"; MailError (one line, for the person) otherwise."""
     if not text or not all(c in ID_CHARS for c in text):
@@ -79,7 +78,7 @@ def cancel(clone: "Clone", text: str) -> "Dict[str, Any]":
     to = box.recorded_path() or rec.get("path")
     shown = markers.shown_by(box, msg_id)  # read before: the Stop that consumes it clears them
     # the journal's `by`: the sender's worktree, and its session when an agent ran the command
-    session = os.environ.get("CLAUDE_CODE_SESSION_ID")
+    # (the session comes from the client registry, through the command: the core knows no client)
     result = box.cancel(msg_id, by=clone.own_key.path + (f" (session {session})" if session else ""))
     out: Dict[str, Any] = {"id": msg_id, "to": to, "box": box.name, "shown": shown}
     if result == "cancelled":
