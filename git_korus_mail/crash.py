@@ -19,6 +19,7 @@ STEPS = (
     "cancel:claimed", "cancel:linked", "cancel:unlinked-inbox",
     "break:renamed",
     "forward:claimed", "forward:recorded", "forward:copied", "forward:unlinked",
+    "prune:marked", "prune:message", "prune:receipt", "prune:journaled",
 )
 
 

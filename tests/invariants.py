@@ -6,7 +6,9 @@ touching the store is idle (or dead) and a clean drain has run:
 - I1: every message id is in exactly one of inbox/ seen/ expired/ cancelled/, and every file
   there is a complete, valid message whose id matches its name;
 - I2: a receipt exists iff the message is in seen/, at most one per id (one name per
-  id is all a directory can hold), and it is complete JSON naming that id;
+  id is all a directory can hold), and it is complete JSON naming that id; a pruned pair
+  (retention) is both gone, and only a prune still under way (its `pruning/<id>.json`
+  marker) may hold one without the other;
 - I3: no claim is left in claiming/ (not even a breaker's `.broken-` file) when idle;
 - I4: nothing half-written: no `*.tmp` anywhere in a box, every display marker and
   notice parses, the only staging files in tmp/ are a killed sender's, and those
@@ -30,7 +32,7 @@ from git_korus_mail.store.message import Invalid, parse
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent"}
 STATES = ("inbox", "seen", "expired", "cancelled")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
-STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
+STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
 
 class Summary(dict):
@@ -124,6 +126,11 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             continue
         raise AssertionError(f"tmp/{name}: leftover staging file that is no killed sender's message")
 
+    # -- pruned: ids the journal says retention removed ------------------------------
+    recs = journal(mail_root)
+    pruned = {i for r in recs if r.get("event") == "pruned" and isinstance(r.get("ids"), list) for i in r["ids"]}
+    summary.pruned = pruned
+
     # -- boxes ------------------------------------------------------------------
     all_ids = {}
     boxes = os.path.join(mail_root, "box")
@@ -156,6 +163,16 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             assert msg_id not in all_ids, f"message {msg_id} in two boxes: {all_ids[msg_id]} and {bname}"
             all_ids[msg_id] = bname
 
+        pruning = set()  # prunes under way: a killed pruner's, finished by the next prune
+        for name in _ls(os.path.join(bdir, "pruning")):
+            assert name.endswith(".json") and not name.startswith("."), f"{bname}/pruning/{name}: stray file"
+            rec = json.loads(_read(os.path.join(bdir, "pruning", name))[0])  # raises on a torn marker
+            assert rec.get("id") == name[:-5], f"{bname}/pruning/{name}: marker of another id"
+            assert rec["id"] not in info["inbox"], f"{bname}: {rec['id']} is being pruned and is queued"
+            pruning.add(rec["id"])
+        info["pruning"] = pruning
+        pruned |= pruning
+
         receipts = {}
         for name in _ls(os.path.join(bdir, "receipts")):
             assert name.endswith(".json") and not name.startswith("."), f"{bname}/receipts/{name}: stray file"
@@ -168,8 +185,8 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             assert isinstance(rec, dict) and rec.get("id") == name[:-5], f"{bname}/receipts/{name}: wrong id"
             assert isinstance(rec.get("session"), str) and rec["session"], f"{bname}/receipts/{name}: no session"
             receipts[name[:-5]] = rec
-        no_receipt = info["seen"] - set(receipts)
-        orphan = set(receipts) - info["seen"]
+        no_receipt = info["seen"] - set(receipts) - pruning
+        orphan = set(receipts) - info["seen"] - pruning
         assert not no_receipt, f"{bname}: in seen/ without a receipt: {sorted(no_receipt)}"
         assert not orphan, f"{bname}: receipt without the message in seen/: " + ", ".join(
             f"{i} (in {where.get(i, ['nowhere'])})" for i in sorted(orphan))
@@ -183,7 +200,7 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
         for name in _ls(os.path.join(bdir, "notices")):
             data, _ = _read(os.path.join(bdir, "notices", name))
             note = json.loads(data)  # raises on a partial notice
-            assert note.get("id") in info["expired"], f"{bname}: notice for {note.get('id')} not in expired/"
+            assert note.get("id") in info["expired"] | pruning, f"{bname}: notice for {note.get('id')} not in expired/"
 
         shown = os.path.join(bdir, "shown")
         markers = {}
@@ -229,7 +246,6 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             assert msg["id"] in summary[box]["inbox"] or st.st_nlink == 1, name
 
     # -- journal -------------------------------------------------------------------
-    recs = journal(mail_root)
     consumed = {}
     for rec in recs:
         assert "at" in rec and "event" in rec, f"journal record without time or event: {rec}"
@@ -238,6 +254,8 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     for msg_id, lst in consumed.items():
         assert len(lst) == 1, f"journal: {msg_id} consumed {len(lst)} times: {lst}"
         box = lst[0].get("box")
+        if msg_id in pruned and box in summary and not any(msg_id in summary[box][s] for s in STATES):
+            continue  # consumed, then pruned with its receipt: the pair is gone together
         assert box in summary and msg_id in summary[box]["receipts"], f"journal: {msg_id} consumed, no receipt"
         assert summary[box]["receipts"][msg_id]["session"] == lst[0].get("session"), (
             f"journal: {msg_id} consumed by {lst[0].get('session')}, receipt says "
@@ -265,6 +283,8 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             while box in summary and not any(rec["id"] in summary[box][s] for s in STATES) and hops < 16:
                 box, hops = forwards.get((box, rec["id"])), hops + 1
             target = summary.get(box)
+            if rec["id"] in pruned and (target is None or not any(rec["id"] in target[s] for s in STATES)):
+                continue  # its message was pruned after its retention
             assert target is not None and any(rec["id"] in target[s] for s in STATES), (
                 f"{os.path.relpath(d, mail_root)}/{name}: the message it records is in no state of box "
                 f"{rec.get('box')} (nor where it was forwarded)")

@@ -15,6 +15,7 @@ Scenarios by family:
   forward:*  the first drain in a moved worktree killed while adopting its old box's queue
              (and `forward` killed while moving a removed worktree's queue)
   cancel:*   `cancel` killed while withdrawing a message a session was shown
+  prune:*    an opening show killed while pruning consumed mail past its retention
 """
 
 import json
@@ -410,9 +411,31 @@ def scenario_cancel(c, step, then="cancel"):
     assert fate == ("consumed" if consumed else "cancelled")
 
 
+def scenario_prune(c, step):
+    """Retention 0 days: the next opening show prunes what was consumed. Killed there, the
+    store still holds every queued message, and a pruned pair is gone whole or announced by
+    its marker; the next opening show finishes and journals every pruned id."""
+    git("config", "korus-mail.retention-days", "0", cwd=c.main)
+    old = [send(c, body=f"consumed {i}") for i in range(3)]
+    clean("SessionStart", c.web, S1)
+    clean("Stop", c.web, S1)
+    queued = send(c, body="queued for years", ttl=10 * 365 * 24 * 60)
+    proc = drain("SessionStart", c.web, S2, env=crash_env(step))
+    assert_killed(proc, step)
+    b = box_dir(c)
+    assert state_of(c, queued) == ["inbox"]
+    assert ls(b / "pruning"), "a killed prune leaves its markers"
+    settle_and_check(c)  # half-pruned pairs are announced by their markers: I1-I5 hold even now
+    clean("SessionStart", c.web, "sess-three-3333")  # repairs the pruner's claim, finishes the prune
+    s = settle_and_check(c)
+    assert state_of(c, queued) == ["inbox"] and not ls(b / "pruning")
+    assert not ls(b / "seen") and not ls(b / "receipts")
+    assert set(old) <= s.pruned
+
+
 SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume,
              "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward,
-             "cancel": scenario_cancel}
+             "cancel": scenario_cancel, "prune": scenario_prune}
 
 
 @pytest.mark.parametrize("step", crash.STEPS)

@@ -10,7 +10,8 @@ Checks, each finding with its fix:
 - the journal and its lock: plain files of ours with one link, 0600 (else refused);
 - the clock, as the journal's times show it;
 - the last drain per event per box: sessions that ran turns but never a Stop mean
-  mail is shown and never consumed (a wiring problem).
+  mail is shown and never consumed (a wiring problem);
+- the retention setting and the store's size per state (commands/doctor_store.py).
 """
 
 import json
@@ -20,6 +21,7 @@ import time
 from dataclasses import dataclass
 
 from git_korus_mail import clients, ui
+from git_korus_mail.commands import doctor_store
 from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import postcheckout
@@ -100,6 +102,8 @@ def collect(clone, now):
     _check_tmp(root, findings, now)
     _check_journal(root, findings)
     _check_clock(root, findings, now)
+    doctor_store.check_retention(clone, findings)
+    doctor_store.check_size(root, findings)
     return findings
 
 

@@ -75,3 +75,11 @@ def row(out, left, state="", right="", colour=None):
     out.write(fit(f"  {left.rstrip()}") + "\n")
     rest = f"    {state}{right}"
     out.write((f"    {paint(state)}{right}" if len(rest) <= WIDTH else fit(rest)) + "\n")
+
+
+def wrapped(out, text, indent="  ", then="    "):
+    """A long sentence (already safe) over as many lines as it takes, each under WIDTH columns."""
+    import textwrap
+    for line in textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=then,
+                              break_long_words=True, break_on_hyphens=False):
+        out.write(line + "\n")

@@ -101,6 +101,7 @@ def show(drain: "Drain") -> Outcome:
             faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
         if drain.opening:
             drain._sweep()  # a new launch is when an old one's markers are most likely stale
+            faults.extend(_prune(drain))
         return faults + root.take_journal_faults()
     summary = None
     if blocks:
@@ -192,6 +193,21 @@ def path_field(path: str) -> str:
         return path
     from git_korus_mail.core import render
     return render.field(path)
+
+
+def _prune(drain: "Drain") -> "List[str]":
+    """Retention, at an opening show and at most once a day per box (store/retention.py): after
+    the output, so no answer waits for it; its faults are told at the next consume."""
+    from git_korus_mail.store import retention
+    try:
+        if not retention.due(drain.box, drain.now):
+            return []
+        from git_korus_mail.core.retention import keep_days
+        days, _problem = keep_days(drain.key.path)  # a bad value: the default; doctor and status say why
+        retention.prune(drain.box, days * 86400, drain.now)
+    except (OSError, MailError) as exc:
+        return [f"old mail not pruned ({_why(exc)}); the next session's start tries again"]
+    return []
 
 
 def _notices(drain: "Drain") -> "Tuple[List[Dict[str, Any]], List[str]]":

@@ -193,6 +193,12 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
     return None
 
 
+def _retention(clone: "Clone") -> "Dict[str, Any]":
+    from git_korus_mail.core.retention import keep_days
+    days, problem = keep_days(clone.own_key.path)
+    return {"days": days, "problem": problem}
+
+
 def ours(rec: "Dict[str, Any]", key: str, path: str, sent_ids: "Set[str]") -> bool:
     """A journal record about this worktree: its box (mail to it, or its box's own events), mail
     it sent and what became of that mail (`sent_ids`), or a forward out of its box."""
@@ -210,7 +216,8 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
             "delivery": "off" if (root and root.is_off()) else "on",
             "this": {"key": clone.own_key.name, "path": clone.own_key.path},
             "box": None, "sent": [], "sent_total": 0, "sent_as_of": utc_stamp(now),
-            "journal": [], "journal_scope": "clone" if whole_clone else "worktree"}
+            "journal": [], "journal_scope": "clone" if whole_clone else "worktree",
+            "retention": _retention(clone)}
     if root is None:
         return data
     box = clone.own_box(create=True)  # a moved worktree's first command adopts its queue here

@@ -1,0 +1,178 @@
+"""Retention: mail in a final state (consumed, expired, cancelled, dropped) is kept for a while,
+then pruned with its receipt, notice and display markers. Queued mail is never pruned.
+
+A message's age here is the time it reached its final state: a receipt's mtime (written once,
+at consume), an expiry's `expires_at`, otherwise the file's ctime (its link into that state).
+Pruning one message is a claim, a marker `pruning/<id>.json`, the unlinks (message, receipt,
+notice, display markers); once the run's journal line (counts and ids) is written, the markers
+go. A process killed in between leaves the markers, and the next prune finishes those messages
+first and journals them. So a receipt never outlives its message unannounced, and every pruned
+id is journaled (docs/STORE.md, I2). The box's `pruned` file says when it last ran: at most once a day per box,
+at a bounded number of messages per run (docs/STORE.md, "Retention").
+"""
+
+import time
+
+from git_korus_mail import crash
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.errors import MailError
+from git_korus_mail.store import claims
+from git_korus_mail.store.markers import SKIP_SUFFIX
+from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
+from git_korus_mail.stamps import parse_stamp, utc_stamp
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional
+
+    from git_korus_mail.store.files import Box
+    from git_korus_mail.store.fsafe import Dir
+
+DROPPED = "dropped"  # the receiver's limits (store/ of that engineer); pruned here when present
+FINAL = ("seen", "expired", CANCELLED, DROPPED)
+PRUNING = "pruning"   # pruning/<id>.json: this message and its records are being removed
+STAMP = "pruned"      # the box's file whose mtime is the last prune's time
+EVERY = 24 * 3600     # seconds between two prunes of one box
+MAX_PRUNED = 100      # messages one run removes: the rest wait for the next run
+MAX_EXAMINED = 2000   # files one run looks at
+
+
+def due(box: "Box", now: float) -> bool:
+    """Whether `box` should be pruned now: its last prune is a day old (or none ran), and it
+    holds a final state or an unfinished prune. Costs a stat or a few; reads nothing."""
+    try:
+        if now - box.dir.lstat(STAMP).st_mtime < EVERY:
+            return False
+    except FileNotFoundError:
+        pass
+    return any(box.dir.exists(sub) for sub in FINAL + (PRUNING,))
+
+
+def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
+          limit: int = MAX_PRUNED) -> "Dict[str, List[str]]":
+    """Remove messages that reached a final state more than `keep_seconds` ago (up to `limit`),
+    with their records; first finish what a killed prune left. Returns {state: [ids removed]};
+    journals one `pruned` line with the counts; stamps the box."""
+    now = time.time() if now is None else now
+    done: Dict[str, List[str]] = {}
+    pending = box.open_sub(PRUNING)
+    for name in (pending.names() if pending is not None else []):
+        if pending is not None and name.endswith(MSG_SUFFIX) and not name.startswith("."):
+            rec = pending.read_json(name)
+            state = rec.get("state") if isinstance(rec, dict) else None
+            if _one(box, name[:-len(MSG_SUFFIX)], state if state in FINAL else None):
+                done.setdefault(state if state in FINAL else "unknown", []).append(name[:-len(MSG_SUFFIX)])
+    count = sum(len(v) for v in done.values())
+    examined = 0
+    for state in FINAL:
+        d = box.open_sub(state)
+        if d is None:
+            continue
+        for name in sorted(d.names()):  # ids sort by send time: the oldest first
+            if count >= limit or examined >= MAX_EXAMINED:
+                break
+            if not name.endswith(MSG_SUFFIX) or name.startswith("."):
+                continue
+            examined += 1
+            msg_id = name[:-len(MSG_SUFFIX)]
+            sent = _sent_time(msg_id)
+            if sent is not None and now - sent < keep_seconds:
+                break  # sent too recently to have reached any state long ago: so is every later id
+            at = _state_time(box, d, state, msg_id)
+            if at is None or now - at < keep_seconds:
+                continue
+            if _one(box, msg_id, state):
+                done.setdefault(state, []).append(msg_id)
+                count += 1
+    if done:
+        ids = sorted(i for v in done.values() for i in v)
+        box.root.journal("pruned", box=box.name, count=count, states={k: len(v) for k, v in done.items()},
+                         ids=ids, kept_days=round(keep_seconds / 86400, 2))
+        crash.point("prune:journaled")
+        pending = box.ensure_sub(PRUNING)
+        for msg_id in ids:
+            pending.unlink_quiet(msg_id + MSG_SUFFIX)  # journaled: the prune of each is complete
+    if count < limit and examined < MAX_EXAMINED:
+        # all done for today; a run that hit a bound leaves no stamp, so the next event goes on
+        box.dir.write_replace(STAMP, f"{utc_stamp(now)}\n".encode(), box.root.tmp)
+    return done
+
+
+def _sent_time(msg_id: str) -> "Optional[float]":
+    from git_korus_mail.store.message import id_time
+    try:
+        return id_time(msg_id)
+    except ValueError:
+        return None
+
+
+def _state_time(box: "Box", d: "Dir", state: str, msg_id: str) -> "Optional[float]":
+    """When the message reached `state` (see the module's note); None when it cannot be told."""
+    name = msg_id + MSG_SUFFIX
+    try:
+        if state == "seen":
+            receipts = box.open_sub("receipts")
+            if receipts is not None and receipts.exists(name):
+                return receipts.lstat(name).st_mtime
+        elif state == "expired":
+            rec = d.read_json(name, limit=8 * 1024 * 1024)
+            if isinstance(rec, dict):
+                try:
+                    return parse_stamp(rec.get("expires_at"))
+                except ValueError:
+                    pass
+        return d.lstat(name).st_ctime
+    except FileNotFoundError:
+        return None
+
+
+def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
+    """Prune one message under its claim, leaving its marker for `prune` to drop once journaled;
+    True when it is pruned now (by this call, or by a killed prune whose marker this finishes)."""
+    name = msg_id + MSG_SUFFIX
+    owner = claims.me("prune")
+    claiming = box.ensure_sub("claiming")
+    if claims.acquire(box.root.tmp, claiming, msg_id, owner)[0] != "won":
+        return False  # a live mover has it (or a dead one's claim waits for repair): next run
+    try:
+        if box.has("inbox", name):
+            return False  # a move into a final state not finished: the repair completes it first
+        pending = box.ensure_sub(PRUNING)
+        try:
+            pending.create_staged(name, json.dumps({"id": msg_id, "state": state, "at": utc_stamp(time.time())},
+                                                   sort_keys=True).encode(), box.root.tmp, "prune", sync=True)
+        except FileExistsError:
+            pass  # a killed prune's marker: finish its work
+        crash.point("prune:marked")
+        for sub in ([state] if state else list(FINAL)):
+            d = box.open_sub(sub)
+            if d is not None:
+                d.unlink_quiet(name)
+        crash.point("prune:message")
+        for sub in ("receipts", "notices"):
+            d = box.open_sub(sub)
+            if d is not None:
+                d.unlink_quiet(name)
+        crash.point("prune:receipt")
+        _drop_markers(box, msg_id)
+        return True
+    finally:
+        holder = claims.read_owner(claiming, msg_id)
+        if holder is not None and holder.get("pid") == owner["pid"] and holder.get("start") == owner["start"]:
+            claims.release(claiming, msg_id)
+
+
+def _drop_markers(box: "Box", msg_id: str) -> None:
+    """Display markers of other launches for a message long gone: they authorize nothing now."""
+    shown = box.open_sub("shown")
+    if shown is None:
+        return
+    for launch_dir in shown.names():
+        try:
+            d = shown.open_sub(launch_dir) if not launch_dir.startswith(".") else None
+        except (OSError, MailError):
+            continue  # junk in shown/ is the marker sweep's to clear
+        if d is not None:
+            d.unlink_quiet(msg_id)
+            d.unlink_quiet(msg_id + SKIP_SUFFIX)
+            d.close()

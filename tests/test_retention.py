@@ -1,0 +1,232 @@
+"""Retention: consumed, expired and cancelled mail is kept `korus-mail.retention-days` (30 by
+default), then pruned with its receipt, notice and display markers; queued mail never is.
+
+The drain prunes at an opening show, at most once a day per box (the box's `pruned` stamp).
+Ages are set from outside: a receipt's mtime is its consume time (os.utime backdates it);
+otherwise the store's own prune is called with a `now` in the future.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from helpers import git, hook, run_cli
+from git_korus_mail.core import keys
+from git_korus_mail.core.retention import check
+from git_korus_mail.store import message
+from git_korus_mail.store.files import MailRoot
+
+import invariants
+
+DAY = 86400
+S1 = "5f0c3f4e-1111-4c4c-9d9d-0000000000c1"
+S2 = "5f0c3f4e-1111-4c4c-9d9d-0000000000c2"
+S3 = "5f0c3f4e-1111-4c4c-9d9d-0000000000c3"
+
+
+def box_dir(clone):
+    return clone.mail_root / "box" / keys.key_for(str(clone.web)).name
+
+
+def names(d):
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def send(clone, body, *extra):
+    proc = run_cli("send", "--to", "../web", "--json", *extra, "--", body, cwd=clone.main, check=True)
+    return json.loads(proc.stdout)["results"][0]["id"]
+
+
+def sent_ago(clone, body, days):
+    """A message queued as a sender `days` ago would have queued it (its id encodes the time),
+    expiring far ahead; the drain consumes it now, and the test backdates its receipt."""
+    k = keys.key_for(str(clone.web))
+    msg = message.build(body, k.path, k.name, {"path": str(clone.main), "branch": None, "session": None},
+                        ttl_minutes=1000 * DAY / 60, now=time.time() - days * DAY)
+    d = box_dir(clone) / "inbox"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    p = d / (msg["id"] + ".json")
+    p.write_bytes(message.encode(msg))
+    os.chmod(p, 0o600)
+    return msg["id"]
+
+
+def consume_all(clone, session=S1):
+    hook("SessionStart", clone.web, session)
+    hook("Stop", clone.web, session)
+
+
+def backdate_receipt(clone, msg_id, days):
+    p = box_dir(clone) / "receipts" / (msg_id + ".json")
+    t = time.time() - days * DAY
+    os.utime(p, (t, t))
+
+
+def plant_ancient_queued(clone):
+    """A queued message sent in 2001 that expires in 2100: its bytes, to compare after."""
+    k = keys.key_for(str(clone.web))
+    msg = message.build("ancient but queued", k.path, k.name, {"path": str(clone.main), "branch": None,
+                                                               "session": None}, now=1_000_000_000.0)
+    msg["expires_at"] = "2100-01-01T00:00:00.000000Z"
+    data = message.encode(msg)
+    p = box_dir(clone) / "inbox" / (msg["id"] + ".json")
+    p.write_bytes(data)
+    os.chmod(p, 0o600)
+    return msg["id"], data
+
+
+def pruned_lines(clone):
+    return [r for r in invariants.journal(clone.mail_root) if r.get("event") == "pruned"]
+
+
+def test_an_opening_show_prunes_old_consumed_mail_with_its_receipt_and_keeps_the_young(clone):
+    young = send(clone, "young")  # the sender's record of it: status follows it
+    old = sent_ago(clone, "old", 40)
+    consume_all(clone)
+    backdate_receipt(clone, old, 31)
+    backdate_receipt(clone, young, 29)
+    b = box_dir(clone)
+    hook("SessionStart", clone.web, S2)
+    assert names(b / "seen") == [young + ".json"] and names(b / "receipts") == [young + ".json"]
+    [line] = pruned_lines(clone)
+    assert line["count"] == 1 and line["states"] == {"seen": 1} and line["ids"] == [old]
+    assert (b / "pruned").is_file() and names(b / "pruning") == []
+    s = invariants.check(clone.mail_root)  # I2: the pair went together; I5: its sent record is accounted for
+    assert old in s.pruned
+    fate = {r["id"]: r["fate"] for r in json.loads(run_cli("status", "--json", cwd=clone.main).stdout)["sent"]}
+    assert fate[young]["state"] == "consumed"
+
+
+def test_at_most_once_a_day_per_box(clone):
+    maker = send(clone, "makes the box")
+    first, second = sent_ago(clone, "first", 50), sent_ago(clone, "second", 50)
+    consume_all(clone)
+    backdate_receipt(clone, first, 40)
+    hook("SessionStart", clone.web, S2)
+    backdate_receipt(clone, second, 40)
+    hook("SessionStart", clone.web, S3)  # the stamp is fresh: nothing is examined
+    assert names(box_dir(clone) / "seen") == sorted([second + ".json", maker + ".json"])
+    assert len(pruned_lines(clone)) == 1
+
+
+def test_pruning_keeps_every_queued_message_even_one_sent_long_ago(clone):
+    send(clone, "consumed long ago")
+    consume_all(clone)
+    queued_id, data = plant_ancient_queued(clone)
+    later = send(clone, "queued now", "--ttl", str(10 * 365 * 24 * 60))
+    root = MailRoot.open(str(clone.common_dir))
+    box = root.box(keys.key_for(str(clone.web)).name)
+    from git_korus_mail.store import retention
+    done = retention.prune(box, 0, now=time.time() + 400 * DAY)  # everything final is "old"
+    assert sum(len(v) for v in done.values()) == 1
+    b = box_dir(clone)
+    assert names(b / "inbox") == sorted([queued_id + ".json", later + ".json"])
+    assert (b / "inbox" / (queued_id + ".json")).read_bytes() == data
+    assert names(b / "seen") == [] and names(b / "receipts") == []
+    invariants.check(clone.mail_root)
+
+
+def test_expired_and_cancelled_mail_go_after_their_retention_with_the_notice(clone):
+    expiring = send(clone, "will expire", "--ttl", "1")
+    cancelled = send(clone, "withdrawn")
+    root = MailRoot.open(str(clone.common_dir))
+    box = root.box(keys.key_for(str(clone.web)).name)
+    assert box.cancel(cancelled, by="test") == "cancelled"
+    assert box.expire_due(now=time.time() + 120) == [expiring]
+    b = box_dir(clone)
+    assert names(b / "notices") == [expiring + ".json"]
+    from git_korus_mail.store import retention
+    assert retention.prune(box, 30 * DAY, now=time.time() + 29 * DAY) == {}
+    done = retention.prune(box, 30 * DAY, now=time.time() + 31 * DAY)
+    assert done == {"expired": [expiring], "cancelled": [cancelled]}
+    assert names(b / "expired") == [] and names(b / "cancelled") == [] and names(b / "notices") == []
+    invariants.check(clone.mail_root)
+
+
+def test_another_launchs_display_marker_of_a_pruned_message_goes_too(clone):
+    send(clone, "makes the box")
+    msg_id = sent_ago(clone, "seen by two", 40)
+    hook("SessionStart", clone.web, S2)  # shown to S2, which never reaches Stop
+    consume_all(clone, S1)
+    b = box_dir(clone)
+    assert any((d / msg_id).exists() for d in (b / "shown").iterdir())
+    backdate_receipt(clone, msg_id, 31)
+    hook("SessionStart", clone.web, S3)
+    assert not any((d / msg_id).exists() for d in (b / "shown").iterdir())
+
+
+def test_the_retention_setting_is_validated(clone):
+    assert check("30") == (30, None) and check("0") == (0, None) and check(" 7\n") == (7, None)
+    for bad in ("abc", "-1", "3.5", "36501", "١٢", ""):
+        days, problem = check(bad)
+        assert days == 30 and problem and "\n" not in problem, bad
+    send(clone, "makes the store")
+    git("config", "korus-mail.retention-days", "forever", cwd=clone.main)
+    doc = json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)
+    [f] = [f for f in doc["findings"] if f["check"] == "retention"]
+    assert not f["ok"] and f["detail"] == ("korus-mail.retention-days 'forever' is not a whole number of days "
+                                           "from 0 to 36500; the default, 30, is used")
+    text = run_cli("status", cwd=clone.main).stdout
+    assert "problem: korus-mail.retention-days 'forever' is not a whole number" in text
+    assert json.loads(run_cli("status", "--json", cwd=clone.main).stdout)["retention"]["days"] == 30
+    # the drain keeps the default meanwhile: 31 days old goes, 29 stays
+    old, young = sent_ago(clone, "old", 40), sent_ago(clone, "young", 40)
+    consume_all(clone)
+    backdate_receipt(clone, old, 31)
+    backdate_receipt(clone, young, 29)
+    hook("SessionStart", clone.web, S2)
+    seen = names(box_dir(clone) / "seen")
+    assert young + ".json" in seen and old + ".json" not in seen
+
+
+def test_a_configured_retention_is_used(clone):
+    git("config", "korus-mail.retention-days", "3", cwd=clone.main)
+    send(clone, "makes the box")
+    msg_id = sent_ago(clone, "four days old", 5)
+    consume_all(clone)
+    backdate_receipt(clone, msg_id, 4)
+    hook("SessionStart", clone.web, S2)
+    assert msg_id + ".json" not in names(box_dir(clone) / "seen")
+    assert pruned_lines(clone)[0]["kept_days"] == 3
+
+
+def test_doctor_reports_the_store_size_per_state(clone):
+    ids = [send(clone, "x" * 100) for _ in range(3)]
+    consume_all(clone)
+    send(clone, "queued")
+    doc = json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)
+    [f] = [f for f in doc["findings"] if f["check"] == "size"]
+    sizes = f["sizes"]
+    b = box_dir(clone)
+    seen_bytes = sum((b / "seen" / (i + ".json")).stat().st_size for i in ids)
+    assert sizes["seen"] == {"files": 3, "bytes": seen_bytes}
+    assert sizes["receipts"]["files"] == 3 and sizes["inbox"]["files"] == 1
+    assert sizes["journal"]["files"] == 1
+    assert sizes["total"]["files"] == sum(v["files"] for k, v in sizes.items() if k != "total")
+    text = run_cli("doctor", cwd=clone.main).stdout
+    assert "size" in text and "seen 3 (" in text and "inbox 1 (" in text
+
+
+def _modules_an_opening_show_adds(clone, session):
+    payload = json.dumps({"session_id": session, "transcript_path": "", "cwd": str(clone.web),
+                          "hook_event_name": "SessionStart", "source": "startup"})
+    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
+            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
+                          cwd=clone.web)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stderr.split())
+
+
+def test_an_opening_show_asks_git_only_when_a_prune_is_due(clone):
+    hook("SessionStart", clone.web, S1)  # the box exists, empty: nothing to prune, no stamp needed
+    added = _modules_an_opening_show_adds(clone, S2)
+    assert "git_korus_mail.core.drain_show" in added  # the measurement works
+    assert "subprocess" not in added and "git_korus_mail.core.retention" not in added
+    send(clone, "consumed")
+    consume_all(clone)
+    assert "git_korus_mail.core.retention" in _modules_an_opening_show_adds(clone, S2)  # due: it asks
+    added = _modules_an_opening_show_adds(clone, S3)  # stamped today: not again
+    assert "subprocess" not in added and "git_korus_mail.core.retention" not in added
