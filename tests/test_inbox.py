@@ -253,3 +253,15 @@ def test_hostile_sender_fields_and_wide_text_stay_escaped_and_under_100_columns(
         return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
     assert max(cols(line) for line in out.splitlines()) < 100, out
     assert "  | 漢字漢字" in out and out.count("…") >= 2  # the long path and the wide line were cut
+
+
+def test_inbox_in_a_moved_worktree_shows_the_mail_queued_before_the_move(clone):
+    from helpers import git
+    msg_id = send(clone.main, clone.web, "queued before the move")
+    moved = clone.base / "web-moved"
+    git("worktree", "move", str(clone.web), str(moved), cwd=clone.main)
+    assert list(blocks(inbox(moved))) == [msg_id]
+    assert f"{msg_id}  in this worktree's box" in run_cli("read", msg_id, cwd=moved, check=True).stdout
+    proc = run_cli("cancel", msg_id, cwd=clone.main, check=True)  # followed along forwarded/
+    assert proc.stdout.startswith(f"cancelled {msg_id} to {moved}: ")
+    invariants.check(clone.mail_root)

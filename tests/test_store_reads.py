@@ -33,7 +33,8 @@ def test_status_list_doctor_create_no_directory_in_another_box(clone):
     (box / "claiming" / f"{msg_id}.claim").write_text(json.dumps(owner))
     before = dirs_under(box)
     assert before == {"inbox", "claiming"}, before
-    for cmd in (["status"], ["status", "--json"], ["list"], ["doctor"]):
+    for cmd in (["status"], ["status", "--json"], ["list"], ["doctor"], ["inbox", "--all"], ["read", msg_id],
+                ["read", msg_id[:20], "--json"]):
         run_cli(*cmd, cwd=clone.main)
         assert dirs_under(box) == before, (cmd, dirs_under(box) - before)
     assert (box / "inbox" / f"{msg_id}.json").exists()  # still queued for web

@@ -139,7 +139,9 @@ def collect_inbox(clone: "Clone", every: bool = False) -> "Dict[str, Any]":
     (quarantined, dropped), and with `every` what is done (consumed, expired, cancelled)."""
     now = time.time()
     root = clone.mail_root()
-    box = clone.own_box() if root is not None else None  # never created by a read
+    if root is not None and clone.in_worktree():
+        report.adopt_moved(root, clone)  # a moved worktree's queue, as status and the drain adopt it
+    box = clone.own_box() if root is not None else None  # never created for nothing: a read
     data: Dict[str, Any] = {"as_of": utc_stamp(now), "box": {"key": clone.own_key.name, "path": clone.own_key.path},
                             "delivery": "off" if (root and root.is_off()) else "on", "messages": [], "hidden": {}}
     if box is None:
