@@ -99,6 +99,21 @@ def test_an_opening_show_prunes_old_consumed_mail_with_its_receipt_and_keeps_the
     assert fate[young]["state"] == "consumed"
 
 
+def test_status_says_a_sent_message_gone_after_the_retention_was_most_likely_pruned(clone):
+    msg_id = send(clone, "old")
+    consume_all(clone)
+    sent = clone.mail_root / "box" / keys.key_for(str(clone.main)).name / "sent" / (msg_id + ".json")
+    rec = json.loads(sent.read_text())
+    rec["sent_at"] = "2001-09-09T01:46:40.000000Z"  # as if sent long ago
+    sent.write_text(json.dumps(rec))
+    root = MailRoot.open(str(clone.common_dir))
+    from git_korus_mail.store import retention
+    retention.prune(root.box(keys.key_for(str(clone.web)).name), 0, now=time.time() + DAY)
+    [rec] = json.loads(run_cli("status", "--json", cwd=clone.main).stdout)["sent"]
+    assert rec["fate"]["state"] == "missing" and rec["fate"]["detail"].endswith(
+        "older than the 30-day retention, so most likely pruned")
+
+
 def test_at_most_once_a_day_per_box(clone):
     maker = send(clone, "makes the box")
     first, second = sent_ago(clone, "first", 50), sent_ago(clone, "second", 50)

@@ -84,3 +84,14 @@ def test_stop_and_the_empty_box_carry_no_line(clone):
     hook("UserPromptSubmit", clone.web, SESSION)
     answer, _ = hook("Stop", clone.web, SESSION)
     assert answer is None
+
+
+def test_the_abbreviated_id_in_the_line_is_what_read_takes(clone):
+    mid = send(clone, "read me by my short id", clone.main)
+    send(clone, "another", clone.main)
+    answer, _ = hook("SessionStart", clone.web, SESSION)
+    short = f"…{mid[-8:]}"
+    assert short in answer["systemMessage"]
+    for typed in (short, mid[-8:]):
+        proc = run_cli("read", typed, cwd=clone.web)
+        assert proc.returncode == 0 and "read me by my short id" in proc.stdout and mid in proc.stdout, proc.stderr

@@ -164,13 +164,22 @@ class Found:
         self.box, self.msg_id, self.sub, self.own, self.quarantined = box, msg_id, sub, own, quarantined
 
 
+SUFFIX_MIN = 6  # an id's end matches from this many characters: the person's line shows its last 8
+
+
+def _names(msg_id: str, text: str) -> bool:
+    """`text` names `msg_id`: its start, or its end as core/shown.py abbreviates it (`…0f3c9a21`)."""
+    return msg_id.startswith(text) or (len(text) >= SUFFIX_MIN and msg_id.endswith(text))
+
+
 def _candidates(box: "Box", prefix: str) -> "List[Tuple[str, str, Optional[Dict[str, Any]]]]":
-    """[(id, directory, quarantine record)] of every message of `box` whose id starts with `prefix`."""
+    """[(id, directory, quarantine record)] of every message of `box` whose id starts with
+    `prefix` (or ends with it: `_names`)."""
     out: List[Tuple[str, str, Optional[Dict[str, Any]]]] = [
-        (msg_id, sub, None) for msg_id, sub in _filed(box).items() if msg_id.startswith(prefix)]
+        (msg_id, sub, None) for msg_id, sub in _filed(box).items() if _names(msg_id, prefix)]
     filed = {c[0] for c in out}
     for q in box.quarantine_entries():
-        if q["id"] and q["id"].startswith(prefix) and q["id"] not in filed:
+        if q["id"] and _names(q["id"], prefix) and q["id"] not in filed:
             out.append((q["id"], "quarantine", q))
     return out
 
@@ -188,7 +197,10 @@ def _other_boxes(root: "MailRoot", own: "Optional[Box]") -> "List[Box]":
 
 def find(clone: "Clone", text: str) -> Found:
     """The message `text` names: its id, or a prefix of one that only one message has. This
-    worktree's box first; then every other box of the clone. MailError when none or several."""
+    worktree's box first; then every other box of the clone. MailError when none or several.
+    `…0f3c9a21`, as the line to the person abbreviates an id, names it by its end."""
+    if text.startswith("…") and len(text) > SUFFIX_MIN:
+        text = text[1:]
     if not text or not all(c in ID_CHARS for c in text):
         raise MailError(f"{text!r}: not a message id (inbox and status print them)")
     root = clone.mail_root()

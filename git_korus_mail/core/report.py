@@ -193,6 +193,18 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
     return None
 
 
+def _maybe_pruned(rec: "Dict[str, Any]", days: int, now: float) -> None:
+    """A missing message older than the retention time was most likely pruned: say so."""
+    from git_korus_mail.stamps import parse_stamp
+    fate = rec["fate"]
+    try:
+        old = now - parse_stamp(rec.get("sent_at")) > days * 86400
+    except (ValueError, TypeError):
+        return
+    if fate["state"] == "missing" and old:
+        fate["detail"] = f"{fate.get('detail')}; older than the {days}-day retention, so most likely pruned"
+
+
 def _retention(clone: "Clone") -> "Dict[str, Any]":
     from git_korus_mail.core.retention import keep_days
     days, problem = keep_days(clone.own_key.path)
@@ -237,6 +249,7 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
             continue
         rec["fate"] = _message_state(root, rec, quarantines, now)
         rec["fate"]["as_of"] = data["sent_as_of"] = utc_stamp(time.time())
+        _maybe_pruned(rec, data["retention"]["days"], now)
         data["sent"].append(rec)
     if whole_clone:
         data["journal"] = root.read_journal(limit=events)
