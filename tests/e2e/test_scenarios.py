@@ -559,7 +559,9 @@ def test_off_then_on(mail, mockapi, runners):
     assert receipt["session"] == sid and receipt["observed"]["event"] == "UserPromptSubmit", receipt
     assert mail.box_b.ids("inbox") == []
     notices = [n for n in user_notices(acct, sid) if "korus-mail" in (n[1] or "")]
-    assert len(notices) == 1, notices
+    # the off notice once; then, once on, the line that tells the person what the model was shown
+    assert notices == [notices[0], ("UserPromptSubmit", f"korus-mail: 1 message from ../a (note, id …{msg_id[-8:]}) "
+                                                        f"shown to the model")], notices
 
 
 # --------------------------------------------------------------------------
