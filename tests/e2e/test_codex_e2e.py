@@ -176,3 +176,59 @@ def test_codex_to_claude_and_off(clone, codex, codexmock, codex_home, codex_bin,
     codexmock.set_script(["got it"])
     codex.run("now", cwd=clone.web).check()
     assert developer_texts(codexmock, "while off")
+
+
+def _tmux(sock, *args, check=True):
+    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, check=check)
+
+
+def _wait_screen(sock, needle, timeout=30.0):
+    import time
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux(sock, "capture-pane", "-p", "-t", "t", check=False).stdout
+        if needle in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} not on the screen within {timeout} s:\n{screen}")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_codex_terminal_ui_without_its_daemon(clone, codex, codexmock, codex_home, codex_bin):
+    """The terminal UI with --no-daemon: hooks are its children and SessionEnd fires at exit.
+    (With the daemon, seen by hand: hooks run as the daemon's children, the launch is the
+    daemon, and no SessionEnd fires: docs/CLIENTS.md.)"""
+    env = codex_env(codex_home, codex_bin)
+    cli("install", "--client", "codex", cwd=clone.main, env=env)
+    cli("send", "--to", "../web", "for the terminal ui", cwd=clone.main)
+    codexmock.set_script(["seen in the tui"])
+    sock = f"korus-codex-{os.getpid()}"
+    cmd = " ".join(f"{k}='{v}'" for k, v in codex.env().items() if k in ("CODEX_HOME", "MOCK_API_KEY", "PATH"))
+    try:
+        _tmux(sock, "new-session", "-d", "-s", "t", "-x", "150", "-y", "40", "-c", str(clone.web),
+              f"env {cmd} '{codex_bin}' --no-daemon")
+        _wait_screen(sock, "Ask Codex to do anything")
+        _tmux(sock, "send-keys", "-t", "t", "hello")
+        import time
+        time.sleep(1)  # keys in one burst read as a paste, where Enter is a newline
+        _tmux(sock, "send-keys", "-t", "t", "C-m")
+        screen = _wait_screen(sock, "seen in the tui")
+        assert "shown to the model" in screen  # our user line (systemMessage) under the prompt
+        deadline = time.monotonic() + 20  # the answer is on the screen before Stop has run
+        while time.monotonic() < deadline and '"consumed"' not in cli("status", "--json", cwd=clone.main).stdout:
+            time.sleep(0.2)
+        _tmux(sock, "send-keys", "-t", "t", "C-c", check=False)  # one may already end it
+        time.sleep(0.5)
+        _tmux(sock, "send-keys", "-t", "t", "C-c", check=False)  # one may already end it
+        deadline = time.monotonic() + 20
+        while _tmux(sock, "has-session", "-t", "t", check=False).returncode == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        _tmux(sock, "kill-server", check=False)
+    assert developer_texts(codexmock, "| for the terminal ui")
+    [sent] = json.loads(cli("status", "--json", cwd=clone.main).stdout)["sent"]
+    assert sent["fate"]["state"] == "consumed"
+    box = next(p.parent for p in (clone.mail_root / "box").glob("*/path") if p.read_text().strip() == str(clone.web))
+    [rec] = [json.loads(p.read_text()) for p in (box / "sessions").glob("*.json")]
+    assert rec["session"] == sent["fate"]["session"] and rec["state"] == "closed" and "SessionEnd" in rec["events"]
