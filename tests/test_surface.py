@@ -32,7 +32,8 @@ FISH_CONF_SCRIPT = ROOT / "completions" / "git-korus-mail-conf.fish"
 # Anything else that looks like a long option must be one of ours.
 FOREIGN = {
     "man": {"--git-common-dir", "--mirror", "--resume", "--stat"},
-    "docs": {"--show-toplevel", "--resume", "--continue", "--mirror"},  # git's; claude --resume
+    "docs": {"--show-toplevel", "--resume", "--continue", "--mirror",  # git's; claude --resume
+             "--no-daemon", "--managed-daemon"},  # codex's terminal UI and its daemon
     "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},
     "zsh": {"--porcelain"},
