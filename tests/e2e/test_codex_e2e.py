@@ -103,11 +103,38 @@ def test_codex_install_is_idempotent_trusted_checked_and_undone_byte_for_byte(cl
     cli("install", "--client", "codex", cwd=clone.main, env=env)  # puts our entry back, trusted again
     assert "PROBLEM" not in cli("doctor", cwd=clone.main, env=env).stdout
 
+    # a worktree made later is wired and trusted by the post-checkout hook
+    new_wt = clone.base / "late"
+    subprocess.run(["git", "worktree", "add", "-q", str(new_wt), "-b", "late"], cwd=clone.main, check=True,
+                   env=dict(os.environ, PATH=PATH, **env), capture_output=True)
+    assert (new_wt / ".codex" / "hooks.json").is_file() and f'[projects."{new_wt}"]' in config.read_text()
+    subprocess.run(["git", "worktree", "remove", "--force", str(new_wt)], cwd=clone.main, check=True)
+
     cli("uninstall", cwd=clone.main, env=env)
     assert config.read_bytes() == before
     assert not (clone.main / ".codex").exists() and not (clone.web / ".codex").exists()
     assert (exclude.read_bytes() if exclude.exists() else None) == exclude_before
     assert not (clone.mail_root / "hooks").exists()
+
+
+def test_codex_user_scope_and_an_uninstall_after_the_config_changed(clone, codex, codexmock, codex_home, codex_bin):
+    env = codex_env(codex_home, codex_bin)
+    config = codex_home / "config.toml"
+    cli("install", "--client", "codex", "--scope", "user", cwd=clone.main, env=env)
+    hooks = json.loads((codex_home / "hooks.json").read_text())
+    assert all(f"--repo '{clone.main}'" in g["hooks"][0]["command"] for gs in hooks["hooks"].values() for g in gs)
+    assert "[projects." not in config.read_text() and config.read_text().count("trusted_hash") == 5
+    cli("send", "--to", "../web", "to a user-scope codex", cwd=clone.main)
+    codexmock.set_script(["ok"])
+    codex.run("hi", cwd=clone.web).check()
+    assert developer_texts(codexmock, "| to a user-scope codex")
+    # the person edits config.toml after install: uninstall takes out only our keys
+    with open(config, "a") as f:
+        f.write('\n[profiles.mine]\nmodel = "mine"\n')
+    cli("uninstall", "--scope", "user", cwd=clone.main, env=env)
+    text = config.read_text()
+    assert "trusted_hash" not in text and "hooks.state" not in text and '[profiles.mine]' in text
+    assert not (codex_home / "hooks.json").exists()
 
 
 def test_claude_to_codex_hostile_body_mid_turn_and_resume(clone, codex, codexmock, codex_home, codex_bin,
