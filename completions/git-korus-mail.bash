@@ -18,10 +18,10 @@
 # __git_find_on_cmdline) when git's completion is loaded, and equivalent local
 # code when it is not.
 
-__git_korus_mail_subcommands='send list who status inbox read cancel forward off on drain install uninstall doctor release completion'
+__git_korus_mail_subcommands='send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release completion'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
-__git_korus_mail_valued=' --repo --to --kind --ttl --session --scope --client '
+__git_korus_mail_valued=' --repo --to --kind --ttl --session --scope --client --timeout '
 
 # __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
 # has them (tests/test_surface.py checks that they agree).
@@ -29,6 +29,8 @@ __git_korus_mail_options ()
 {
 	case $1 in
 	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --json' ;;
+	ask)              echo '--repo= --to= --timeout= --json' ;;
+	reply)            echo '--repo= --json' ;;
 	list)             echo '--repo= --all --json' ;;
 	status)           echo '--repo= --all --clone --json' ;;
 	inbox)            echo '--repo= --all --json' ;;
@@ -245,6 +247,7 @@ __git_korus_mail_value ()
 	--to)
 		local keywords=$'all\n.'
 		[[ $(__git_korus_mail_find_sub) == forward ]] && keywords=.
+		[[ $(__git_korus_mail_find_sub) == ask ]] && keywords=
 		__git_korus_mail_comp_nl \
 			"$(__git_korus_mail_dests "$(__git_korus_mail_optval --repo)" "$val" "$keywords")" \
 			"$pfx" "$val"
@@ -272,7 +275,7 @@ __git_korus_mail_value ()
 		done
 		;;
 	*)
-		# --ttl, --session: free-form; offer nothing, not even file names
+		# --ttl, --session, --timeout: free-form; offer nothing, not even file names
 		COMPREPLY=()
 		compopt +o default +o bashdefault 2>/dev/null
 		;;

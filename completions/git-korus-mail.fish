@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send list who status inbox read cancel forward off on drain install uninstall doctor release completion
+set -g __git_korus_mail_commands send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release completion
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --scope --client
+            case --repo --to --kind --ttl --session --scope --client --timeout
                 set skip 1
             case '-*'
             case '*'
@@ -236,6 +236,8 @@ if not set -q __git_korus_mail_completion_loaded
 
         set -l top __git_korus_mail_needs_command
         complete -c $c -n $top -f -a send -d 'Queue a message for other worktrees'
+        complete -c $c -n $top -f -a ask -d 'Ask one worktree a question and wait for the answer'
+        complete -c $c -n $top -f -a reply -d 'Answer a question, or reply to a message'
         complete -c $c -n $top -f -a list -d 'Every box: worktree, counts, sessions'
         complete -c $c -n $top -f -a who -d 'Every session of the clone, its name and state'
         complete -c $c -n $top -f -a status -d 'This box and the fate of mail it sent'
@@ -254,7 +256,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send list who status inbox read cancel forward off on drain install uninstall doctor release' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -270,7 +272,7 @@ if not set -q __git_korus_mail_completion_loaded
             -x -l session -d 'Show only to this session id'
         complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
             -f -l create -d 'Allow a path that is no worktree of this clone'
-        complete -c $c -n '__git_korus_mail_using send list who status inbox read forward doctor' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read forward doctor' \
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status inbox' \
             -f -l all -d 'Show every entry, not only the latest'
@@ -279,6 +281,12 @@ if not set -q __git_korus_mail_completion_loaded
 
         # read
         complete -c $c -n '__git_korus_mail_using read' -f -l raw -d 'The body\'s bytes unchanged, for a pipe'
+
+        # ask
+        complete -c $c -n '__git_korus_mail_using ask' \
+            -x -l to -a '(__git_korus_mail_dests one)' -d 'The worktree asked'
+        complete -c $c -n '__git_korus_mail_using ask' \
+            -x -l timeout -d 'Stop waiting after seconds (default 110)'
 
         # forward
         complete -c $c -n '__git_korus_mail_using forward' \

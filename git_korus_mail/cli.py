@@ -16,6 +16,8 @@ Durable mail between AI coding-agent sessions in the worktrees of one git clone.
 
 commands:
   send        queue a message for other worktrees' sessions
+  ask         queue a question for one worktree and wait for its answer
+  reply       answer a question, or reply to a message in its thread
   list        every box: worktree, counts, sessions
   who         every session of the clone: worktree, name, state, surface, config root
   status      this worktree's box, the fate of the mail it sent, recent events
@@ -55,6 +57,35 @@ options:
   --create           allow a path that is no worktree of this clone
   --repo=<path>      the clone whose queue to use (for a folder outside any clone)
   --json             machine-readable result
+""",
+    "ask": """\
+usage:
+  git-korus-mail ask [--repo=<path>] --to=<dest> [--timeout=<seconds>] [--json] [--] [<question>]
+
+Queue <question> (or stdin when it is `-` or left out) for one worktree and wait for
+the answer: its session answers with `reply`, or else its final message of the run
+comes back. Exit 0 answered; 2 no answer in time (it arrives later as ordinary mail);
+3 ended unanswered (failed: the session ended or its run failed; stopped: interrupted).
+Claude Code's Bash tool kills a command after 120 s by default (600 s at most): to wait
+longer, give the tool call a timeout (up to 600000 ms) and a shorter --timeout.
+
+options:
+  --to=<dest>            a worktree path, a worktree name or a box key prefix, as for send
+  --timeout=<seconds>    give up waiting after this long, 1 to 604800 [default: 110]
+  --repo=<path>          the clone whose queue to use
+  --json                 machine-readable result
+""",
+    "reply": """\
+usage:
+  git-korus-mail reply [--repo=<path>] <id> [--json] [--] [<body>]
+
+Answer the question <id> (the id its rendering shows) with <body> (or stdin when it is
+`-` or left out); a question is answered once. Any other message gets a reply in its
+thread, sent to its sender's worktree.
+
+options:
+  --repo=<path>   the clone whose queue to use
+  --json          machine-readable result
 """,
     "list": """\
 usage:
@@ -353,6 +384,13 @@ def _params(command, a):
                                  body=a["<body>"], kind=a["--kind"] or "note",
                                  ttl_minutes=cmd.parse_ttl(a["--ttl"]), session=a.get("--session"),
                                  create=bool(a.get("--create")), json=bool(a["--json"]))
+    if command == "ask":
+        from git_korus_mail.commands import ask as cmd
+        return cmd, cmd.AskArgs(to=a["--to"], question=a["<question>"], timeout=cmd.parse_timeout(a["--timeout"]),
+                                json=bool(a["--json"]))
+    if command == "reply":
+        from git_korus_mail.commands import reply as cmd
+        return cmd, cmd.ReplyArgs(id=a["<id>"], body=a["<body>"], json=bool(a["--json"]))
     if command == "list":
         from git_korus_mail.commands import list as cmd
         return cmd, cmd.ListArgs(all=bool(a["--all"]), json=bool(a["--json"]))

@@ -20,6 +20,7 @@ STEPS = (
     "break:renamed",
     "forward:claimed", "forward:recorded", "forward:copied", "forward:unlinked",
     "prune:marked", "prune:message", "prune:receipt", "prune:journaled",
+    "ask:published", "ask:delivered", "answer:decided", "answer:published",
 )
 
 

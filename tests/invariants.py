@@ -18,6 +18,9 @@ touching the store is idle (or dead) and a clean drain has run:
   receipt from that same session; every `sent/` record (in a box, or the mail root's for senders outside every
   worktree) names a message that exists in its target box, or in the box that the
   target's `forwarded/` records lead to; and a message with a `forwarded/` record is no longer queued in that source box.
+- I6: one answer per question: every `answers/<question id>.json` is complete JSON naming that
+  question and holding its answer message; that message is in exactly one state of the asker's
+  box (never lost), and no other message anywhere answers the same question (never doubled).
 
 It returns a summary (ids per state, debris found) for step-specific assertions.
 """
@@ -29,10 +32,10 @@ import stat
 
 from git_korus_mail.store.message import Invalid, parse
 
-ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent"}
+ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits"}
 STATES = ("inbox", "seen", "expired", "cancelled")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
-STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
+STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
 
 class Summary(dict):
@@ -288,7 +291,35 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             assert target is not None and any(rec["id"] in target[s] for s in STATES), (
                 f"{os.path.relpath(d, mail_root)}/{name}: the message it records is in no state of box "
                 f"{rec.get('box')} (nor where it was forwarded)")
+    _check_answers(boxes, summary)
     return summary
+
+
+def _check_answers(boxes, summary):
+    """I6, from plain reads: answer records against the answer messages on disk."""
+    answering = {}  # question id -> [answer message ids found in any state of any box]
+    for bname in _ls(boxes):
+        for sub in STATES:
+            for name in _ls(os.path.join(boxes, bname, sub)):
+                msg = json.loads(_read(os.path.join(boxes, bname, sub, name))[0])
+                if msg.get("kind") == "answer":
+                    answering.setdefault(msg.get("in_reply_to"), []).append(msg["id"])
+    decided = {}
+    for bname in _ls(boxes):
+        for name in _ls(os.path.join(boxes, bname, "answers")):
+            rec = json.loads(_read(os.path.join(boxes, bname, "answers", name))[0])
+            qid = name[:-5]
+            assert rec.get("question") == qid and isinstance(rec.get("message"), dict), f"{bname}/answers/{name}"
+            msg = rec["message"]
+            asker = summary.get(msg["to"]["key"])
+            if msg["id"] in summary.pruned and (asker is None or not any(msg["id"] in asker[s] for s in STATES)):
+                decided[qid] = None  # delivered, then pruned after its retention
+                continue
+            assert asker is not None and sum(msg["id"] in asker[s] for s in STATES) == 1, (
+                f"{bname}/answers/{name}: its answer {msg['id']} is in no state of the asker's box (lost)")
+            decided[qid] = msg["id"]
+    for qid, found in answering.items():
+        assert found == [decided.get(qid)], f"question {qid}: answers {found}, decided {decided.get(qid)} (doubled?)"
 
 
 def ids(summary, state):

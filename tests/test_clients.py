@@ -12,7 +12,7 @@ from pathlib import Path
 from git_korus_mail import clients
 
 PACKAGE = Path(__file__).resolve().parent.parent / "git_korus_mail"
-CLAUDE_FACT = re.compile(r'SessionStart|UserPromptSubmit|PostToolUse|SessionEnd|"Stop"|CLAUDE_')
+CLAUDE_FACT = re.compile(r'SessionStart|UserPromptSubmit|PostToolUse|SessionEnd|"Stop"|StopFailure|last_assistant_message|stop_hook_active|CLAUDE_')
 CLAUDE_ONLY = re.compile(r'CLAUDE_')
 CODEX_FACT = re.compile(r'codex', re.I)
 CORE_PARTS = ("core", "store")  # the core, which no client may reach into

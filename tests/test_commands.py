@@ -83,6 +83,7 @@ ARGVS = [
     ["cancel", "20260101T000000Z-0123456789abcdef"], ["forward", "abcd", "--to=web"],
     ["off"], ["on"], ["install", "--scope=user", "--force"], ["uninstall", "--purge", "--yes"],
     ["doctor", "--json"], ["who", "--json"], ["release", "20260101T000000Z-0123456789abcdef"], ["completion", "zsh"],
+    ["ask", "--to=../web", "--timeout=30", "--json", "--", "ready?"], ["reply", "20260101T000000Z-0123456789abcdef", "yes"],
 ]
 
 

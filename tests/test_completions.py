@@ -76,7 +76,7 @@ def long_options(sub):
 VALUED = [(n, o, v) for n in SUBCOMMANDS for o, v in COMMANDS[n].values.items()]
 # options whose argument is free-form (a number, an id): nothing to offer, not even files
 FREE_FORM = [(n, o) for n in SUBCOMMANDS for o, arg in COMMANDS[n].options.items()
-             if arg and o not in COMMANDS[n].values and o != "--repo"]
+             if arg and o not in COMMANDS[n].values and o not in ("--repo", "--to")]  # --to: destinations
 
 
 def fixed_words(candidates, repo):

@@ -433,9 +433,12 @@ def scenario_prune(c, step):
     assert set(old) <= s.pruned
 
 
+from asking import scenario_answer, scenario_ask  # noqa: E402 - ask, reply and the automatic answer
+
 SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume,
              "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward,
-             "cancel": scenario_cancel, "prune": scenario_prune}
+             "cancel": scenario_cancel, "prune": scenario_prune,
+             "ask": scenario_ask, "answer": scenario_answer}
 
 
 @pytest.mark.parametrize("step", crash.STEPS)

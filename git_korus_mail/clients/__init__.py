@@ -74,3 +74,13 @@ def sessions(config_root):
     for registry in registries():
         out.extend(registry.sessions(config_root))
     return out
+
+
+def launch_tag(environ):
+    """The client process this command runs under (a Bash tool call's), as a launch tag; None
+    outside any client."""
+    for client in hook_protocols():
+        launch = client.launch_of(environ)
+        if launch.known:
+            return launch.tag
+    return None

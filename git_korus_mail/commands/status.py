@@ -91,7 +91,29 @@ def _events(d, out):
         row(out, f"{clock(ev.get('at'), d['as_of'])}  {safe(name):<9} {where}{text(ev, d['this']['path'])}")
 
 
-SECTIONS = [_header, _box, _sent, _events]
+def _questions(d, out):
+    """Questions asked from here and questions asked of here (core/questions.py), each with its
+    state or its answer: how (explicit / automatic), by whom, when."""
+    q, now = d["questions"], d["as_of"]
+    if q["asked"]:
+        block(out, "questions asked from this worktree, newest first", now)
+        for a in q["asked"]:
+            ans = a["answer"]
+            detail = (f" {safe(ans.get('how'))} by {relative(ans.get('by'), d['this']['path'])}"
+                      f" {clock(ans.get('at'), now)}" if ans else "")
+            row(out, f"{safe(a['id'])}  to {relative(a.get('to'), d['this']['path'])}  ", safe(a["state"]), detail,
+                colour=ui.bold)
+    if q["received"]:
+        block(out, "questions this worktree was asked, newest first", now)
+        for r in q["received"]:
+            ans = r["answer"]
+            state = f"answered {safe(ans.get('status'))}" if ans else "not answered"
+            detail = f" ({safe(ans.get('how'))}) {clock(ans.get('at'), now)}" if ans else ""
+            row(out, f"{safe(r['id'])}  from {relative(r.get('from'), d['this']['path'])}  ", state, detail,
+                colour=ui.bold)
+
+
+SECTIONS = [_header, _box, _sent, _questions, _events]
 
 
 # -- one sent message's fate in a few words: (state, detail) ------------------------------------

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     Commit = Callable[[], List[str]]  # the follow-up: returns the faults it met
     Report = Callable[[List[str]], List[str]]  # queues late faults: returns what it could not
 
-SHOW, CONSUME, END = "show", "consume", "end"
-PHASES = (SHOW, CONSUME, END)
+SHOW, CONSUME, END, FAIL = "show", "consume", "end", "fail"
+PHASES = (SHOW, CONSUME, END, FAIL)  # FAIL: the run ended in an error (no consume phase follows)
 MAX_PENDING_FAULTS = 10
 PRESENCE_REFRESH = 60  # seconds a working session's presence may go unrewritten at a frequent show
 MAX_EXAMINED = 200  # files one event reads: a flood costs many events, not one long one
@@ -97,7 +97,7 @@ def state_after(phase: "Optional[str]", opening: bool) -> "Optional[str]":
     """The presence state a phase leaves a session in; None (unchanged) for a run with no phase."""
     if phase == SHOW:
         return "idle" if opening else "working"
-    if phase == CONSUME:
+    if phase in (CONSUME, FAIL):
         return "idle"
     if phase == END:
         return "closed"
@@ -123,7 +123,8 @@ class Drain:
                  opening: bool = False, frequent: bool = False, repo_opt: "Optional[str]" = None,
                  launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
                  surface: "Optional[str]" = None, name: "Optional[str]" = None,
-                 find_launch: "Optional[Callable[[], AnyLaunch]]" = None) -> None:
+                 find_launch: "Optional[Callable[[], AnyLaunch]]" = None,
+                 final_text: "Optional[str]" = None, run_start: bool = False) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -138,6 +139,10 @@ class Drain:
         self.account = account
         self.surface = surface  # where the session runs (terminal, sdk, editor), for `who`
         self.name = name        # the session's name, where the client says (at its end), for `who`
+        # the run's last text, as the client gives it at the consume phase: the automatic answer
+        self.final_text = final_text if isinstance(final_text, str) else None
+        # a show that begins a run: a run before it that never reached its consume phase was cut short
+        self.run_start = bool(run_start) and phase == SHOW
         self.now = time.time()
         self.faults: List[str] = []
 
@@ -197,6 +202,8 @@ class Drain:
                 return self._stop()
             if self.phase == END:
                 return self._end()
+            if self.phase == FAIL:
+                return self._fail()
             if self.phase == SHOW:
                 return self._show()
         except MailError as exc:
@@ -282,6 +289,15 @@ class Drain:
             return []
         return self._markers().shown_ids()
 
+    def _fail(self) -> Outcome:
+        """The run ended in an error: questions it was shown are answered `failed`; its other
+        mail stays marked, and the next consume phase consumes it."""
+        if self.box.names("shown"):
+            from git_korus_mail.core import answer
+            answer.close_open(self, "failed", answer.FAILED_RUN_TEXT)
+        self._record()
+        return Outcome(notice=("korus-mail: " + "; ".join(self.faults)) if self.faults else None)
+
     def _sweep(self) -> None:
         """Clear a few marker directories of launches that are gone: bounded work per event."""
         if not self.box.names("shown"):
@@ -297,6 +313,8 @@ class Drain:
     def _end(self) -> Outcome:
         from git_korus_mail.store import markers
         if markers.any_shown(self.box):
+            from git_korus_mail.core import answer  # questions shown and open: their askers learn it now
+            answer.close_open(self, "failed", answer.ENDED_TEXT)
             self._markers().clear()
         self._record()
         return Outcome()

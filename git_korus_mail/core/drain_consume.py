@@ -55,6 +55,9 @@ def consume(drain: "Drain") -> Outcome:
                           f"message left queued")
             shown_dir.drop(name)
             continue
+        if observation.get("question"):
+            from git_korus_mail.core import answer  # only with a question shown: its automatic answer
+            answer.at_run_end(drain, name)
         try:
             result = box.consume(name, drain.session, observation, launch=record)
         except (OSError, MailError) as exc:

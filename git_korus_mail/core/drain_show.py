@@ -26,6 +26,12 @@ def show(drain: "Drain") -> Outcome:
     # render is imported only where something is rendered: an event with no mail never needs it
     box, root = drain.box, drain.root
     box.repair()
+    if drain.run_start and drain.prior.get("state") == "working" and drain.launch.known \
+            and drain.prior.get("launch") == drain.launch.tag:
+        # the run before this one never reached its consume phase (the user interrupted it): the
+        # questions it was shown are answered `stopped`, the best that can be known
+        from git_korus_mail.core import answer
+        answer.close_open(drain, "stopped", answer.STOPPED_TEXT)
     if drain.opening:
         root.sweep_tmp(drain.now)  # staging files of killed processes (older than 36 h)
     lines: List[str] = []
@@ -69,6 +75,7 @@ def show(drain: "Drain") -> Outcome:
             lines.append(f"korus-mail: the box for {path_field(drain.key.path)} is empty "
                          f"(as of {utc_stamp(drain.now)}).")
     context = "\n\n".join(lines) if lines else None
+    questions = {m["id"] for m, *_ in batch if m.get("kind") == "question"}
     drain._record()
 
     def commit() -> "List[str]":
@@ -85,6 +92,8 @@ def show(drain: "Drain") -> Outcome:
             obs = {"session": drain.session, "launch": drain.launch.tag, "event": drain.event,
                    "at": utc_stamp(drain.now), "chars": len(b.text), "truncated": b.truncated,
                    "body_chars": b.body_chars}
+            if b.msg_id in questions:
+                obs["question"] = True  # the consume phase answers it (core/answer.py)
             try:
                 drain._markers().mark(b.msg_id, obs)
             except (OSError, MailError) as exc:

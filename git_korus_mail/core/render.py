@@ -226,7 +226,8 @@ def render_message(msg: "Message", index_label: str, nonce: str, full_path: str,
     head = (f"{open_line}\n"
             f"id {field(msg['id'], 80)} · from (unverified) {field(sender.get('path'))}"
             f" · branch {field(sender.get('branch'), 80)} · session {field(sender.get('session'), 64)}\n"
-            f"kind {field(msg['kind'], 40)} · sent {field(sent, 64)} ({age} ago) · {ttl}\n")
+            f"kind {field(msg['kind'], 40)} · sent {field(sent, 64)} ({age} ago) · {ttl}\n"
+            f"{_thread_line(msg)}")
     view = body_view(msg["body"]) if view is None else view
     n = view.n
     fixed = units(head) + len(close_line)
@@ -246,6 +247,19 @@ def render_message(msg: "Message", index_label: str, nonce: str, full_path: str,
     out = head + "\n".join(lines) + "\n" + note + close_line
     assert units(out) <= cap, (units(out), cap)
     return Rendered(msg["id"], out, truncated, n)
+
+
+def _thread_line(msg: "Message") -> str:
+    """What a question, an answer or a reply is, and how to answer (docs/CONTRACT.md)."""
+    kind = msg.get("kind")
+    if kind == "question":
+        return (f"a question; its sender's ask waits. Answer with: git korus-mail reply {field(msg['id'], 80)} -- "
+                f"\"<answer>\" (unanswered, your final message of this run is sent back as the answer)\n")
+    if kind == "answer":
+        return f"answer to {field(msg.get('in_reply_to'), 80)} · status {field(msg.get('status'), 20)}\n"
+    if msg.get("in_reply_to"):
+        return f"reply to {field(msg.get('in_reply_to'), 80)}\n"
+    return ""
 
 
 def new_nonce() -> str:

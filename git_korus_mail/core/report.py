@@ -229,7 +229,8 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
             "this": {"key": clone.own_key.name, "path": clone.own_key.path},
             "box": None, "sent": [], "sent_total": 0, "sent_as_of": utc_stamp(now),
             "journal": [], "journal_scope": "clone" if whole_clone else "worktree",
-            "retention": _retention(clone)}
+            "retention": _retention(clone),
+            "questions": {"asked": [], "received": []}}
     if root is None:
         return data
     box = clone.own_box(create=True)  # a moved worktree's first command adopts its queue here
@@ -251,6 +252,8 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
         rec["fate"]["as_of"] = data["sent_as_of"] = utc_stamp(time.time())
         _maybe_pruned(rec, data["retention"]["days"], now)
         data["sent"].append(rec)
+    from git_korus_mail.core import questions
+    data["questions"] = questions.collect(root, box, data["sent"])
     if whole_clone:
         data["journal"] = root.read_journal(limit=events)
     else:

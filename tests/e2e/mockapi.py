@@ -81,6 +81,12 @@ def tool_use(name: str, input: dict, delay: float = 0.0, preamble: str = "") -> 
     return Turn("tool_use", name=name, input=dict(input), delay=delay, text=preamble)
 
 
+def error(status: int = 400, type: str = "invalid_request_error", message: str = "mock error") -> Turn:
+    """An API error instead of a reply: HTTP `status` with the API's error body (a 400 is not
+    retried by the client; a 5xx is, with backoff)."""
+    return Turn("error", text=message, name=type, input={"status": status})
+
+
 def bash(command: str, description: str = "run a command", delay: float = 0.0) -> Turn:
     return tool_use("Bash", {"command": command, "description": description}, delay=delay)
 
@@ -458,7 +464,10 @@ class MockAPI:
             time.sleep(turn.delay)
         model = body.get("model") or DEFAULT_MODEL
         try:
-            if body.get("stream"):
+            if turn.kind == "error":
+                h._send(int(turn.input["status"]), "application/json", json.dumps(
+                    {"type": "error", "error": {"type": turn.name, "message": turn.text}}).encode())
+            elif body.get("stream"):
                 h._send(200, "text/event-stream", render_sse(turn, model))
             else:
                 h._send(200, "application/json", render_json(turn, model))

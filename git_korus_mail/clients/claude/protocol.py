@@ -26,7 +26,11 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"
 END_EVENT = "SessionEnd"
-EVENTS = SHOW_EVENTS + (CONSUME_EVENT, END_EVENT)
+# Fired instead of Stop when a run ends in an API error (observed on 2.1.332 for "prompt is
+# too long"; a plain 400 fired neither Stop nor StopFailure, only SessionEnd later): see
+# docs/HOOKS.md, "Questions".
+FAIL_EVENT = "StopFailure"
+EVENTS = SHOW_EVENTS + (CONSUME_EVENT, END_EVENT, FAIL_EVENT)
 OPENING_EVENT = "SessionStart"  # what install's self-test and doctor run the stub with
 TURN_EVENTS = ("UserPromptSubmit", "PostToolUse")  # a session that ran one must reach CONSUME_EVENT
 LOCAL_SETTINGS_NAME = ".claude/settings.local.json"  # where doctor points a person (install wires it)
@@ -96,7 +100,7 @@ def account_of(environ):
 # point where the model has certainly read what was shown (consume); SessionEnd ends the launch.
 PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
             "PostToolUse": ("show", False, True), "Stop": ("consume", False, False),
-            "SessionEnd": ("end", False, False)}
+            "SessionEnd": ("end", False, False), "StopFailure": ("fail", False, False)}
 NAME = "claude"
 
 
@@ -132,6 +136,12 @@ def drain_facts(payload, environ):
             # a SessionEnd the process outlives (/clear), not at exit (docs/CLIENTS.md, "The session registry")
             from git_korus_mail.clients.claude import registry
             facts["name"] = registry.name_of(account, launch.pid, launch.start)
+    if payload.event == CONSUME_EVENT:
+        # the run's final text: Stop's stdin carries it (the transcript may lag behind Stop)
+        final = payload.raw.get("last_assistant_message")
+        facts["final_text"] = final if isinstance(final, str) else None
+    elif payload.event == "UserPromptSubmit":
+        facts["run_start"] = True  # a prompt begins a run (a wake-up's notification too)
     return facts
 
 

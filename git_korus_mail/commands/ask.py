@@ -1,0 +1,70 @@
+"""`ask`: queue a question for one worktree and wait for its answer (core/ask.py does the work).
+
+Exit status: 0 answered (explicitly, or automatically with the recipient's final message);
+2 no answer in time (it arrives later as ordinary mail); 3 the question ended unanswered
+(status failed or stopped); 1 an error, nothing asked."""
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+from git_korus_mail import clients
+from git_korus_mail.core import ask, send
+from git_korus_mail.commands.text import safe
+
+EXIT_TIMEOUT = 2
+EXIT_UNANSWERED = 3
+HOW = {"explicit": "an explicit reply", "automatic": "automatic: the recipient's final message of its run"}
+
+
+@dataclass(frozen=True)
+class AskArgs:
+    to: str                         # one destination, as send addresses it
+    question: Optional[str] = None  # the text; None or "-" reads stdin
+    timeout: Optional[int] = None   # seconds; None: ask.DEFAULT_TIMEOUT
+    json: bool = False
+
+
+def parse_timeout(text):
+    return None if text is None else ask.check_timeout(text)
+
+
+def run(clone, args, out):
+    timeout = ask.check_timeout(None if args.timeout is None else str(args.timeout))
+    body = send.read_body(args.question)
+    send.check_body(body)
+    session = clients.session_of(os.environ)
+    q = ask.ask(clone, args.to, body, timeout, session, clients.launch_tag(os.environ))
+    rec = ask.wait(q)
+    if rec is None:
+        line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
+                f"mail ({ask.LONGER})")
+        if args.json:
+            out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
+                                  "note": line}, indent=2) + "\n")
+        else:
+            out.write(line + "\n")
+        out.flush()
+        return EXIT_TIMEOUT
+    _write(out, q, rec, args.json)
+    out.flush()  # only now is the answer the asker's: then its mail is marked delivered
+    for w in ask.delivered(q, rec, session):
+        sys.stderr.write(f"git korus-mail: warning: {w}\n")
+    return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
+
+
+def _write(out, q, rec, as_json):
+    msg = rec["message"]
+    by = rec.get("by") or {}
+    if as_json:
+        out.write(json.dumps({"question": q.id, "status": rec.get("status"), "how": rec.get("how"),
+                              "by": by, "at": rec.get("at"), "answer_id": msg.get("id"),
+                              "body": msg.get("body")}, indent=2) + "\n")
+        return
+    how = HOW.get(rec.get("how"), rec.get("how"))
+    out.write(f"status {safe(rec.get('status'))} ({safe(how)}) · answer to question {safe(q.id)} · from (unverified) "
+              f"{safe(by.get('path'))} · session {safe(by.get('session'))} · at {safe(rec.get('at'))}\n")
+    for line in str(msg.get("body", "")).split("\n"):
+        out.write(safe(line) + "\n")

@@ -1,0 +1,50 @@
+"""`reply`: answer a question by the id its rendering shows, or reply to any message in its thread."""
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+from git_korus_mail import clients
+from git_korus_mail.core import reply, send
+from git_korus_mail.commands.text import safe
+
+
+@dataclass(frozen=True)
+class ReplyArgs:
+    id: str                       # the message answered
+    body: Optional[str] = None    # the text; None or "-" reads stdin
+    json: bool = False
+
+
+def run(clone, args, out):
+    body = send.read_body(args.body)
+    send.check_body(body)
+    ok, what = reply.reply(clone, args.id, body, clients.session_of(os.environ), clients.launch_tag(os.environ))
+    if args.json:
+        out.write(json.dumps({"ok": ok, **_public(what)}, indent=2) + "\n")
+        return 0 if ok else 1
+    if "question" in what:  # an answer record
+        aid = what["message"]["id"]
+        if ok:
+            out.write(f"answered {safe(args.id)} with {safe(aid)} (status answered)\n")
+            return 0
+        by = what.get("by") or {}
+        sys.stderr.write(f"git korus-mail: not sent: question {safe(args.id)} was already answered "
+                         f"({safe(what.get('how'))}, status {safe(what.get('status'))}, by session "
+                         f"{safe(by.get('session'))} at {safe(what.get('at'))})\n")
+        return 1
+    if ok:
+        out.write(f"replied {safe(what['id'])} -> {safe(what['path'])} (in reply to {safe(args.id)})\n")
+        return 0
+    sys.stderr.write(f"git korus-mail: not queued: {safe(what.get('error'))}\n")
+    return 1
+
+
+def _public(what):
+    if "question" in what:
+        msg = what.get("message") or {}
+        return {"question": what.get("question"), "answer_id": msg.get("id"), "status": what.get("status"),
+                "how": what.get("how"), "by": what.get("by"), "at": what.get("at")}
+    return what

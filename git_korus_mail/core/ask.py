@@ -1,0 +1,162 @@
+"""`ask`: queue a question for one worktree and wait for its answer (docs/CONTRACT.md, "ask").
+
+The question is ordinary durable mail of kind `question`; the wait is a record in the store
+(store/answers.py) that says who waits on whom until when, so that a wait that could never
+end is refused before it starts: A asking B while B waits on A, or a longer cycle of waits.
+The answer is decided in the asked box (core/answer.py) and also published to the asker's
+box as mail. A killed ask loses nothing: its wait's owner is dead, so the wait stops
+counting, and the answer waits in the box as ordinary mail. When the answer has been
+written and flushed, `delivered` consumes that mail (a receipt naming this ask), so the drain
+does not show it again; an ask that dies before that leaves it for the drain to show.
+"""
+
+import os
+import time
+
+from git_korus_mail.core import send
+from git_korus_mail.errors import MailError, UsageError
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store import answers, message, sent
+from git_korus_mail import crash
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import Box, MailRoot
+
+# Claude Code 2.1.332's Bash tool kills a command after 120 s unless the call gives a longer
+# `timeout` (up to 600 s); measured in docs/HOOKS.md, "Questions". The default wait ends well
+# before the default kill, so the asker sees exit 2 and its message rather than a killed tool.
+DEFAULT_TIMEOUT = 110
+MAX_TIMEOUT = 7 * 24 * 3600
+LONGER = ("to wait longer, give the Bash tool call a timeout (up to 600000 ms) and ask a shorter "
+          "--timeout, e.g. timeout 600000 with --timeout=590")
+POLL_FIRST, POLL_MAX = 0.02, 0.1
+
+
+class Refused(MailError):
+    """The ask would wait on itself: nothing was queued."""
+
+
+def check_timeout(text: "Optional[str]") -> int:
+    if text is None:
+        return DEFAULT_TIMEOUT
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--timeout {text!r}: seconds as a whole number, 1 to {MAX_TIMEOUT}") from None
+    if not 1 <= value <= MAX_TIMEOUT:
+        raise UsageError(f"--timeout {text}: out of range; use 1 to {MAX_TIMEOUT} seconds")
+    return value
+
+
+def target_of(clone: "Clone", dest: str) -> send.Target:
+    """The one worktree a question goes to (addressed as `send` addresses, `all` excepted)."""
+    if dest == "all":
+        raise UsageError("--to all: a question goes to exactly one worktree")
+    t = send.resolve(clone, [dest])[0]
+    if t.error:
+        raise MailError(t.error)
+    assert t.key is not None
+    if t.key.name == clone.own_key.name:
+        raise Refused(f"{dest}: that is this worktree; a question to yourself would wait on its own answer")
+    return t
+
+
+def _refusal(chain: "List[Dict[str, Any]]", root: "MailRoot") -> str:
+    first = chain[0]
+    path = " -> ".join([_path_of(root, first["asker"])] + [_path_of(root, w["target"]) for w in chain])
+    deadline = first.get("deadline")
+    until = utc_stamp(deadline) if isinstance(deadline, (int, float)) else "?"
+    return (f"refused: {_path_of(root, first['asker'])} is waiting on an answer (question {first['question']}, "
+            f"until {until}; waits {path}); asking it now would make both wait until the timeout")
+
+
+def _path_of(root: "MailRoot", key_name: str) -> str:
+    box = root.box(key_name)
+    return (box.recorded_path() if box is not None else None) or key_name
+
+
+class Question:
+    """One asked question: what `wait` and `delivered` need."""
+
+    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float) -> None:
+        self.root, self.target, self.msg, self.deadline = root, target, msg, deadline
+        self.id = str(msg["id"])
+
+
+def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[str]",
+        launch: "Optional[str]") -> Question:
+    """Queue the question and open its wait; Refused when the wait could never end."""
+    t = target_of(clone, dest)
+    assert t.key is not None
+    root = clone.mail_root(create=True)
+    assert root is not None
+    own_box = clone.own_box(create=True)
+    own = clone.own_worktree()
+    sender: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
+                                          "session": session}
+    msg = message.build(body, t.key.path, t.key.name, sender, kind=message.KIND_QUESTION)
+    qid = msg["id"]
+    deadline = time.time() + timeout
+    # the wait is written before the check, so two asks that would wait on each other cannot
+    # both miss the other: at worst both are refused, and nothing was queued
+    answers.open_wait(root, qid, clone.own_key.name, t.key.name, deadline, launch)
+    chain = answers.cycle(answers.live_waits(root), clone.own_key.name, t.key.name)
+    if chain:
+        answers.close_wait(root, qid)
+        raise Refused(_refusal(chain, root))
+    box = root.box(t.key.name, create=True, path=t.key.path, owner=send.owner_of(clone, t))
+    assert box is not None
+    try:
+        box.publish(msg, message.encode(msg))
+    except BaseException:
+        answers.close_wait(root, qid)
+        raise
+    crash.point("ask:published")
+    try:
+        sent.record(root, own_box, msg, t.key.name, t.path, clone.own_key.path)
+        answers.note_asked(box, msg)
+    except (OSError, MailError):
+        pass  # bookkeeping for status: the question is queued and its wait open all the same
+    root.journal("asked", id=qid, box=t.key.name, sender=clone.own_key.path, timeout=timeout)
+    return Question(root, box, msg, deadline)
+
+
+def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optional[Dict[str, Any]]":
+    """The answer record once one is decided; None at the deadline (the wait is then closed)."""
+    delay = POLL_FIRST
+    while True:
+        rec = answers.answer_of(q.target, q.id)
+        if rec is not None:
+            return rec
+        left = q.deadline - time.time()
+        if left <= 0:
+            answers.close_wait(q.root, q.id)
+            return None
+        sleep(min(delay, left))
+        delay = min(delay * 1.5, POLL_MAX)
+
+
+def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "List[str]":
+    """The answer is on the asker's stdout: consume its mail in the asker's box (so no drain
+    shows it again) and close the wait. Returns what could not be done (warnings)."""
+    warnings: "List[str]" = []
+    answers.close_wait(q.root, q.id)
+    try:
+        answers.publish_answer(q.root, rec)  # a killed answerer may have decided it only
+        to = rec["message"].get("to") or {}
+        box = q.root.box(str(to.get("key")))
+        aid = str(rec["message"]["id"])
+        if box is not None:
+            obs = {"by": "ask", "question": q.id, "pid": os.getpid(), "at": utc_stamp(time.time())}
+            got = box.consume(aid, session or "ask", obs)
+            if got == "held":
+                warnings.append(f"answer {aid} is claimed by another process; a drain may show it too")
+    except (OSError, MailError) as exc:
+        warnings.append(f"answer not marked delivered ({exc}); the drain will show it again")
+    crash.point("ask:delivered")
+    q.root.journal("answer-delivered", id=q.id, answer=rec["message"].get("id"), to="ask")
+    return warnings + q.root.take_journal_faults()

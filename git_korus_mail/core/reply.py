@@ -1,0 +1,59 @@
+"""`reply`: answer a question, or reply to any other message in its thread.
+
+A question is answered through core/answer.py (its answer decided exclusively: an explicit
+reply and the automatic answer race, and exactly one wins). Any other message gets a message
+of kind `reply` in the same thread, to the worktree of its sender.
+"""
+
+from git_korus_mail.core import answer, send
+from git_korus_mail.errors import MailError
+from git_korus_mail.store import message
+from git_korus_mail.store.files import NotRegular, TooLarge
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.message import Message
+
+
+def find(clone: "Clone", msg_id: str) -> "Message":
+    """The message `msg_id` as this worktree received it (queued or consumed)."""
+    if not message.valid_id(msg_id):
+        raise MailError(f"{msg_id}: not a message id (the id a rendered message shows)")
+    box = clone.own_box()
+    for sub in ("inbox", "seen"):
+        if box is None:
+            break
+        try:
+            msg, _ = box.load(msg_id, sub)
+            return msg
+        except FileNotFoundError:
+            continue
+        except (OSError, message.Invalid, NotRegular, TooLarge) as exc:
+            raise MailError(f"{msg_id}: cannot be read ({exc})") from None
+    raise MailError(f"{msg_id}: no such message in this worktree's box ({clone.own_key.path})")
+
+
+def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
+          launch: "Optional[str]") -> "Tuple[bool, Dict[str, Any]]":
+    """(sent, what): for a question, (won, the answer record); for another message, (queued,
+    the send result)."""
+    original = find(clone, msg_id)
+    own = clone.own_worktree()
+    by: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
+                                      "session": session}
+    root = clone.mail_root(create=True)
+    box = clone.own_box(create=True)
+    assert root is not None and box is not None
+    if original.get("kind") == message.KIND_QUESTION:
+        return answer.give(root, box, original, body, "answered", answer.EXPLICIT, by, launch=launch)
+    sender = (original.get("from") or {}).get("path")
+    if not sender:
+        raise MailError(f"{msg_id}: its sender named no worktree to reply to")
+    targets = send.resolve(clone, [sender])
+    fields = {"in_reply_to": original["id"], "thread": message.thread_of(original)}
+    results, _ = send.deliver(clone, targets, body, message.KIND_REPLY, message.DEFAULT_TTL_MINUTES,
+                              sender_session=session, fields=fields)
+    return bool(results[0]["ok"]), results[0]

@@ -1,0 +1,161 @@
+"""Questions, their answers, and the asks that wait for them (docs/STORE.md, "Questions").
+
+Three records, each written whole in tmp/ and linked into place (never torn):
+- `box/<asked>/answers/<question id>.json`, in the box of the worktree that was asked: the
+  decision. Created exclusively, so of an explicit `reply` and an automatic answer racing
+  (separate processes) exactly one wins; the loser reads the winner's record. It holds the
+  whole answer message, so whoever finds the answer not yet in the asker's box publishes it
+  (`publish_answer`): a publish of the same id never doubles it.
+- `box/<asked>/asked/<question id>.json`: an index of the questions a box was asked, for
+  `status` (bookkeeping: its loss costs a line of report, never a question).
+- `mail/waits/<question id>.json`: an ask blocked on its answer: asker, target, deadline and
+  the owner process. A wait whose owner is provably dead does not count, and is swept.
+"""
+
+import time
+
+from git_korus_mail import crash
+from git_korus_mail import fastjson as json
+from git_korus_mail.errors import MailError
+from git_korus_mail.store import claims, message
+from git_korus_mail.store.layout import MSG_SUFFIX
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+    from git_korus_mail.store.files import Box, MailRoot
+
+ANSWERS = "answers"
+ASKED = "asked"
+WAITS = "waits"
+RECORD_LIMIT = 8 * 1024 * 1024  # an answer record holds a whole message (body up to 32 KiB, escaped)
+
+
+# -- answers: the decision ------------------------------------------------------
+def decide(box: "Box", qid: str, record: "Dict[str, Any]") -> "Optional[Dict[str, Any]]":
+    """Record the answer to `qid`; None when this call decided it, else the record that won
+    (an empty dict when the winner's record cannot be read)."""
+    d = box.ensure_sub(ANSWERS)
+    try:
+        d.create_staged(qid + MSG_SUFFIX, json.dumps(record, sort_keys=True).encode(), box.root.tmp,
+                        "answer", sync=True)
+    except FileExistsError:
+        return answer_of(box, qid) or {}
+    crash.point("answer:decided")
+    return None
+
+
+def answer_of(box: "Box", qid: str) -> "Optional[Dict[str, Any]]":
+    """The answer record of question `qid` in the asked box, or None (none yet, or unreadable)."""
+    d = box.open_sub(ANSWERS)
+    rec = d.read_json(qid + MSG_SUFFIX, RECORD_LIMIT) if d is not None else None
+    return rec if isinstance(rec, dict) and isinstance(rec.get("message"), dict) else None
+
+
+def is_answered(box: "Box", qid: str) -> bool:
+    return box.has(ANSWERS, qid + MSG_SUFFIX)
+
+
+def publish_answer(root: "MailRoot", rec: "Dict[str, Any]") -> str:
+    """Make sure the answer message of a decided record is in the asker's box, in some state.
+    Returns "published" (this call did), "there" (it already was), or "nowhere" (no box)."""
+    msg = rec["message"]
+    to = msg.get("to") or {}
+    box = root.box(str(to.get("key")), create=True, path=to.get("path"))
+    if box is None:
+        return "nowhere"
+    aid = str(msg["id"])
+    state, _ = box.fate(aid)
+    if state != "gone":
+        return "there"
+    try:
+        box.publish(msg, message.encode(msg))
+    except MailError:
+        return "there"  # staged or queued by a racing publisher: it is there
+    crash.point("answer:published")
+    return "published"
+
+
+# -- questions a box was asked ---------------------------------------------------
+def note_asked(box: "Box", msg: "Dict[str, Any]") -> None:
+    rec = {"id": msg["id"], "from": (msg.get("from") or {}).get("path"), "sent_at": msg["sent_at"],
+           "expires_at": msg["expires_at"]}
+    try:
+        box.ensure_sub(ASKED).create_exclusive(msg["id"] + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
+                                               sync=False)
+    except FileExistsError:
+        pass
+
+
+def asked(box: "Box") -> "List[Dict[str, Any]]":
+    """The questions this box was asked (newest first), each with its answer record or None."""
+    d = box.open_sub(ASKED)
+    if d is None:
+        return []
+    out: "List[Dict[str, Any]]" = []
+    for name in sorted((n for n in d.names() if n.endswith(MSG_SUFFIX)), reverse=True):
+        rec = d.read_json(name)
+        if isinstance(rec, dict) and message.valid_id(rec.get("id")):
+            out.append({**rec, "answer": answer_of(box, str(rec["id"]))})
+    return out
+
+
+# -- open waits --------------------------------------------------------------------
+def open_wait(root: "MailRoot", qid: str, asker: str, target: str, deadline: float,
+              launch: "Optional[str]") -> None:
+    """Record that this process now waits for the answer to `qid` (asker and target: box keys)."""
+    rec = {"question": qid, "asker": asker, "target": target, "deadline": deadline, "launch": launch,
+           "owner": claims.me("ask")}
+    root.dir.ensure_sub(WAITS).create_staged(qid + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
+                                             root.tmp, "wait", sync=False)
+
+
+def close_wait(root: "MailRoot", qid: str) -> None:
+    d = root.dir.open_sub(WAITS)
+    if d is not None:
+        d.unlink_quiet(qid + MSG_SUFFIX)
+
+
+def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[str, Any]]":
+    """Every open wait whose owner may still run and whose deadline has not passed. A wait whose
+    owner is provably dead (killed by the tool's timeout, the user's Esc) is removed here."""
+    now = time.time() if now is None else now
+    d = root.dir.open_sub(WAITS)
+    if d is None:
+        return []
+    out: "List[Dict[str, Any]]" = []
+    for name in d.names():
+        if not name.endswith(MSG_SUFFIX):
+            continue
+        rec = d.read_json(name)
+        if not isinstance(rec, dict) or not isinstance(rec.get("asker"), str) or not isinstance(rec.get("target"), str):
+            continue
+        if claims.owner_is_dead(rec.get("owner")):
+            d.unlink_quiet(name)
+            continue
+        deadline = rec.get("deadline")
+        if isinstance(deadline, (int, float)) and deadline < now:
+            continue
+        out.append(rec)
+    return out
+
+
+def cycle(waits: "List[Dict[str, Any]]", asker: str, target: str) -> "Optional[List[Dict[str, Any]]]":
+    """The chain of open waits that leads from `target` back to `asker`, if any: asking would
+    then wait on itself (A asks B while B waits on A, or through any number of waits)."""
+    by_asker: "Dict[str, List[Dict[str, Any]]]" = {}
+    for w in waits:
+        by_asker.setdefault(w["asker"], []).append(w)
+    stack = [(target, [])]  # type: List[Any]
+    seen = set()
+    while stack:
+        node, path = stack.pop()
+        if node == asker and path:
+            return list(path)
+        if node in seen:
+            continue
+        seen.add(node)
+        for w in by_asker.get(node, []):
+            stack.append((w["target"], path + [w]))
+    return None

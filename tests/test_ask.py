@@ -1,0 +1,194 @@
+"""ask and reply between real processes: the answer on the asker's stdout, exactly one answer
+per question, automatic answers at the recipient's run end, failed / stopped, refused waits."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from asking import (S_MAIN, S_WEB, answers_of, ask_then_show, box_dir, queued, reply, settle_and_check,
+                    start_ask, stop, wait_question)
+from helpers import context_of, hook, run_cli
+
+import invariants
+
+
+def receipt(c, wt, msg_id):
+    with open(os.path.join(box_dir(c, wt), "receipts", msg_id + ".json")) as f:
+        return json.load(f)
+
+
+def test_explicit_reply_reaches_the_waiting_ask_and_counts_as_delivered(clone):
+    p = start_ask(clone, "what is six times seven?")
+    qid = wait_question(clone)[0]
+    r = reply(clone, qid, "forty-two")
+    assert r.returncode == 0 and r.stdout.startswith(f"answered {qid} with "), r.stderr
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    head, body = out.split("\n", 1)
+    assert head.startswith("status answered (an explicit reply) · answer to question " + qid)
+    assert f"from (unverified) {clone.web}" in head and body == "forty-two\n"
+    (sub, ans), = answers_of(clone, qid)
+    assert sub == "seen" and ans["status"] == "answered" and ans["in_reply_to"] == qid and ans["thread"] == qid
+    assert receipt(clone, clone.main, ans["id"])["session"] == "ask"  # delivered by ask: no drain shows it
+    assert context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0]) is None
+    again = reply(clone, qid, "forty-three")
+    assert again.returncode == 1 and "already answered (explicit, status answered" in again.stderr
+    events = [e["event"] for e in invariants.journal(str(clone.mail_root))]
+    assert events.count("asked") == 1 and events.count("answered") == 1 and "answer-delivered" in events
+    settle_and_check(clone)
+
+
+def test_the_question_shows_its_id_and_the_reply_command(clone):
+    p = start_ask(clone, "ready to merge?", timeout=1)
+    p.communicate(timeout=30)
+    qid = queued(clone, clone.web, "question")[0]
+    text = context_of(hook("UserPromptSubmit", clone.web, S_WEB)[0])
+    assert f"id {qid}" in text and f"Answer with: git korus-mail reply {qid} -- " in text
+
+
+def test_no_answer_in_time_exits_2_and_the_answer_comes_later_as_mail(clone):
+    p = start_ask(clone, "slow one?", timeout=1)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 2 and out.count("\n") == 1
+    assert "will arrive later as ordinary mail" in out and "timeout 600000" in out
+    qid = queued(clone, clone.web, "question")[0]
+    assert reply(clone, qid, "here it is").returncode == 0
+    text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])
+    assert f"answer to {qid} · status answered" in text and "here it is" in text
+    settle_and_check(clone)
+
+
+def test_a_killed_ask_loses_nothing(clone):
+    p = start_ask(clone, "will you see this?", timeout=60)
+    qid = wait_question(clone)[0]
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=30)
+    assert reply(clone, qid, "yes").returncode == 0
+    assert "yes" in context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])
+    settle_and_check(clone)
+
+
+def test_unanswered_question_gets_the_runs_final_text_at_stop(clone):
+    p = start_ask(clone, "how did it go?")
+    wait_question(clone)
+    hook("PostToolUse", clone.web, S_WEB)  # shown between tool calls
+    stop(clone.web, S_WEB, "It went fine: 3 files changed.")
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert out.startswith("status done (automatic: the recipient's final message of its run)")
+    assert out.endswith("It went fine: 3 files changed.\n")
+    settle_and_check(clone)
+
+
+def test_stop_does_not_answer_a_question_the_launch_was_never_shown(clone):
+    p = start_ask(clone, "unseen?", timeout=2)
+    qid = wait_question(clone)[0]
+    stop(clone.web, S_WEB, "a run that never saw it")
+    hook("SessionEnd", clone.web, S_WEB)
+    p.communicate(timeout=30)
+    assert p.returncode == 2 and answers_of(clone, qid) == [] and queued(clone, clone.web, "question") == [qid]
+
+
+@pytest.mark.parametrize("event, status, code", [("SessionEnd", "failed", 3), ("StopFailure", "failed", 3),
+                                                 ("UserPromptSubmit", "stopped", 3)])
+def test_a_run_that_ends_without_answering_ends_the_wait(clone, event, status, code):
+    p = start_ask(clone, "still there?")
+    wait_question(clone)
+    hook("PostToolUse", clone.web, S_WEB)
+    hook(event, clone.web, S_WEB)  # UserPromptSubmit: a new run, after one that never reached Stop
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == code and out.startswith(f"status {status} "), out
+    settle_and_check(clone)
+
+
+def test_mutual_and_longer_waits_are_refused(clone):
+    docs = clone.add_worktree("docs")
+    a = start_ask(clone, "A asks web", timeout=60)                     # main -> web
+    wait_question(clone)
+    refused = run_cli("ask", f"--to={clone.main}", "--timeout=5", "--", "web asks main", cwd=str(clone.web))
+    assert refused.returncode == 1 and "refused: " + str(clone.main) + " is waiting on an answer" in refused.stderr
+    assert "waits " + f"{clone.main} -> {clone.web}" in refused.stderr
+    b = start_ask(clone, "web asks docs", dest=docs, cwd=clone.web, timeout=60)   # web -> docs
+    wait_question(clone, docs)
+    cycle = run_cli("ask", f"--to={clone.main}", "--timeout=5", "--", "docs asks main", cwd=str(docs))
+    assert cycle.returncode == 1 and f"waits {clone.web} -> {docs}" in cycle.stderr or \
+        f"{clone.main} -> {clone.web} -> {docs}" in cycle.stderr, cycle.stderr
+    assert queued(clone, clone.main) == []  # nothing was queued by a refused ask
+    for p in (a, b):
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=30)
+    # the dead asks' waits no longer count
+    ok = run_cli("ask", f"--to={clone.main}", "--timeout=1", "--", "now?", cwd=str(docs))
+    assert ok.returncode == 2, ok.stderr
+
+
+def test_reply_to_an_ordinary_message_goes_to_its_sender_in_its_thread(clone):
+    sent = json.loads(run_cli("send", f"--to={clone.web}", "--json", "--", "hello", cwd=str(clone.main),
+                              check=True).stdout)["results"][0]["id"]
+    r = reply(clone, sent, "hello back")
+    assert r.returncode == 0, r.stderr
+    mid = queued(clone, clone.main, "reply")[0]
+    msg = json.load(open(os.path.join(box_dir(clone, clone.main), "inbox", mid + ".json")))
+    assert (msg["in_reply_to"], msg["thread"], msg["body"]) == (sent, sent, "hello back")
+    assert f"reply to {sent}" in context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])
+
+
+def test_status_shows_questions_asked_and_received(clone):
+    p = start_ask(clone, "status?")
+    qid = wait_question(clone)[0]
+    reply(clone, qid, "fine")
+    p.communicate(timeout=30)
+    mine = json.loads(run_cli("status", "--json", cwd=str(clone.main), check=True).stdout)["questions"]
+    assert mine["asked"][0]["id"] == qid and mine["asked"][0]["state"] == "answered"
+    assert mine["asked"][0]["answer"]["how"] == "explicit" and mine["asked"][0]["answer"]["by"] == str(clone.web)
+    theirs = json.loads(run_cli("status", "--json", cwd=str(clone.web), check=True).stdout)["questions"]
+    assert theirs["received"][0]["id"] == qid and theirs["received"][0]["answered"] is True
+    text = run_cli("status", cwd=str(clone.web), check=True).stdout
+    assert "questions this worktree was asked" in text and "answered answered (explicit)" in text
+
+
+def test_ask_refuses_itself_and_all(clone):
+    own = run_cli("ask", "--to=.", "--", "me?", cwd=str(clone.main))
+    assert own.returncode == 1 and "would wait on its own answer" in own.stderr
+    every = run_cli("ask", "--to=all", "--", "all?", cwd=str(clone.main))
+    assert every.returncode == 129 and "exactly one worktree" in every.stderr
+
+
+# Each racer waits for the same go-file, then runs the real command: a reply and a Stop drain
+# (the automatic answer) start within a millisecond of each other, in separate processes.
+_RACER = ("import os, sys, time\n"
+          "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.0005)\n"
+          "from git_korus_mail import cli\nsys.exit(cli.main(sys.argv[2:]))\n")
+
+
+def test_reply_and_the_automatic_answer_race_and_exactly_one_wins(clone, tmp_path):
+    import subprocess
+    from helpers import PYTHON
+    winners = {"reply": 0, "stop": 0}
+    rounds = 12
+    for n in range(rounds):
+        qid = ask_then_show(clone, f"race {n}?")
+        go = tmp_path / f"go-{n}"
+        payload = json.dumps({"session_id": S_WEB, "transcript_path": "", "cwd": str(clone.web),
+                              "hook_event_name": "Stop", "last_assistant_message": "automatic",
+                              "stop_hook_active": False})
+        procs = [subprocess.Popen([PYTHON, "-c", _RACER, str(go), "reply", qid, "--", "explicit"], cwd=str(clone.web),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+                 subprocess.Popen([PYTHON, "-c", _RACER, str(go), "drain"], cwd=str(clone.web), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
+        procs[1].stdin.write(payload)
+        procs[1].stdin.close()
+        time.sleep(0.3)  # both are up and polling
+        go.touch()
+        rc = [p.wait(timeout=60) for p in procs]
+        assert rc[1] == 0
+        found = answers_of(clone, qid)
+        assert len(found) == 1, (n, found)  # never doubled, never lost
+        body = found[0][1]["body"]
+        assert (rc[0] == 0) == (body == "explicit"), (n, rc, body)  # the reply says whether it won
+        winners["reply" if body == "explicit" else "stop"] += 1
+    assert sum(winners.values()) == rounds
+    settle_and_check(clone)
