@@ -161,4 +161,8 @@ EVENT_TEXT = {  # the hook event, the launch and the box key of each are in --js
     "expired": lambda ev, here: f"{safe(ev.get('id'))} unread",
     "cancelled": lambda ev, here: f"{safe(ev.get('id'))} by {safe(ev.get('by'))}",
     "quarantined": lambda ev, here: f"{safe(ev.get('name'))}: {safe(ev.get('reason'))}",
+    "asked": lambda ev, here: f"{safe(ev.get('id'))} of {_slug(ev.get('box'))}, waiting {safe(ev.get('timeout'))}s",
+    "answered": lambda ev, here: f"{safe(ev.get('id'))} {safe(ev.get('status'))} ({safe(ev.get('how'))})",
+    "failed": lambda ev, here: f"{safe(ev.get('id'))} unanswered ({safe(ev.get('how'))})",
+    "answer-delivered": lambda ev, here: f"{safe(ev.get('answer'))} to the waiting ask",
 }
