@@ -264,7 +264,7 @@ options:
   --repo=<path>     the clone whose queue to use (for a session outside any clone)
 """
 
-EXIT_USAGE = 129   # as git does
+EXIT_USAGE = 129   # as git does (commands/argv.py writes usage errors)
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
@@ -303,18 +303,20 @@ def _main(argv):
         return 0
     command = argv[0]
     if command not in COMMANDS:
-        return _usage_error(f"unknown command '{command}'", USAGE)
+        from git_korus_mail.commands.argv import usage_error
+        return usage_error(f"unknown command '{command}'", USAGE)
     doc = COMMANDS[command]
     if any(a in ("-h", "--help") for a in argv[1:argv.index("--") if "--" in argv else None]):
         sys.stdout.write(doc)
         return 0
-    args = _parse(doc, argv)
+    from git_korus_mail.commands.argv import parse, usage_error
+    args = parse(doc, argv)
     if isinstance(args, int):
         return args
     try:
         return _dispatch(command, args)
     except UsageError as exc:
-        return _usage_error(str(exc), doc)
+        return usage_error(str(exc), doc)
     except MailError as exc:
         sys.stderr.write(f"git korus-mail: {exc}\n")
         return EXIT_ERROR
@@ -326,113 +328,25 @@ def _main(argv):
         return EXIT_ERROR
 
 
-def _parse(doc, argv):
-    from docopt import DocoptExit, docopt
-
-    try:
-        return docopt(doc, argv=argv, default_help=False)
-    except DocoptExit:
-        return _usage_error(_explain(doc, argv), doc)
-
-
-def _explain(doc, argv):
-    """One line saying what was wrong, instead of docopt's dump of unmatched tokens."""
-    known = set()
-    for word in doc.replace("[", " ").replace("]", " ").replace("(", " ").replace(")", " ").split():
-        if word.startswith("--"):
-            known.add(word.split("=", 1)[0].rstrip(".,"))
-    for a in argv[1:]:
-        if a == "--":
-            break
-        if a.startswith("-") and a != "-" and a.split("=", 1)[0] not in known:
-            return f"unknown option '{a.split('=', 1)[0]}' for '{argv[0]}'"
-    if "(--to=" in doc and not any(a.startswith("--to") or a == "--all-worktrees" for a in argv):
-        return f"'{argv[0]}' needs --to <dest> (or --all-worktrees)"
-    return f"'{argv[0]}': missing or unexpected arguments"
-
-
-def _usage_error(line, doc):
-    sys.stderr.write(f"git korus-mail: {line}\n\n{doc}")
-    return EXIT_USAGE
-
-
 def _dispatch(command, args):
     """Turn docopt's dict into the command's own typed arguments, then run it: no command
     sees the dict. `--repo` is not an argument of the command: it picks the clone."""
+    from git_korus_mail.commands.params import typed
     out = sys.stdout
     if command == "completion":
-        module, params = _params(command, args)
+        module, params = typed(command, args)
         return module.run(params, out)  # the one command that needs no clone
     from git_korus_mail.core.clone import Clone
 
     clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report
     try:
-        module, params = _params(command, args)
+        module, params = typed(command, args)
         return module.run(clone, params, out)
     finally:
         # the journal is history: a line it could not take is a warning, never the command's failure
         root = clone.opened_root()
         for fault in (root.take_journal_faults() if root is not None else ()):
             sys.stderr.write(f"git korus-mail: warning: {fault}\n")
-
-
-def _params(command, a):
-    """(its module under commands/, its typed arguments) from docopt's dict for `command`."""
-    if command == "send":
-        from git_korus_mail.commands import send as cmd
-        return cmd, cmd.SendArgs(to=tuple(a["--to"] or ()), all_worktrees=bool(a["--all-worktrees"]),
-                                 body=a["<body>"], kind=a["--kind"] or "note",
-                                 ttl_minutes=cmd.parse_ttl(a["--ttl"]), session=a.get("--session"),
-                                 create=bool(a.get("--create")), json=bool(a["--json"]))
-    if command == "ask":
-        from git_korus_mail.commands import ask as cmd
-        return cmd, cmd.AskArgs(to=a["--to"], question=a["<question>"], timeout=cmd.parse_timeout(a["--timeout"]),
-                                json=bool(a["--json"]))
-    if command == "reply":
-        from git_korus_mail.commands import reply as cmd
-        return cmd, cmd.ReplyArgs(id=a["<id>"], body=a["<body>"], json=bool(a["--json"]))
-    if command == "list":
-        from git_korus_mail.commands import list as cmd
-        return cmd, cmd.ListArgs(all=bool(a["--all"]), json=bool(a["--json"]))
-    if command == "who":
-        from git_korus_mail.commands import who as cmd
-        return cmd, cmd.WhoArgs(json=bool(a["--json"]))
-    if command == "status":
-        from git_korus_mail.commands import status as cmd
-        return cmd, cmd.StatusArgs(all=bool(a["--all"]), clone=bool(a["--clone"]), json=bool(a["--json"]))
-    if command == "inbox":
-        from git_korus_mail.commands import inbox as cmd
-        return cmd, cmd.InboxArgs(all=bool(a["--all"]), json=bool(a["--json"]))
-    if command == "read":
-        from git_korus_mail.commands import read as cmd
-        return cmd, cmd.ReadArgs(id=a["<id>"], json=bool(a["--json"]), raw=bool(a["--raw"]))
-    if command == "cancel":
-        from git_korus_mail.commands import cancel as cmd
-        return cmd, cmd.CancelArgs(id=a["<id>"])
-    if command == "forward":
-        from git_korus_mail.commands import forward as cmd
-        return cmd, cmd.ForwardArgs(box=a["<box>"], to=a["--to"], json=bool(a["--json"]))
-    if command in ("off", "on"):
-        from git_korus_mail.commands import switch as cmd
-        return cmd, cmd.SwitchArgs(off=command == "off")
-    if command == "install":
-        from git_korus_mail.commands import install as cmd
-        return cmd, cmd.InstallArgs(scope=a["--scope"] or "local", urgent=bool(a["--urgent"]),
-                                    force=bool(a["--force"]), client=a["--client"] or "claude")
-    if command == "uninstall":
-        from git_korus_mail.commands import uninstall as cmd
-        return cmd, cmd.UninstallArgs(scope=a["--scope"] or "local", purge=bool(a["--purge"]),
-                                      yes=bool(a["--yes"]))
-    if command == "doctor":
-        from git_korus_mail.commands import doctor as cmd
-        return cmd, cmd.DoctorArgs(json=bool(a["--json"]))
-    if command == "release":
-        from git_korus_mail.commands import release as cmd
-        return cmd, cmd.ReleaseArgs(id=a["<id>"])
-    if command == "completion":
-        from git_korus_mail.commands import completion as cmd
-        return cmd, cmd.CompletionArgs(shell=next(s for s in ("bash", "zsh", "fish") if a[s]))
-    raise AssertionError(command)
 
 
 if __name__ == "__main__":

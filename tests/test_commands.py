@@ -12,7 +12,7 @@ from docopt import docopt
 
 from git_korus_mail import cli
 from git_korus_mail.core.clone import Clone
-from git_korus_mail.commands import send, status
+from git_korus_mail.commands import params as cli_params, send, status
 from git_korus_mail.errors import UsageError
 
 
@@ -90,7 +90,7 @@ ARGVS = [
 def test_every_command_gets_typed_arguments_not_the_dict():
     covered = set()
     for argv in ARGVS:
-        module, params = cli._params(argv[0], docopt(cli.COMMANDS[argv[0]], argv=argv, default_help=False))
+        module, params = cli_params.typed(argv[0], docopt(cli.COMMANDS[argv[0]], argv=argv, default_help=False))
         covered.add(argv[0])
         assert dataclasses.is_dataclass(params) and not isinstance(params, dict), argv
         assert module.__name__.startswith("git_korus_mail.commands."), module
@@ -102,8 +102,8 @@ def test_every_command_gets_typed_arguments_not_the_dict():
 
 def test_typed_arguments_carry_what_was_typed():
     a = docopt(cli.COMMANDS["send"], argv=ARGVS[0], default_help=False)
-    _module, params = cli._params("send", a)
+    _module, params = cli_params.typed("send", a)
     assert params == send.SendArgs(to=(".", "../web"), all_worktrees=False, body="hi", kind="alert",
                                    ttl_minutes=5, session="s1", create=True, json=True)
-    _module, params = cli._params("off", docopt(cli.COMMANDS["off"], argv=["off"], default_help=False))
+    _module, params = cli_params.typed("off", docopt(cli.COMMANDS["off"], argv=["off"], default_help=False))
     assert params.off is True

@@ -80,7 +80,8 @@ def launch_tag(environ):
     """The client process this command runs under (a Bash tool call's), as a launch tag; None
     outside any client."""
     for client in hook_protocols():
-        launch = client.launch_of(environ)
-        if launch.known:
+        command_launch = getattr(client, "command_launch", None)  # a client may name none
+        launch = command_launch(environ) if command_launch is not None else None
+        if launch is not None and launch.known:
             return launch.tag
     return None

@@ -90,6 +90,11 @@ def launch_of(environ):
     return Launch.of_process("claude", pid)
 
 
+def command_launch(environ):
+    """The Claude Code process a command (a Bash tool call) runs under: CLAUDE_PID again."""
+    return launch_of(environ)
+
+
 def account_of(environ):
     """Which Claude Code account (config dir) the session runs under, when it says."""
     return environ.get("CLAUDE_CONFIG_DIR") or None
