@@ -1,0 +1,150 @@
+"""ask and reply with real Claude Code sessions (2.1.332, offline, one mock API per session).
+
+Each test runs two real sessions in two linked worktrees wired by `install`: the asker's
+scripted Bash call runs `git korus-mail ask`, and what its tool result holds is read from the
+asker's next request to its mock API. The recipient waits in a Bash call until the question is
+queued, so the question arrives between its tool calls (PostToolUse), as for a busy session.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from driver import Claude
+from mockapi import MockAPI, bash, error, text
+from test_scenarios import HELPER, Mail, _path_with_helper, cli  # noqa: F401 - the shared harness
+
+from git_korus_mail.core import keys
+
+pytestmark = pytest.mark.e2e
+QID = re.compile(r"git korus-mail reply (\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16}) -- ")
+
+
+@pytest.fixture
+def mail(clone) -> Mail:
+    m = Mail(clone)
+    m.install()
+    return m
+
+
+@pytest.fixture
+def pair(claude_bin, tmp_path):
+    """(api_a, claude_a, api_b, claude_b): one mock API and one config dir per session."""
+    made = []
+
+    def make(name):
+        api = MockAPI(log_path=str(tmp_path / f"mock-{name}.jsonl")).start()
+        runner = Claude(claude_bin, api, tmp_path / f"claude-config-{name}", env={"PATH": _path_with_helper()})
+        made.append((api, runner))
+        return api, runner
+    (api_a, a), (api_b, b) = make("a"), make("b")
+    yield api_a, a, api_b, b
+    for api, runner in made:
+        runner.cleanup()
+        api.stop()
+
+
+def wait_for_question(mail: Mail, wt) -> str:
+    inbox = mail.root / "box" / keys.key_for(str(wt)).name / "inbox"
+    return f"until ls {inbox}/*.json >/dev/null 2>&1; do sleep 0.05; done; echo queued"
+
+
+def ask_cmd(to, question: str, timeout: int = 60) -> str:
+    return f"{HELPER} ask --to {to} --timeout={timeout} -- '{question}'; echo ask-exit=$?"
+
+
+def qid_in(req) -> str:
+    m = QID.search(req.decoded_text())
+    assert m, "the question's rendering shows no reply command"
+    return m.group(1)
+
+
+def tool_result_after(api: MockAPI, needle: str) -> str:
+    """The decoded text of the first request whose body holds `needle` (a tool result)."""
+    hits = [r for r in api.agent_requests() if r.contains(needle)]
+    assert hits, f"{needle!r} reached no request:\n{api.summary()}"
+    return hits[0].decoded_text()
+
+
+def test_busy_recipient_replies_and_the_answer_is_the_askers_tool_result(mail, pair):
+    api_a, a, api_b, b = pair
+    api_b.set_script([
+        bash(wait_for_question(mail, mail.b)),
+        # while the asker waits on b, b asking the asker back is refused at once
+        lambda req: bash(ask_cmd(mail.a, "do you wait on me?", timeout=5)),
+        lambda req: bash(f"{HELPER} reply {qid_in(req)} -- \"forty-$((40+2))\""),
+        text("replied"),
+    ])
+    api_a.set_script([bash(ask_cmd(mail.b, "what is six times seven?")), text("got it")])
+    pb = b.start("work on the schema", mail.b)
+    ra = a.run("ask b", mail.a, timeout=120)
+    rb = pb.finish(120)
+    assert ra.rc == 0 and rb.rc == 0, (ra.describe(), rb.describe())
+    result = tool_result_after(api_a, "ask-exit=")
+    assert "status answered (an explicit reply)" in result and "forty-42" in result and "ask-exit=0" in result
+    refused = tool_result_after(api_b, "ask-exit=1")
+    assert f"refused: {mail.a} is waiting on an answer" in refused
+    # the Bash tool's timeouts, as Claude Code 2.1.332 tells the model (docs/HOOKS.md, "Questions")
+    first = api_a.agent_requests()[0]
+    assert first.contains("`timeout` is in milliseconds: default 120000, max 600000 for a foreground command.")
+    assert first.contains("Optional timeout in milliseconds (max 600000 for a foreground command)")
+    # delivered by ask: the answer's mail is consumed, so a's Stop showed nothing more
+    assert mail.box_a.ids("inbox") == []
+
+
+def test_recipient_that_never_replies_answers_with_its_final_message(mail, pair):
+    api_a, a, api_b, b = pair
+    api_b.set_script([bash(wait_for_question(mail, mail.b)), text("The final answer is 42, see schema.sql.")])
+    api_a.set_script([bash(ask_cmd(mail.b, "what did you find?")), text("ok")])
+    pb = b.start("work", mail.b)
+    ra = a.run("ask b", mail.a, timeout=120)
+    pb.finish(120)
+    result = tool_result_after(api_a, "ask-exit=")
+    assert "status done (automatic: the recipient's final message of its run)" in result, result[-800:]
+    assert "The final answer is 42, see schema.sql." in result and ra.rc == 0
+
+
+def test_recipient_whose_run_fails_ends_the_wait_with_failed(mail, pair):
+    api_a, a, api_b, b = pair
+    too_long = error(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum")
+    api_b.set_script([bash(wait_for_question(mail, mail.b))] + [too_long] * 8)
+    api_a.set_script([bash(ask_cmd(mail.b, "are you there?")), text("ok")])
+    pb = b.start("work", mail.b)
+    a.run("ask b", mail.a, timeout=120)
+    pb.finish(120)
+    result = tool_result_after(api_a, "ask-exit=")
+    assert "status failed" in result and "ask-exit=3" in result, result[-800:]
+
+
+def test_closed_recipient_answers_at_resume_and_the_asker_gets_it_as_mail(mail, pair):
+    api_a, a, api_b, b = pair
+    api_b.set_script([text("first run")])
+    sid_b = b.run("hello", mail.b, timeout=60).session_id
+    api_a.set_script([bash(ask_cmd(mail.b, "migrations applied?", timeout=2)), text("will look later")])
+    ra = a.run("ask b", mail.a, timeout=60)
+    timed_out = tool_result_after(api_a, "ask-exit=")
+    assert "ask-exit=2" in timed_out and "the answer will arrive later as ordinary mail" in timed_out
+    api_b.set_script([text("Resumed: all 12 migrations applied.")])
+    b.resume(sid_b, "continue", mail.b, timeout=60)   # its SessionStart shows the queued question
+    api_a.set_script([text("thanks")])
+    a.resume(ra.session_id, "anything new?", mail.a, timeout=60)
+    later = [r for r in api_a.agent_requests() if r.contains("Resumed: all 12 migrations applied.")]
+    assert later and later[0].contains("status done"), api_a.summary()
+
+
+def test_cli_ask_from_a_plain_shell_prints_the_answer(mail, pair):
+    _api_a, _a, api_b, b = pair
+    api_b.set_script([bash(wait_for_question(mail, mail.b)),
+                      lambda req: bash(f"{HELPER} reply {qid_in(req)} -- 'from b'"), text("done")])
+    pb = b.start("work", mail.b)
+    proc = subprocess.run([HELPER, "ask", f"--to={mail.b}", "--timeout=60", "--", "cli question?"],
+                          cwd=str(mail.a), capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in __import__("os").environ.items() if not k.startswith("CLAUDE")})
+    pb.finish(120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("status answered") and proc.stdout.endswith("from b\n")
+    assert sys.executable  # the helper is this interpreter's console script (test_scenarios.HELPER)
