@@ -1,0 +1,73 @@
+"""Row 8: the ask -> answer round trip to a busy recipient (bench/README.md).
+
+A busy recipient is a session between tool calls: its PostToolUse drain runs back to back
+(no model time in between), and the drain that shows the question is followed at once by
+`reply <id>`, as the model would run it. Measured: from spawning `ask` to its answer's first
+line on the asker's stdout (median and p90), beside a plain `send` to the same worktree."""
+
+import re
+import subprocess
+import time
+import uuid
+
+from fixtures import payload
+from harness import ROWS, Row, fail, guarded, log
+
+QID = re.compile(rb"git korus-mail reply (\S+) -- ")
+
+
+def _drain(world, env, cwd, event, session, extra=b""):
+    return subprocess.run([world.tool, "drain"], cwd=str(cwd), env=env, input=payload(event, session, cwd),
+                          capture_output=True).stdout
+
+
+def _round(world, env, main, web, session):
+    t0 = time.perf_counter()
+    ask = subprocess.Popen([world.tool, "ask", f"--to={web}", "--timeout=60", "--", "bench: ready?"], cwd=str(main),
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    qid = None
+    for _ in range(2000):  # the recipient's tool calls, back to back
+        m = QID.search(_drain(world, env, web, "PostToolUse", session).replace(b"\\\"", b"\""))
+        if m:
+            qid = m.group(1).decode()
+            break
+    if qid is None:
+        ask.kill()
+        raise RuntimeError("the question was never shown")
+    subprocess.run([world.tool, "reply", qid, "--", "yes"], cwd=str(web), env=env, capture_output=True, check=True)
+    first = ask.stdout.readline()
+    t1 = time.perf_counter()
+    rest, err = ask.communicate(timeout=60)
+    if ask.returncode != 0 or not first.startswith(b"status answered"):
+        raise RuntimeError(f"ask said {first!r} {rest[:200]!r} {err[:200]!r} (exit {ask.returncode})")
+    _drain(world, env, web, "Stop", session)  # the recipient's run ends: the question is consumed
+    return t1 - t0
+
+
+@guarded("8. ask round trip")
+def bench_ask(world, conds, prof):
+    common, paths = world.clone("ask", ["web"])
+    main, web = paths["main"], paths["web"]
+    session = f"bench-ask-{uuid.uuid4().hex[:8]}"
+    rounds = max(3, prof["runs_send"] // 3)
+    for cname, env in conds:
+        env = dict(env, CLAUDE_PID=str(__import__("os").getpid()))  # the drains' launch: this process
+        log(f"8. ask -> answer round trip [{cname}], {rounds} rounds")
+        _drain(world, env, web, "SessionStart", session)
+        trips, sends = [], []
+        for i in range(rounds + 2):
+            t = _round(world, env, main, web, session)
+            s0 = time.perf_counter()
+            out = subprocess.run([world.tool, "send", f"--to={web}", "--", "bench note"], cwd=str(main), env=env,
+                                 capture_output=True)
+            s = time.perf_counter() - s0
+            _drain(world, env, web, "PostToolUse", session)
+            _drain(world, env, web, "Stop", session)
+            if out.returncode != 0:
+                fail("8. ask round trip", f"send failed: {out.stderr[:200]!r}")
+                return
+            if i >= 2:  # two warm-up rounds
+                trips.append(t)
+                sends.append(s)
+        ROWS.append(Row("8", "ask → answer on stdout, busy recipient (drains back to back, reply at once)",
+                        "`send --to <worktree>`", cname, trips, sends))
