@@ -148,3 +148,27 @@ def test_cli_ask_from_a_plain_shell_prints_the_answer(mail, pair):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("status answered") and proc.stdout.endswith("from b\n")
     assert sys.executable  # the helper is this interpreter's console script (test_scenarios.HELPER)
+
+
+def test_stop_continued_by_another_hook_answers_with_the_first_stops_text(mail, pair, tmp_path):
+    """Another Stop hook blocks once: Claude Code runs one more turn and fires Stop again with
+    stop_hook_active true. A hook cannot know at a Stop that another will block it, so the
+    question shown in the run is answered at the first Stop, with the text that Stop carries
+    (docs/HOOKS.md, "Questions"); the second Stop finds it answered and sends nothing more."""
+    import json as _json
+    from driver import write_hooks
+    api_a, a, api_b, b = pair
+    log, flag = tmp_path / "stops.jsonl", tmp_path / "blocked-once"
+    write_hooks(mail.b, {"Stop": f"tee -a {log} >/dev/null; echo >> {log}; test -e {flag} || "
+                                 f"{{ touch {flag}; echo '{{\"decision\":\"block\",\"reason\":\"one more\"}}'; }}"},
+                file="settings.json")
+    api_b.set_script([bash(wait_for_question(mail, mail.b)), text("first final"), text("second final")])
+    api_a.set_script([bash(ask_cmd(mail.b, "which final?")), text("ok")])
+    pb = b.start("work", mail.b)
+    a.run("ask b", mail.a, timeout=120)
+    pb.finish(120)
+    stops = [_json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert [s["stop_hook_active"] for s in stops] == [False, True]
+    assert [s["last_assistant_message"] for s in stops] == ["first final", "second final"]
+    result = tool_result_after(api_a, "ask-exit=")
+    assert "status done" in result and "first final" in result and "second final" not in result

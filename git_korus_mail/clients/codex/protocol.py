@@ -88,9 +88,14 @@ def drain_facts(payload, environ):
     the payload and /proc, not the environment (launch.py): with Codex's daemon, the
     environment is that of whichever session started the daemon."""
     phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
-    return {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-            "launch": launch_of(payload) if phase is not None else None,
-            "account": account_of(environ)}
+    facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
+             "launch": launch_of(payload) if phase is not None else None,
+             "account": account_of(environ)}
+    if payload.event == CONSUME_EVENT:
+        facts["final_text"] = payload.last_message  # the automatic answer to open questions (core/answer.py)
+    elif payload.event == "UserPromptSubmit":
+        facts["run_start"] = True
+    return facts
 
 
 def session_of(environ):
