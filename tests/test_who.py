@@ -187,7 +187,7 @@ def test_a_ghost_entry_names_nobody(clone, launch):
     reused.register(S3, clone.web, "reused", start=reused.start + 1)  # its pid, another process's start
     data = who(clone)
     assert [r["name"] for r in data["sessions"]] == ["real"]
-    assert data["config_roots"] == [{"path": c.config, "ghosts": 2}]
+    assert data["config_roots"] == [{"path": c.config, "client": "claude", "ghosts": 2}]
 
 
 def test_after_clear_the_new_id_is_shown_not_the_registrys_stale_one(clone, launch):
@@ -386,3 +386,16 @@ def test_a_pid_with_no_launch_identity_does_not_keep_a_session_alive(clone, laun
     rec["launch"] = "unknown"  # what a drain writes when the pid it was given ran no process it could see
     path.write_text(json.dumps(rec))
     assert row(who(clone), S1)["state"] == "gone"  # the pid runs now, but nothing says it is that process
+
+
+def test_a_config_root_is_read_only_by_the_registry_of_the_client_that_recorded_it(clone, launch):
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    c.register(S1, clone.web, "claude-shaped")
+    path = presence_file(clone, clone.web, S1)
+    rec = json.loads(path.read_text())
+    rec["client"] = "codex"  # a Codex session whose home happens to hold a file of that shape
+    path.write_text(json.dumps(rec))
+    data = who(clone)
+    assert row(data, S1)["name"] is None
+    assert data["config_roots"] == [{"path": c.config, "client": "codex", "ghosts": 0}]

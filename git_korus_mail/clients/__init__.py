@@ -67,12 +67,14 @@ def default_config_root(client):
     return None
 
 
-def sessions(config_root):
-    """What every client's own registry says runs under `config_root` (None: the config dir a
-    session uses when its hooks named none), for `who` to check (core/roster.py)."""
+def sessions(config_root, client=None):
+    """What the registry of `client` (its name; None: every client that keeps one) says runs
+    under `config_root` (None: the config dir a session uses when its hooks named none), for
+    `who` to check (core/roster.py). A client that keeps no registry says nothing."""
     out = []
     for registry in registries():
-        out.extend(registry.sessions(config_root))
+        if client is None or registry.NAME == client:
+            out.extend(registry.sessions(config_root))
     return out
 
 

@@ -2,7 +2,7 @@
 
 Client-free. Our presence records (store/presence.py, one per session per box, rewritten at
 each hook event) are the facts: a session our hooks never saw cannot get mail. A client's own
-registry (asked through `registry(config_root)`, see clients/__init__.py) adds what presence
+registry (asked through `registry(config_root, client)`, see clients/__init__.py) adds what presence
 cannot know: the session's name, and a status newer than our last hook event. Every registry
 entry is a claim, checked before use: its process must run with the start time it claims
 (never the pid alone), and it speaks only for the presence record of that same launch. So a
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import Box
 
     Entry = Dict[str, Any]      # one registry entry, in the terms clients/claude/registry.py gives
-    Registry = Callable[[Optional[str]], List[Entry]]
+    Registry = Callable[[Optional[str], Optional[str]], List[Entry]]  # (config root, client name)
     Session = Dict[str, Any]    # one roster row (JSON-shaped)
 
 NOT_RESPONDING_SECONDS = 15 * 60  # past the longest tool call Claude Code allows (10 min), with room
@@ -51,8 +51,9 @@ def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None)
             box = root.box(name)
             if box is not None:
                 found.extend((box, rec) for rec in presence.sessions(box))
-    roots = sorted({rec.get("config_dir") or "" for _, rec in found})
-    entries, ghosts = _verified_entries(registry, [r or None for r in roots])
+    # each config root is read by the registry of the client whose hooks recorded it
+    roots = sorted({(str(rec.get("client") or ""), str(rec.get("config_dir") or "")) for _, rec in found})
+    entries, ghosts = _verified_entries(registry, roots)
     rows: "List[Session]" = []
     matched: "set[Tuple[int, int]]" = set()
     for box, rec in found:
@@ -71,7 +72,8 @@ def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None)
     for r in rows:
         del r["at_epoch"]
     return {"as_of": utc_stamp(now), "sessions": rows, "worktrees": worktrees,
-            "config_roots": [{"path": r or None, "ghosts": ghosts.get(r or None, 0)} for r in roots]}
+            "config_roots": [{"path": r or None, "client": c or None, "ghosts": ghosts.get((c, r), 0)}
+                             for c, r in roots]}
 
 
 def shared_box_warning(live: int) -> "Optional[str]":
@@ -83,14 +85,14 @@ def shared_box_warning(live: int) -> "Optional[str]":
             f"and only one of them consumes it")
 
 
-def _verified_entries(registry: "Registry", roots: "List[Optional[str]]") -> "Tuple[List[Entry], Dict[Optional[str], int]]":
+def _verified_entries(registry: "Registry", roots: "List[Tuple[str, str]]") -> "Tuple[List[Entry], Dict[Tuple[str, str], int]]":
     """Registry entries whose process runs now with the start time they claim; and how many
     entries per root were ghosts (a process gone, or its pid now another process's)."""
     out: "List[Entry]" = []
-    ghosts: "Dict[Optional[str], int]" = {}
+    ghosts: "Dict[Tuple[str, str], int]" = {}
     seen: "set[Tuple[int, int]]" = set()
     for root in roots:
-        for e in registry(root):
+        for e in registry(root[1] or None, root[0] or None):
             start = claims.proc_start_time(e["pid"])
             # (Claude Code's pidDomain names a boot, but not by /proc's boot_id: not compared)
             if e.get("start") is None or start != e["start"]:
