@@ -57,7 +57,7 @@ def test_send_then_status_formatting(clone, in_main):
     lines = text.getvalue().splitlines()
     assert lines[0].startswith(f"status of {clone.main}  (as of 20") and lines[0].endswith("Z)")
     assert lines[1] == f"  mail root {clone.mail_root}"
-    assert lines[2].endswith(" · delivery on")
+    assert lines[2].endswith(" · delivery on · done mail pruned after 30 days")  # the default retention
     assert any(x.startswith("sent from this worktree: 1, newest first  (as of 20") for x in lines), lines
     sent = [x for x in lines if x.startswith(f"  {msg_id}  to ../web  ")]
     assert sent == [f"  {msg_id}  to ../web  queued"], lines
