@@ -32,6 +32,7 @@ from harness import FAILURES, REPO, log, tool_paths  # noqa: E402
 from importprofile import bench_imports  # noqa: E402
 from report import machine, render  # noqa: E402
 from rows_ask import bench_ask  # noqa: E402
+from fastrow import bench_fast  # noqa: E402
 from rows import (bench_breakdown, bench_claims, bench_empty, bench_list, bench_queued,  # noqa: E402
                   bench_send, bench_stub)
 
@@ -63,7 +64,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "check" if args.check else "full"
     prof = PROFILES[mode]
-    only = set(args.only.split(",")) if args.only else {"1", "2", "3", "4", "5", "6", "7", "8"}
+    only = set(args.only.split(",")) if args.only else {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
     for var in SCRUB:  # our own process too: fill_box uses the product's discovery
         os.environ.pop(var, None)
@@ -99,6 +100,8 @@ def main(argv=None):
             bench_stub(world, conds, prof)
         if "8" in only:
             bench_ask(world, conds, prof)
+        if "9" in only:
+            bench_fast(world, conds, prof)
     finally:
         if args.keep:
             log(f"kept {base}")

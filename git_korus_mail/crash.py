@@ -13,6 +13,7 @@ _AT = os.environ.get("KORUS_MAIL_CRASH_AT")
 STEPS = (
     "send:tmp-written", "send:linked",
     "show:emitted", "show:marked",
+    "stamp:staged", "stamp:linked",
     "consume:claimed", "consume:receipt", "consume:linked-seen", "consume:unlinked-inbox",
     "consume:released",
     "expire:claimed", "expire:linked", "expire:unlinked-inbox",

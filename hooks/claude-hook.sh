@@ -1,5 +1,5 @@
 #!/bin/sh
-# git-korus-mail claude-hook template-version=3
+# git-korus-mail claude-hook template-version=4
 # Written by `git korus-mail install` into <git-common-dir>/mail/hooks/ and removed by
 # `git korus-mail uninstall`. Do not edit: install rewrites a stub that differs.
 #
@@ -12,6 +12,29 @@
 # its exit status: a good answer is passed on unchanged, a failure becomes our own fault
 # report in the event's form (docs/HOOKS.md, "The stub"). One fork and builtins only on
 # the good path; the failure path may spend a few processes to say what went wrong.
+
+# The fast path (docs/HOOKS.md, "The fast path"): a tool call with nothing new for this launch
+# is answered here, without starting Python, when the drain's stamp for the launch
+# (<mail>/fast/<session id>@<pid>) was made in this very directory and the box's inbox has not
+# changed since. Any doubt (no stamp, a broken one, another directory, a changed inbox, OFF)
+# runs the drain as before. The payload is left unread: Claude Code does not need it read.
+if [ "${1-}" = PostToolUse ] && [ -n "${CLAUDE_PID-}" ] && [ -n "${CLAUDE_CODE_SESSION_ID-}" ]; then
+    case "$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" in
+        .* | *[!A-Za-z0-9._@-]*) ;;
+        *)
+            mail=${0%/*}
+            mail=${mail%/*}
+            here=$PWD
+            # cd -P: every test below reads one stamp, even while a drain replaces it
+            if [ ! -e "$mail/OFF" ] && cd -P "$mail/fast/$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" 2>/dev/null; then
+                if [ -f seen ] && [ -d inbox ] && [ cwd -ef "$here" ] && [ ! inbox -nt seen ] && [ ! seen -nt inbox ]; then
+                    exit 0
+                fi
+                cd "$here" 2>/dev/null || cd /
+            fi
+            ;;
+    esac
+fi
 
 # The git-korus-mail that ran install, by absolute path: an editor extension's PATH
 # often lacks pipx's bin dir, so PATH is only the fallback.

@@ -433,9 +433,29 @@ def scenario_prune(c, step):
     assert set(old) <= s.pruned
 
 
+def scenario_stamp(c, step):
+    """The drain killed while it stamps its launch for the stub's fast path (store/fastpath.py):
+    a stamp half made is never seen, one made is checked, and mail sent afterwards is shown at
+    the very next tool call, through the real stub."""
+    from stubworld import Stub, age, inbox_of
+    stub = Stub(c, c.web, session=S1)
+    first = send(c)
+    assert first in json.dumps(stub.run("UserPromptSubmit")[0])
+    age(inbox_of(c, c.web))  # old enough to stamp
+    proc = drain("PostToolUse", c.web, S1, env=dict(crash_env(step), CLAUDE_CODE_SESSION_ID=S1))
+    assert_killed(proc, step)
+    assert os.path.lexists(stub.stamp) == (step == "stamp:linked")
+    if step == "stamp:linked":
+        assert stub.run("PostToolUse") == (None, False)  # a whole stamp, and nothing new: no Python
+    msg_id = send(c)
+    answer, started = stub.run("PostToolUse")
+    assert started and msg_id in json.dumps(answer)
+
+
+
 from asking import scenario_answer, scenario_ask  # noqa: E402 - ask, reply and the automatic answer
 
-SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume,
+SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume, "stamp": scenario_stamp,
              "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward,
              "cancel": scenario_cancel, "prune": scenario_prune,
              "ask": scenario_ask, "answer": scenario_answer}

@@ -76,6 +76,15 @@ class Outcome:
             faults = faults + self._report(faults)
         return faults
 
+    def then(self, step: "Commit") -> None:
+        """Run `step` after the follow-up, when that met no fault (the fast path's stamp)."""
+        first = self._commit
+
+        def both() -> "List[str]":
+            faults = first() if first is not None else []
+            return faults or step()
+        self._commit = both
+
 
 def render_field(value: object) -> str:
     from git_korus_mail.core import render
@@ -124,7 +133,8 @@ class Drain:
                  launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
                  surface: "Optional[str]" = None, name: "Optional[str]" = None,
                  find_launch: "Optional[Callable[[], AnyLaunch]]" = None,
-                 final_text: "Optional[str]" = None, run_start: bool = False) -> None:
+                 final_text: "Optional[str]" = None, run_start: bool = False,
+                 fast_key: "Optional[str]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -136,6 +146,7 @@ class Drain:
         self.repo_opt = repo_opt
         self._launch = launch
         self._find_launch = find_launch
+        self.fast_key = fast_key  # the client stub's name for this launch's stamp (core/drain_fast.py)
         self.account = account
         self.surface = surface  # where the session runs (terminal, sdk, editor), for `who`
         self.name = name        # the session's name, where the client says (at its end), for `who`
@@ -264,15 +275,24 @@ class Drain:
 
     # -- the phases: each in its own module, imported only when its phase runs -------
     def _show(self) -> Outcome:
+        if self.opening:
+            self._fast_clear()  # a new launch: no stamp of an old one with its name stands
+        looked = self._fast_look()  # before anything lists the inbox
         if not self.opening and self.box.nothing_to_show():
             # what drain_show concludes for an empty box (OFF or not), without loading it: the
             # answer of most tool calls and prompts (hot path; the opening show still announces)
             self._record()
-            return Outcome()
-        from git_korus_mail.core.drain_show import show
-        return show(self)
+            out = Outcome()
+        else:
+            from git_korus_mail.core.drain_show import show
+            out = show(self)
+        if looked is not None:
+            seen = looked
+            out.then(lambda: self._fast_stamp(seen))
+        return out
 
     def _stop(self) -> Outcome:
+        self._fast_clear()
         from git_korus_mail.core.drain_consume import consume
         return consume(self)
 
@@ -310,7 +330,25 @@ class Drain:
 
 
     # -- end: drop this launch's markers of mail never consumed; it stays queued -----
+    # -- the stub's fast path (core/drain_fast.py): loaded only where a stamp is or may be -----
+    def _fast_look(self) -> "Optional[Tuple[int, float]]":
+        if self.fast_key is None or self.opening:
+            return None
+        mtime = self.box.inbox_mtime_ns()
+        return None if mtime is None else (mtime, time.time())
+
+    def _fast_stamp(self, seen: "Tuple[int, float]") -> "List[str]":
+        from git_korus_mail.core import drain_fast
+        return drain_fast.stamp(self, seen)
+
+    def _fast_clear(self) -> None:
+        """At consume, end and an opening show: the launch's tool calls run Python again."""
+        if self.fast_key is not None and (self.root.has_stamp(self.fast_key) or self.opening):
+            from git_korus_mail.core import drain_fast
+            drain_fast.clear(self)
+
     def _end(self) -> Outcome:
+        self._fast_clear()
         from git_korus_mail.store import markers
         if markers.any_shown(self.box):
             from git_korus_mail.core import answer  # questions shown and open: their askers learn it now

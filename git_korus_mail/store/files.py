@@ -27,7 +27,7 @@ from git_korus_mail.errors import MailError
 # the refusals callers outside store/ catch: re-exported (`as`) so they never import fsafe
 from git_korus_mail.store.fsafe import SMALL_FILE, Dir  # noqa: F401 - SMALL_FILE: for callers
 from git_korus_mail.store.fsafe import NotOwned as NotOwned, NotRegular as NotRegular, TooLarge as TooLarge
-from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
+from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, FAST_DIR, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
                                          TMP_MAX_AGE, WHY_SUFFIX, WORKTREE_FILE, mail_root_path, quarantine_name,
                                          staging_name)
 # crash, stamps, message, journal, records, moves: loaded where used (hot path)
@@ -87,6 +87,10 @@ class MailRoot:
         """The journal's records, oldest first (see journal.read)."""
         from git_korus_mail.store import journal
         return journal.read(self.dir, limit=limit)
+
+    def has_stamp(self, key: str) -> bool:
+        """Whether the fast path's stamp `key` (store/fastpath.py) exists: one lstat."""
+        return os.path.lexists(os.path.join(self.path, FAST_DIR, key))
 
     def is_off(self) -> bool:
         return self.dir.exists(OFF_FILE)
@@ -230,6 +234,13 @@ class Box(_Mixins):
             return 0
         from git_korus_mail.store.moves import Moves
         return Moves.repair(self)
+
+    def inbox_mtime_ns(self) -> "Optional[int]":
+        """The inbox's mtime in ns, None without an inbox. Taken before a listing, it dates what
+        the listing saw (the fast path's stamp, store/fastpath.py): the same open directory
+        serves both."""
+        d = self.open_sub("inbox")
+        return None if d is None else os.fstat(d.fd).st_mtime_ns
 
     def nothing_to_show(self) -> bool:
         """Whether the inbox holds no file at all and no move is half done (no claim): a show then

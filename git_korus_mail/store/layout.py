@@ -12,6 +12,7 @@ OFF_FILE = "OFF"
 TMP_MAX_AGE = 36 * 3600
 MSG_SUFFIX = ".json"
 WHY_SUFFIX = ".why.json"  # quarantine/<q-name>.why.json: why a file was moved aside
+FAST_DIR = "fast"  # <mail>/fast/: the hook stub's fast-path stamps (store/fastpath.py)
 WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 
 CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (Box.cancel)

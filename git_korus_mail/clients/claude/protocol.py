@@ -133,6 +133,7 @@ def drain_facts(payload, environ):
     account = account_of(environ)
     facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
              "find_launch": lambda: launch_of(environ), "account": account,
+             "fast_key": fast_key_of(payload, environ),
              "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
     if payload.event in (OPENING_EVENT, END_EVENT):
         launch = facts["launch"] = launch_of(environ)  # needed now, for the name
@@ -148,6 +149,16 @@ def drain_facts(payload, environ):
     elif payload.event == "UserPromptSubmit":
         facts["run_start"] = True  # a prompt begins a run (a wake-up's notification too)
     return facts
+
+
+def fast_key_of(payload, environ):
+    """The name the stub (hooks/claude-hook.sh) looks this launch's fast-path stamp up by,
+    `<session id>@<CLAUDE_PID>`: spelled from the hook's environment alone, so the stub needs
+    no payload. None when the environment does not name this very session."""
+    sid, pid = environ.get("CLAUDE_CODE_SESSION_ID"), environ.get("CLAUDE_PID") or ""
+    if not sid or sid != payload.session or not pid.isdigit():
+        return None
+    return f"{sid}@{pid}"
 
 
 def session_of(environ):

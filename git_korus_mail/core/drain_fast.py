@@ -1,0 +1,56 @@
+"""The drain's side of the hook stub's fast path (store/fastpath.py, docs/HOOKS.md "The fast
+path"): a show that found nothing new for its launch stamps that, after its output, and every
+consume, end and opening show removes the launch's stamp. `drain` is the drain.Drain being run.
+
+Conservative by construction: a stamp is written only when this very run found the inbox
+holding nothing the launch was not shown, no claim to repair, no junk, no fault, delivery on,
+and the inbox unchanged from before the listing to after it, with its last change MARGIN
+seconds old. Anything else leaves the stamp unwritten, which only costs the next tool call a
+Python run."""
+
+from git_korus_mail.errors import MailError
+from git_korus_mail.store import fastpath
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import List, Tuple
+
+    from git_korus_mail.core.drain import Drain
+
+    Look = Tuple[int, float]  # (the inbox's mtime in ns, when it was taken)
+
+
+def stamp(drain: "Drain", seen: "Look") -> "List[str]":
+    """After the show's output and follow-up: stamp the launch when nothing was new. Never a
+    fault: a stamp not written only means the next tool call runs Python."""
+    key = drain.fast_key
+    mtime, looked_at = seen
+    box, root = drain.box, drain.root
+    if not fastpath.valid_key(key) or not fastpath.may_stamp(mtime, looked_at) or drain.faults:
+        return []
+    try:
+        if root.is_off() or box.names("claiming") or not drain.launch.known:
+            return []
+        ids, odd = box.inbox_ids()
+        if odd or (ids and drain._markers().unseen(ids)) or box.inbox_mtime_ns() != mtime:
+            return []
+        assert key is not None  # for mypy: valid_key said so
+        if not fastpath.current(root, box, key, mtime, drain.cwd):
+            fastpath.write(root, box, key, mtime, drain.cwd)
+    except (OSError, MailError):
+        pass
+    return []
+
+
+def clear(drain: "Drain") -> None:
+    """Remove this launch's stamp: its session goes idle or ends, or a new launch opens."""
+    key = drain.fast_key
+    if not fastpath.valid_key(key):
+        return
+    assert key is not None  # for mypy: valid_key said so
+    try:
+        fastpath.clear(drain.root, key)
+        if drain.opening:
+            fastpath.sweep(drain.root)  # killed launches' stamps: one opening show judges a few
+    except (OSError, MailError):
+        pass  # a stamp left behind is still checked against the inbox by the stub

@@ -1,0 +1,142 @@
+"""The stub's fast path (docs/HOOKS.md, "The fast path"): a tool call with nothing new for its
+launch is answered in POSIX sh without starting Python, and every doubt starts Python. Real
+processes throughout: the installed stub run by sh, dash and bash, the real drain behind it."""
+
+import json
+import os
+import time
+
+import pytest
+
+from helpers import context_of, run_cli
+from stubworld import SHELLS, Stub, age, inbox_of
+
+
+def send(clone, text):
+    run_cli("send", "--to", "web", "--", text, cwd=clone.main, check=True)
+
+
+@pytest.fixture
+def stub(clone):
+    s = Stub(clone, clone.web)
+    send(clone, "first")
+    answer, _ = s.run("UserPromptSubmit")  # shown here: the box then holds nothing new for the launch
+    assert "first" in context_of(answer)
+    age(inbox_of(clone, clone.web))  # as if the mail had come in a while ago
+    return s
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_tool_call_with_nothing_new_starts_no_python(stub, clone, shell):
+    answer, started = stub.run("PostToolUse", shell)
+    assert started and answer is None  # the first one runs the drain, which stamps the launch
+    inbox = inbox_of(clone, clone.web)
+    gen = clone.mail_root / "fast" / os.readlink(stub.stamp)
+    assert os.readlink(gen / "inbox") == str(inbox) and os.readlink(gen / "cwd") == str(clone.web)
+    assert (gen / "seen").stat().st_mtime_ns == inbox.stat().st_mtime_ns
+    for _ in range(3):
+        assert stub.run("PostToolUse", shell) == (None, False)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_new_mail_is_shown_at_the_next_tool_call(stub, clone, shell):
+    stub.run("PostToolUse", shell)
+    assert stub.run("PostToolUse", shell) == (None, False)
+    send(clone, "second")
+    answer, started = stub.run("PostToolUse", shell)
+    assert started and "second" in context_of(answer)
+
+
+def test_mail_published_in_the_same_instant_as_the_look_is_shown_at_the_next_event(stub, clone):
+    """An inbox changed within MARGIN seconds of the look is never stamped, so a message that
+    lands in the same second (or nanosecond) as that change cannot hide behind equal mtimes."""
+    inbox = inbox_of(clone, clone.web)
+    for back in (0.0, 0.9):
+        t = (int(time.time()) - int(back)) * 1_000_000_000  # this second, or the one before
+        os.utime(inbox, ns=(t, t))
+        assert stub.run("PostToolUse")[1]
+        assert not os.path.lexists(stub.stamp)
+        send(clone, f"same instant {back}")
+        os.utime(inbox, ns=(t, t))  # the new link carries the very same mtime
+        answer, started = stub.run("PostToolUse")
+        assert started and f"same instant {back}" in context_of(answer)
+
+
+@pytest.mark.parametrize("garbage", ["file", "dangling", "no-seen", "seen-dir", "inbox-file", "other-cwd",
+                                     "other-box"])
+def test_a_missing_or_garbage_stamp_starts_python(stub, clone, garbage):
+    stub.run("PostToolUse")
+    assert stub.run("PostToolUse") == (None, False)
+    fast = clone.mail_root / "fast"
+    gen = fast / os.readlink(stub.stamp)
+    if garbage == "file":
+        stub.stamp.unlink()
+        stub.stamp.write_text("")
+    elif garbage == "dangling":
+        stub.stamp.unlink()
+        stub.stamp.symlink_to("nowhere")
+    elif garbage == "no-seen":
+        (gen / "seen").unlink()
+    elif garbage == "seen-dir":
+        (gen / "seen").unlink()
+        (gen / "seen").mkdir()
+    elif garbage == "inbox-file":
+        (gen / "inbox").unlink()
+        (gen / "inbox").symlink_to(gen / "cwd")
+        (clone.base / "plain").write_text("")
+        (gen / "inbox").unlink()
+        (gen / "inbox").symlink_to(clone.base / "plain")
+    elif garbage == "other-cwd":
+        (gen / "cwd").unlink()
+        (gen / "cwd").symlink_to(clone.main)
+    elif garbage == "other-box":  # a stamp naming another inbox, as old as this one
+        (gen / "inbox").unlink()
+        other = clone.base / "other-inbox"
+        other.mkdir()
+        t = (gen / "seen").stat().st_mtime_ns
+        os.utime(other, ns=(t, t))
+        (gen / "inbox").symlink_to(other)
+        send(clone, "behind another inbox")
+        answer, started = stub.run("PostToolUse")
+        assert not started  # the stamp speaks for the inbox it names: the drain never writes this
+        stub.stamp.unlink()
+        answer, started = stub.run("PostToolUse")
+        assert started and "behind another inbox" in context_of(answer)
+        return
+    assert stub.run("PostToolUse")[1]
+
+
+def test_another_sessions_stamp_is_never_trusted(stub, clone):
+    stub.run("PostToolUse")
+    assert stub.run("PostToolUse") == (None, False)
+    assert stub.run("PostToolUse", session="s-other")[1]  # its own key: no stamp of its own yet
+    assert stub.run("PostToolUse", env={"CLAUDE_PID": "1"})[1]  # another launch of the same session
+
+
+def test_off_starts_python(stub, clone):
+    stub.run("PostToolUse")
+    run_cli("off", cwd=clone.main, check=True)
+    assert stub.run("PostToolUse")[1]
+    run_cli("on", cwd=clone.main, check=True)
+
+
+def test_stop_and_session_end_remove_the_stamp(stub, clone):
+    """After Stop the session is idle: its next tool call runs Python, which records it working."""
+    stub.run("PostToolUse")
+    assert os.path.lexists(stub.stamp)
+    stub.run("Stop")
+    assert not os.path.lexists(stub.stamp)
+    assert stub.run("PostToolUse")[1]
+    rec = json.loads((inbox_of(clone, clone.web).parent / "sessions" / "s-fast.json").read_text())
+    assert rec["state"] == "working"
+    stub.run("SessionEnd")
+    assert not os.path.lexists(stub.stamp)
+    assert not [n for n in os.listdir(clone.mail_root / "fast") if n.startswith(stub.key)]
+
+
+def test_an_opening_show_removes_a_dead_launchs_stamp(stub, clone):
+    stub.run("PostToolUse")
+    dead = clone.mail_root / "fast" / "s-dead@999999999"
+    dead.symlink_to(os.readlink(stub.stamp))
+    stub.run("SessionStart")
+    assert not os.path.lexists(dead) and not os.path.lexists(stub.stamp)
