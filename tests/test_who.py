@@ -399,3 +399,23 @@ def test_a_config_root_is_read_only_by_the_registry_of_the_client_that_recorded_
     data = who(clone)
     assert row(data, S1)["name"] is None
     assert data["config_roots"] == [{"path": c.config, "client": "codex", "ghosts": 0}]
+
+
+def test_a_session_whose_ask_waits_for_its_answer_is_waiting(clone, launch):
+    import time
+    from git_korus_mail.store import answers
+    from git_korus_mail.store.files import MailRoot
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    rec = json.loads(presence_file(clone, clone.web, S1).read_text())
+    root = MailRoot.open(str(clone.common_dir))
+    api_box = keys.key_for(str(clone.main)).name
+    # what `ask` run in that session's Bash tool records (its owner: this process, alive)
+    answers.open_wait(root, "20261201T120000Z-00000000000000aa", rec["box"], api_box, time.time() + 600,
+                      rec["launch"])
+    r = row(who(clone), S1)
+    assert r["state"] == "waiting" and r["waiting_for"]["id"] == "20261201T120000Z-00000000000000aa", r
+    assert r["waiting_for"]["to"] == api_box
+    assert "waiting as of" in run_cli("who", cwd=clone.main).stdout
+    answers.close_wait(root, "20261201T120000Z-00000000000000aa")
+    assert row(who(clone), S1)["state"] == "idle"

@@ -3,9 +3,11 @@
 Two questions the roster cannot answer from presence alone; each is a plain function, so the
 part that knows the answer fills it in without touching the roster:
 - the wake tier says until when an idle session can be woken by new mail;
-- `ask` says which question a session waits on for an answer.
-Until they are filled, no session is reported wakeable or waiting.
+- `ask` says which question a session waits on for an answer (its open waits, store/answers.py).
+Until the wake tier fills its function, no session is reported wakeable.
 """
+
+from git_korus_mail.store.launch import UNKNOWN_TAG
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
@@ -21,6 +23,17 @@ def wakeable_until(box: "Box", rec: "Dict[str, Any]") -> "Optional[str]":
 
 
 def waiting_for(box: "Box", rec: "Dict[str, Any]") -> "Optional[Dict[str, Any]]":
-    """The question this session waits on, e.g. {"id": <question id>, "since": <stamp>,
-    "to": <box>}; None when it waits on none."""
+    """The question this session waits on: {"id": <question id>, "to": <box asked>, "until":
+    <stamp>}; None when it waits on none. A wait `ask` opened (store/answers.py) counts for the
+    session whose launch ran it (the same launch tag, in the asker's box) while its owner runs."""
+    from git_korus_mail.store import answers
+    from git_korus_mail.stamps import utc_stamp
+    launch = rec.get("launch")
+    if not isinstance(launch, str) or launch == UNKNOWN_TAG:
+        return None
+    for wait in answers.live_waits(box.root):
+        if wait.get("asker") == box.name and wait.get("launch") == launch:
+            deadline = wait.get("deadline")
+            return {"id": wait.get("question"), "to": wait.get("target"),
+                    "until": utc_stamp(deadline) if isinstance(deadline, (int, float)) else None}
     return None
