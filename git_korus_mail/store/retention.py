@@ -13,13 +13,11 @@ at a bounded number of messages per run (docs/STORE.md, "Retention").
 
 import time
 
-from git_korus_mail import crash
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store import claims
-from git_korus_mail.store.markers import SKIP_SUFFIX
 from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
 from git_korus_mail.stamps import parse_stamp, utc_stamp
+# crash, claims and markers: loaded by a prune only (`due` runs at every opening show: hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -53,6 +51,7 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
     """Remove messages that reached a final state more than `keep_seconds` ago (up to `limit`),
     with their records; first finish what a killed prune left. Returns {state: [ids removed]};
     journals one `pruned` line with the counts; stamps the box."""
+    from git_korus_mail import crash
     now = time.time() if now is None else now
     done: Dict[str, List[str]] = {}
     pending = box.open_sub(PRUNING)
@@ -130,6 +129,8 @@ def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
     """Prune one message under its claim, leaving its marker for `prune` to drop once journaled;
     True when it is pruned now (by this call, or by a killed prune whose marker this finishes)."""
     name = msg_id + MSG_SUFFIX
+    from git_korus_mail import crash
+    from git_korus_mail.store import claims
     owner = claims.me("prune")
     claiming = box.ensure_sub("claiming")
     if claims.acquire(box.root.tmp, claiming, msg_id, owner)[0] != "won":
@@ -164,6 +165,7 @@ def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
 
 def _drop_markers(box: "Box", msg_id: str) -> None:
     """Display markers of other launches for a message long gone: they authorize nothing now."""
+    from git_korus_mail.store.markers import SKIP_SUFFIX
     shown = box.open_sub("shown")
     if shown is None:
         return
