@@ -144,6 +144,27 @@ def test_working_with_no_hook_event_for_long_is_not_responding(clone, launch):
     assert row(who(clone), S1)["state"] == "idle"
 
 
+def test_tool_calls_that_leave_no_hook_event_still_show_in_the_transcript(clone, launch):
+    """The stub answers a tool call with nothing new without Python (docs/HOOKS.md, "The fast
+    path"), so presence keeps the time of an older event; Claude Code's transcript still grows."""
+    c = launch()
+    c.hook("UserPromptSubmit", clone.web, S1)
+    path = presence_file(clone, clone.web, S1)
+    rec = json.loads(path.read_text())
+    rec["at"] = LONG_AGO
+    path.write_text(json.dumps(rec))
+    slug = "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in str(clone.web))
+    transcript = os.path.join(c.config, "projects", slug, S1 + ".jsonl")
+    os.makedirs(os.path.dirname(transcript))
+    with open(transcript, "w") as f:
+        f.write('{"type": "assistant"}\n')  # written just now
+    r = row(who(clone), S1)
+    assert (r["state"], r["as_of"]) == ("working", LONG_AGO) and r["last_activity"] is not None, r
+    os.utime(transcript, (1767225600, 1767225600))  # 2026-01-01T00:00:00Z: as old as the event
+    r = row(who(clone), S1)
+    assert (r["state"], r["last_activity"]) == ("not responding", "2026-01-01T00:00:00.000000Z"), r
+
+
 def test_waiting_and_wakeable_come_from_the_hooks_ask_and_wake_fill(clone, launch, monkeypatch):
     from git_korus_mail.core import roster, roster_hooks
     from git_korus_mail.core.clone import Clone

@@ -58,6 +58,15 @@ def registries():
     return (claude,)
 
 
+def last_activity(client, config_root, cwd, session):
+    """When `client`'s session last showed a sign of life of its own (epoch seconds), for `who`'s
+    "not responding"; None when that client keeps no such trace or it is missing."""
+    for registry in registries():
+        if registry.NAME == client:
+            return registry.last_activity(config_root, cwd, session)
+    return None
+
+
 def default_config_root(client):
     """The config dir a session of `client` (its name, as presence records it) uses when its
     hooks named none; None for a client that keeps no registry."""

@@ -45,7 +45,7 @@ def run(clone, args, out):
     body = send.read_body(args.body)
     send.check_body(body)
     targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees,
-                           roster=lambda: roster.collect(clone, clients.sessions)["sessions"])
+                           roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
                                 sender_session=clients.session_of(os.environ))
     if args.json:

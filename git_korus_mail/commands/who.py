@@ -18,7 +18,7 @@ class WhoArgs:
 
 
 def run(clone, args, out):
-    data = roster.collect(clone, clients.sessions)
+    data = roster.collect(clone, clients.sessions, activity=clients.last_activity)
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")
         return 0

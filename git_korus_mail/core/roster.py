@@ -11,7 +11,7 @@ never shown: the id shown is the one our hooks saw last in that process.
 
 States (docs/CONTRACT.md, "who"): working, idle (wakeable until T where the wake tier says),
 waiting (for an answer, where `ask` says), not responding (alive and working, but no hook
-event for NOT_RESPONDING_SECONDS), closed (ended with the client's end event), gone (its
+event and no sign of life in the client's own trace for NOT_RESPONDING_SECONDS), closed (ended with the client's end event), gone (its
 process died without one). `send --to all` mails the worktrees with a session in presence.LIVE:
 every state here but closed and gone.
 """
@@ -34,13 +34,15 @@ if TYPE_CHECKING:
 
     Entry = Dict[str, Any]      # one registry entry, in the terms clients/claude/registry.py gives
     Registry = Callable[[Optional[str], Optional[str]], List[Entry]]  # (config root, client name)
+    Activity = Callable[[Optional[str], Optional[str], Optional[str], str], Optional[float]]  # client, root, cwd, session
     Session = Dict[str, Any]    # one roster row (JSON-shaped)
 
 NOT_RESPONDING_SECONDS = 15 * 60  # past the longest tool call Claude Code allows (10 min), with room
 LIVE_STATES = ("working", "idle", "waiting", "not responding")
 
 
-def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None) -> "Dict[str, Any]":
+def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None,
+            activity: "Optional[Activity]" = None) -> "Dict[str, Any]":
     """{"as_of", "sessions": [...], "worktrees": [...], "config_roots": [...]}; see docs/CONTRACT.md."""
     now = time.time() if now is None else now
     root = clone.mail_root()
@@ -60,7 +62,7 @@ def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None)
         entry = _entry_of(rec, entries)
         if entry is not None:
             matched.add((entry["pid"], entry["start"]))
-        rows.append(_row(box, rec, entry, wts, now))
+        rows.append(_row(box, rec, entry, wts, now, activity))
     rows.extend(_unseen(entries, matched, wts, now))
     rows.sort(key=lambda r: (r["worktree"] or "~", r["state"] in ("closed", "gone"), -(r["at_epoch"] or 0)))
     worktrees = []
@@ -113,7 +115,7 @@ def _entry_of(rec: "Dict[str, Any]", entries: "List[Entry]") -> "Optional[Entry]
 
 
 def _row(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", wts: "Dict[str, Any]",
-         now: float) -> "Session":
+         now: float, activity: "Optional[Activity]" = None) -> "Session":
     session = str(rec.get("session"))
     wt = wts.get(box.name)
     known = presence.remembered(box, session)
@@ -132,15 +134,15 @@ def _row(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", wts: "Dict
         "pid": rec.get("claude_pid"), "hooks": True, "last_event": rec.get("last_event"),
         "at_epoch": at,
     }
-    row.update(_state(box, rec, entry, at, now))
+    row.update(_state(box, rec, entry, at, now, activity))
     return row
 
 
 def _state(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", at: "Optional[float]",
-           now: float) -> "Dict[str, Any]":
-    """state, as_of (the time of the fact it rests on), and wakeable_until / waiting_for."""
-    out: "Dict[str, Any]" = {"state": rec["liveness"], "as_of": rec.get("at"), "wakeable_until": None,
-                             "waiting_for": None}
+           now: float, activity: "Optional[Activity]" = None) -> "Dict[str, Any]":
+    """state, as_of (the time of the fact it rests on), last_activity, wakeable_until, waiting_for."""
+    out: "Dict[str, Any]" = {"state": rec["liveness"], "as_of": rec.get("at"), "last_activity": None,
+                             "wakeable_until": None, "waiting_for": None}
     if out["state"] not in presence.LIVE:
         return out  # closed or gone: since its last hook event
     status_at = (entry or {}).get("updated_at")
@@ -151,7 +153,14 @@ def _state(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", at: "Opt
     if waiting is not None:
         out.update(state="waiting", waiting_for=waiting)
     elif out["state"] == "working" and at is not None and now - at > NOT_RESPONDING_SECONDS:
-        out["state"] = "not responding"
+        # tool calls the stub answers without Python leave no hook event in presence: the
+        # client's own trace of the session (Claude Code: its transcript) counts as a sign of life
+        seen = activity(rec.get("client"), rec.get("config_dir"), rec.get("cwd"), str(rec.get("session"))) \
+            if activity is not None else None
+        if seen is not None:
+            out["last_activity"] = utc_stamp(seen)
+        if seen is None or now - seen > NOT_RESPONDING_SECONDS:
+            out["state"] = "not responding"
     elif out["state"] == "idle":
         out["wakeable_until"] = roster_hooks.wakeable_until(box, rec)
     return out
@@ -171,7 +180,8 @@ def _unseen(entries: "List[Entry]", matched: "set[Tuple[int, int]]", wts: "Dict[
         out.append({"worktree": wt.path, "branch": wt.branch, "box": box, "session": e.get("session"),
                     "name": e.get("name"), "client": e.get("client"), "config_root": e.get("config_root"),
                     "surface": e.get("surface"), "pid": e["pid"], "hooks": False, "last_event": None,
-                    "state": e.get("status") or "idle", "wakeable_until": None, "waiting_for": None,
+                    "state": e.get("status") or "idle", "last_activity": None, "wakeable_until": None,
+                    "waiting_for": None,
                     "as_of": utc_stamp(e["updated_at"]) if e.get("updated_at") else utc_stamp(now),
                     "at_epoch": e.get("updated_at")})
     return out

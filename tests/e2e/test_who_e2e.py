@@ -63,6 +63,9 @@ def test_who_lists_sessions_of_two_config_roots_and_follows_clear_and_kill(mail,
     stream.send("think a while")
     stream.wait_until(lambda: rows(mail, s_sid)[0]["state"] == "working", 30, "the stream session working")
     stream.read_result()
+    # the sign of life who falls back on when tool calls leave no hook event: the transcript
+    from git_korus_mail import clients
+    assert clients.last_activity("claude", two.config_dir, os.path.realpath(mail.b), s_sid) is not None
 
     # /clear in the terminal: the new id is listed (idle), the old one closed
     term.type("/clear")

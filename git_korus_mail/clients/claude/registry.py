@@ -35,6 +35,20 @@ def name_of(config_root, pid, start):
     return entry["name"]
 
 
+def last_activity(config_root, cwd, session):
+    """When the session last wrote its transcript (epoch seconds), None when unknown. Claude Code
+    appends to `<config dir>/projects/<slug>/<session>.jsonl` (slug: the cwd with every character
+    but an ASCII letter or digit replaced by `-`) as the turn goes: a sign of life that tool
+    calls answered by the stub's fast path leave nowhere else (docs/HOOKS.md, "The fast path")."""
+    if not cwd or not session or "/" in session or session.startswith("."):
+        return None
+    slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
+    try:
+        return os.stat(os.path.join(config_root or default_root(), "projects", slug, session + ".jsonl")).st_mtime
+    except (OSError, ValueError):
+        return None
+
+
 def sessions(config_root):
     """The entries of `config_root`'s registry (None: the default config dir), each a dict:
     client, config_root, pid, start (int or None), session, cwd, name, status (working / idle /
