@@ -89,7 +89,9 @@ def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) 
         e["consumed"] = {"session": receipt.get("session"), "at": receipt.get("consumed_at"),
                          "launch": (receipt.get("launch") or {}).get("tag")
                          if isinstance(receipt.get("launch"), dict) else None}
-    shown = markers.shown_by(box, msg_id, observed=True)
+    # display markers: one read per launch directory, so a listing asks only where they matter
+    # (the queued; the cancelled, whose sender is told a model saw them); `read` always asks
+    shown = markers.shown_by(box, msg_id, observed=True) if body or sub in ("inbox", CANCELLED) else []
     if shown:
         e["shown"] = shown
         if e["state"] == "queued":
