@@ -140,6 +140,21 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
         delay = min(delay * 1.5, POLL_MAX)
 
 
+def _consume_when_queued(root: "MailRoot", box: "Box", aid: str, session: str, obs: "Dict[str, Any]",
+                         rec: "Dict[str, Any]", tries: int = 250) -> str:
+    """Consume the answer's mail. The answerer decides before it publishes, so an ask that saw
+    the decision can find the mail not queued yet: wait for it (about 5 s at most), publishing
+    it from the record meanwhile in case the answerer died between the two."""
+    got = "gone"
+    for _ in range(tries):
+        got = box.consume(aid, session, obs)
+        if got != "gone" or box.fate(aid)[0] != "gone":
+            return got
+        answers.publish_answer(root, rec)
+        time.sleep(0.02)
+    return got
+
+
 def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "List[str]":
     """The answer is on the asker's stdout: consume its mail in the asker's box (so no drain
     shows it again) and close the wait. Returns what could not be done (warnings)."""
@@ -152,9 +167,11 @@ def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "
         aid = str(rec["message"]["id"])
         if box is not None:
             obs = {"by": "ask", "question": q.id, "pid": os.getpid(), "at": utc_stamp(time.time())}
-            got = box.consume(aid, session or "ask", obs)
+            got = _consume_when_queued(q.root, box, aid, session or "ask", obs, rec)
             if got == "held":
                 warnings.append(f"answer {aid} is claimed by another process; a drain may show it too")
+            elif got == "gone" and box.fate(aid)[0] == "gone":
+                warnings.append(f"answer {aid} was not yet in this worktree's box; a drain shows it when it is")
     except (OSError, MailError) as exc:
         warnings.append(f"answer not marked delivered ({exc}); the drain will show it again")
     crash.point("ask:delivered")

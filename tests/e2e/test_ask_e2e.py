@@ -172,3 +172,32 @@ def test_stop_continued_by_another_hook_answers_with_the_first_stops_text(mail, 
     assert [s["last_assistant_message"] for s in stops] == ["first final", "second final"]
     result = tool_result_after(api_a, "ask-exit=")
     assert "status done" in result and "first final" in result and "second final" not in result
+
+
+def test_user_interrupt_ends_the_wait_with_stopped_at_the_next_prompt(mail, pair):
+    """Esc in the terminal UI during a tool call fires no hook (observed: no PostToolUse, no
+    Stop); the launch's next prompt fires UserPromptSubmit, and only then can the question the
+    interrupted run was shown be answered: `stopped`."""
+    import time
+    api_a, a, api_b, b = pair
+    api_b.set_script([bash(wait_for_question(mail, mail.b)), bash("python3 -c 'import time; time.sleep(60)'; echo slept"), text("next run")])
+    api_a.set_script([bash(ask_cmd(mail.b, "still working?", timeout=100)), text("ok")])
+    with b.terminal(mail.b, args=["--dangerously-skip-permissions"]) as t:
+        t.wait_until(lambda: "Yes, I accept" in t.screen_text(), 60, "the bypass dialog")
+        t.type("\x1b[B")
+        time.sleep(0.3)
+        t.type("\r")
+        t.wait_until(lambda: "shift+tab" in t.screen_text(), 60, "the prompt")
+        t.type("work on it")
+        t.type("\r")
+        pa = a.start("ask b", mail.a)
+        t.wait_until(lambda: any("time.sleep(60)" in r.reply for r in api_b.agent_requests()), 60, "the slow tool call")
+        time.sleep(1.5)
+        t.type("\x1b")  # Esc: the run is interrupted, and no hook says so
+        t.wait_until(lambda: "Interrupted" in t.screen_text(), 30, "the interrupt")
+        t.type("go on")
+        t.type("\r")
+        ra = pa.finish(120)
+        t.kill()
+    result = tool_result_after(api_a, "ask-exit=")
+    assert "status stopped" in result and "ask-exit=3" in result, (result[-800:], ra.describe())
