@@ -67,10 +67,16 @@ def server(tmp_path):
     tmux(sock, "set-option", "-g", "allow-rename", "on")
     for k, v in env.items():
         tmux(sock, "set-environment", "-g", k, v)
+    path = tmux(sock, "display-message", "-p", "#{socket_path}").stdout.strip()
     try:
         yield sock
     finally:
         tmux(sock, "kill-server", check=False)
+        if path:
+            try:
+                os.unlink(path)  # the server may leave its socket behind
+            except FileNotFoundError:
+                pass
 
 
 def seen(sock, name):
