@@ -21,14 +21,14 @@
 __git_korus_mail_subcommands='send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release completion'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
-__git_korus_mail_valued=' --repo --to --kind --ttl --session --scope --client --timeout '
+__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout '
 
 # __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
 # has them (tests/test_surface.py checks that they agree).
 __git_korus_mail_options ()
 {
 	case $1 in
-	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --json' ;;
+	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --no-wake --wait= --json' ;;
 	ask)              echo '--repo= --to= --timeout= --json' ;;
 	reply)            echo '--repo= --json' ;;
 	list)             echo '--repo= --all --json' ;;
@@ -38,7 +38,7 @@ __git_korus_mail_options ()
 	doctor|who)       echo '--repo= --json' ;;
 	forward)          echo '--repo= --to= --json' ;;
 	off|on|release|cancel) echo '--repo=' ;;
-	drain)            echo '--repo= --client=' ;;
+	drain)            echo '--repo= --client= --watch' ;;
 	install)          echo '--repo= --scope= --client= --urgent --force' ;;
 	uninstall)        echo '--repo= --scope= --purge --yes' ;;
 	esac

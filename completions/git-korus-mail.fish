@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --scope --client --timeout
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout
                 set skip 1
             case '-*'
             case '*'
@@ -272,6 +272,11 @@ if not set -q __git_korus_mail_completion_loaded
             -x -l session -d 'Show only to this session id'
         complete -c $c -n '__git_korus_mail_using send; and not __git_korus_mail_has_opt --all-worktrees' \
             -f -l create -d 'Allow a path that is no worktree of this clone'
+        complete -c $c -n '__git_korus_mail_using send' \
+            -f -l no-wake -d 'Do not wake an idle recipient'
+        complete -c $c -n '__git_korus_mail_using send' \
+            -x -l wait -d 'Seconds to wait for the proof of delivery (default 2)'
+        complete -c $c -n '__git_korus_mail_using drain' -f -l watch -d 'The wake-up tier watcher'
         complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read forward doctor' \
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status inbox' \
@@ -299,7 +304,7 @@ if not set -q __git_korus_mail_completion_loaded
             -x -l client -a 'claude codex all' -d 'Which client to wire'
         complete -c $c -n '__git_korus_mail_using drain' \
             -x -l client -a 'claude codex' -d 'Whose hook protocol'
-        complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Wake-up tier (not built yet: refused)'
+        complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Arm the wake-up tier'
         complete -c $c -n '__git_korus_mail_using install' -f -l force -d 'Rewrite entries even when current'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l purge -d 'Also delete the mail root'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l yes -d 'Confirm --purge without asking'

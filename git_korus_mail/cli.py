@@ -39,8 +39,8 @@ commands:
 COMMANDS = {
     "send": """\
 usage:
-  git-korus-mail send [--repo=<path>] (--to=<dest>)... [--kind=<kind>] [--ttl=<minutes>] [--session=<id>] [--create] [--json] [--] [<body>]
-  git-korus-mail send [--repo=<path>] --all-worktrees [--kind=<kind>] [--ttl=<minutes>] [--json] [--] [<body>]
+  git-korus-mail send [--repo=<path>] (--to=<dest>)... [--kind=<kind>] [--ttl=<minutes>] [--session=<id>] [--create] [--no-wake] [--wait=<seconds>] [--json] [--] [<body>]
+  git-korus-mail send [--repo=<path>] --all-worktrees [--kind=<kind>] [--ttl=<minutes>] [--no-wake] [--wait=<seconds>] [--json] [--] [<body>]
 
 Queue <body> (or stdin when it is `-` or left out) for each destination.
 
@@ -55,8 +55,13 @@ options:
   --ttl=<minutes>    expire unread after this many minutes, 1 to 5256000 [default: 4320]
   --session=<id>     show only to this session id (a filter; the address stays the path)
   --create           allow a path that is no worktree of this clone
+  --no-wake          do not wake an idle recipient (it gets the mail at its next prompt)
+  --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60 [default: 2]
   --repo=<path>      the clone whose queue to use (for a folder outside any clone)
   --json             machine-readable result
+
+Each destination is reported `delivered` (the recipient's drain proved a live session
+was shown it), `queued` (not shown yet, and why) or refused (`not queued`), as of a time.
 """,
     "ask": """\
 usage:
@@ -205,7 +210,7 @@ options:
   --scope=<scope>    `local` (each worktree's .claude/ or .codex/ settings) or `user`
                      (the client's own config dir, with a repo anchor) [default: local]
   --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all` [default: claude]
-  --urgent           the wake-up tier (not built yet)
+  --urgent           arm the wake-up tier: new mail wakes an idle session (stays armed)
   --force            rewrite our entries even when they look current
   --repo=<path>      the clone to wire
 """,
@@ -254,7 +259,7 @@ Print a completion script for the shell.
 # Not in COMMANDS: `drain` is dispatched before docopt and parses its one option by hand.
 DRAIN_USAGE = """\
 usage:
-  git-korus-mail drain [--client=<name>] [--repo=<path>]
+  git-korus-mail drain [--client=<name>] [--repo=<path>] [--watch]
 
 The hook entry point a client's stub (written by install) runs at every hook event: the
 event's JSON on stdin, the answer (hook JSON, or nothing) on stdout. Not for typing.
@@ -262,6 +267,7 @@ event's JSON on stdin, the answer (hook JSON, or nothing) on stdout. Not for typ
 options:
   --client=<name>   whose hook protocol: `claude` or `codex` [default: claude]
   --repo=<path>     the clone whose queue to use (for a session outside any clone)
+  --watch           the wake-up tier's watcher (install --urgent): wait for new mail, then wake
 """
 
 EXIT_USAGE = 129   # as git does (commands/argv.py writes usage errors)

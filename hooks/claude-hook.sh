@@ -54,6 +54,22 @@ else
     run=$(command -v git-korus-mail 2>/dev/null) || run=
 fi
 
+if [ "$event" = Watch ]; then
+    # The wake-up tier's watcher (docs/HOOKS.md, "The wake-up tier"). Claude Code wakes the model
+    # when this exits 2, so only the helper's own wake line leads there: a helper that is missing,
+    # fails, or dies says nothing and exits 0. Its stderr goes nowhere, since Claude Code would
+    # put stderr into the wake text.
+    [ -n "$run" ] || exit 0
+    said=$("$run" drain --watch "$@" 2>/dev/null) || exit 0
+    case "$said" in
+        "korus-mail-wake "*)
+            printf '%s\n' "${said#korus-mail-wake }" >&2
+            exit 2
+            ;;
+    esac
+    exit 0
+fi
+
 if [ -n "$run" ]; then
     answer=$("$run" drain "$@")
     status=$?

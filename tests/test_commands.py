@@ -48,8 +48,9 @@ def test_send_ttl_as_typed_is_checked_before_it_becomes_minutes():
 def test_send_then_status_formatting(clone, in_main):
     out = io.StringIO()
     assert send.run(in_main, send.SendArgs(to=("../web",), body="schema changed", kind="handoff"), out) == 0
-    line = out.getvalue()
+    line, verdict = out.getvalue().splitlines(True)
     assert line.startswith("queued ") and f"-> {clone.web}" in line and line.endswith(" (web)\n"), line
+    assert verdict.startswith("  queued, as of ") and "no live session there" in verdict, verdict
     msg_id = line.split()[1]
 
     text = io.StringIO()

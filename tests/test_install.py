@@ -282,14 +282,6 @@ def test_settings_of_the_wrong_shape_are_left_untouched(clone):
     assert p.read_bytes() == before
 
 
-def test_urgent_is_refused(clone):
-    proc = install(clone.main, "--urgent", check=False)
-    assert proc.returncode == 1
-    assert "not built yet" in proc.stderr
-    assert not clone.mail_root.exists()
-    assert not settings_path(clone.main).exists()
-
-
 def test_purge_needs_yes_off_a_tty(clone):
     install(clone.main)
     run_cli("send", "--to", str(clone.web), "x", cwd=clone.main, check=True)

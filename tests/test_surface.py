@@ -72,7 +72,7 @@ def test_usage_surface_is_what_the_cli_parses(cmds):
     assert cmds["completion"].choices == ("bash", "zsh", "fish")
     assert cmds["send"].end_of_options and cmds["send"].arguments == ("<body>",)
     assert {o for o, arg in cmds["send"].options.items() if arg} == \
-        {"--repo", "--to", "--kind", "--ttl", "--session"}
+        {"--repo", "--to", "--kind", "--ttl", "--session", "--wait"}
 
 
 def test_top_level_usage_lists_every_command():

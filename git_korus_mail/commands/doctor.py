@@ -183,7 +183,23 @@ def _check_client_wiring(client, clone, root, record, findings):
             findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
     for wt in skipped:
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
+    _check_wake_tier(client, record, stub, wired, findings)
     return True, local
+
+
+def _check_wake_tier(client, record, stub, wired, findings):
+    """The wake-up tier (install --urgent): its watcher entry in every file of an armed scope."""
+    if not getattr(client, "WAKE_TIER", False):
+        return
+    for path, repo, _cwd in wired:
+        scope = record.scope("user" if repo else "local") or {}
+        armed = client.watcher_armed(path, stub)
+        if armed:
+            findings.add("wake", True, path, "the wake-up tier is armed: idle sessions are woken by new mail")
+        elif armed is False and scope.get("urgent"):
+            findings.add("wake", False, path, "install --urgent armed the wake-up tier, but this file has "
+                         "no watcher entry: idle sessions here get mail at their next prompt",
+                         "git korus-mail install --urgent")
 
 
 def _wiring_fix(client, path):

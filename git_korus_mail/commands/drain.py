@@ -17,17 +17,19 @@ from git_korus_mail import clients
 MAX_STDIN = 4 * 1024 * 1024
 
 
-USAGE_LINE = "usage: git-korus-mail drain [--client=<name>] [--repo=<path>]"
+USAGE_LINE = "usage: git-korus-mail drain [--client=<name>] [--repo=<path>] [--watch]"
 
 
 def _args(argv):
-    """`drain [--client=<name>] [--repo=<path>]`, parsed by hand to keep docopt off the hot path."""
-    opts = {"--repo": None, "--client": clients.DEFAULT}
+    """`drain [--client=<name>] [--repo=<path>] [--watch]`, parsed by hand to keep docopt off the hot path."""
+    opts = {"--repo": None, "--client": clients.DEFAULT, "--watch": False}
     i = 0
     while i < len(argv):
         a = argv[i]
         name, eq, value = a.partition("=")
-        if name in opts and eq:
+        if a == "--watch":
+            opts[a] = True
+        elif name in opts and eq:
             opts[name] = value
         elif a in opts and i + 1 < len(argv):
             i += 1
@@ -37,15 +39,18 @@ def _args(argv):
         i += 1
     if opts["--client"] not in clients.NAMES:
         raise ValueError(f"drain: --client {opts['--client']!r}: expected one of {', '.join(clients.NAMES)}")
-    return opts["--client"], opts["--repo"]
+    return opts["--client"], opts["--repo"], opts["--watch"]
 
 
 def main(argv):
     try:
-        client, repo = _args(argv)
+        client, repo, watch = _args(argv)
     except ValueError as exc:
         sys.stderr.write(f"git korus-mail: {exc}\n")
         return 129
+    if watch:
+        from git_korus_mail.commands.watch import serve_watch
+        return serve_watch(clients.hook_protocol(client), repo)
     return serve(clients.hook_protocol(client), repo)
 
 

@@ -32,7 +32,7 @@ from git_korus_mail.wiring import stub as hookstub
 @dataclass(frozen=True)
 class InstallArgs:
     scope: str = "local"   # one of SCOPES
-    urgent: bool = False   # the wake-up tier: refused until it is built
+    urgent: bool = False   # arm the wake-up tier (it stays armed for the scope until uninstall)
     force: bool = False    # rewrite our entries even when they look current
     client: str = "claude"  # one of CLIENT_CHOICES
 
@@ -54,17 +54,17 @@ def check_scope(scope):
 
 
 def run(clone, args, out):
-    if args.urgent:
-        raise MailError("--urgent: the wake-up tier is not built yet; run install without it")
     return run_install(clone, out, scope=check_scope(args.scope), force=args.force,
-                       names=check_client(args.client))
+                       names=check_client(args.client), urgent=args.urgent)
 
 
 SCOPES = ("local", "user")
 
 
-def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)):
-    """Wire `scope` (one of SCOPES) for the clients `names` (commands/install.py checks the arguments)."""
+def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,), urgent=False):
+    """Wire `scope` (one of SCOPES) for the clients `names` (commands/install.py checks the arguments).
+    `urgent` arms the wake-up tier (the clients that have one: WAKE_TIER); a scope armed before
+    stays armed (a new worktree's post-checkout install too)."""
     only_own = os.environ.get(postcheckout.POST_CHECKOUT_ENV) == "1" and scope == "local"
     if only_own:
         # from our post-checkout hook, inside `git worktree add`: one line, not the full report
@@ -86,10 +86,14 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
         scope_rec["clients"] = [n for n in clients.NAMES if n in known or n in names]
         wirings = []  # (client's wiring, its stub, [(settings path, repo anchor, cwd)])
         not_wired = []
+        urgent = bool(urgent or scope_rec.get("urgent"))
+        if urgent:
+            scope_rec["urgent"] = True
         for client in clients.installers(names):
             stub, state = client.write_stub(root, helper, force, repo=postcheckout.repo_anchor(clone))
             out.write(f"stub  {stub}  {state}  (runs {helper})\n")
             record.data["helper"] = helper
+            tier = {"urgent": urgent} if getattr(client, "WAKE_TIER", False) else {}
             wired, skipped = client.settings_targets(clone, scope, only_own)
             for wt in skipped:
                 out.write(f"skipped  {wt.path}  (prunable worktree: `git worktree prune` removes it)\n")
@@ -97,7 +101,7 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
             try:
                 for path, repo, cwd in wired:
                     try:
-                        state = client.wire_file(path, stub, repo, force, scope_rec["files"])
+                        state = client.wire_file(path, stub, repo, force, scope_rec["files"], **tier)
                     except MailError as exc:
                         # one broken settings file must not leave the worktrees after it unwired
                         not_wired.append((cwd, str(exc)))
@@ -126,7 +130,8 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
         record.save()
     # the stub was run at the full install; a new worktree only needs its file read back
     results = [result for client, stub, wired in wirings
-               for result in client.check(root, stub, wired, run_stub=not only_own)]
+               for result in client.check(root, stub, wired, run_stub=not only_own,
+                                          **({"urgent": urgent} if getattr(client, "WAKE_TIER", False) else {}))]
     failed = any(problems for _label, problems in results)
     if only_own:
         for path, _repo, cwd in (w for _client, _stub, wired in wirings for w in wired):
@@ -136,6 +141,9 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
             return 0
         out = report
     write_table(results, out)
+    if urgent and any(getattr(client, "WAKE_TIER", False) for client, _s, _w in wirings):
+        out.write("urgent  the wake-up tier is armed: an idle session is woken by mail sent to it "
+                  "(send --no-wake sends without waking)\n")
     if not only_own:
         from git_korus_mail.wiring import shells
         for shell, why, line in shells.setup_lines():

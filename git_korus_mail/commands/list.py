@@ -46,7 +46,9 @@ def run(clone, args, out):
                   f"{'  oldest unread ' + human_age(oldest) if oldest is not None else ''}\n")
         sessions = row["sessions"] if args.all else row["sessions"][:report.SESSIONS_SHOWN]
         for s in sessions:
-            out.write(f"    session {safe(s['session'])}  {safe(s['state'])}  last {safe(s['last_event'])} at {safe(s['at'])}\n")
+            wake = f"  wakeable until {safe(s['wakeable_until'])}" if s.get("wakeable_until") else ""
+            out.write(f"    session {safe(s['session'])}  {safe(s['state'])}  last {safe(s['last_event'])} "
+                      f"at {safe(s['at'])}{wake}\n")
         if len(sessions) < len(row["sessions"]):
             n = len(row["sessions"]) - len(sessions)
             out.write(f"    {more(n, 'session' if n == 1 else 'sessions')}\n")

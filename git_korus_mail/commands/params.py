@@ -9,7 +9,8 @@ def typed(command, a):
         return cmd, cmd.SendArgs(to=tuple(a["--to"] or ()), all_worktrees=bool(a["--all-worktrees"]),
                                  body=a["<body>"], kind=a["--kind"] or "note",
                                  ttl_minutes=cmd.parse_ttl(a["--ttl"]), session=a.get("--session"),
-                                 create=bool(a.get("--create")), json=bool(a["--json"]))
+                                 create=bool(a.get("--create")), json=bool(a["--json"]),
+                                 wake=not a.get("--no-wake"), wait=cmd.parse_wait(a.get("--wait")))
     if command == "ask":
         from git_korus_mail.commands import ask as cmd
         return cmd, cmd.AskArgs(to=a["--to"], question=a["<question>"], timeout=cmd.parse_timeout(a["--timeout"]),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from git_korus_mail import clients
-from git_korus_mail.core import roster, send
+from git_korus_mail.core import roster, send, verdict
 from git_korus_mail.store import message
 from git_korus_mail.errors import UsageError
 
@@ -24,6 +24,24 @@ class SendArgs:
     session: Optional[str] = None   # show only to this session id
     create: bool = False            # allow a path that is no worktree of this clone
     json: bool = False
+    wake: bool = True               # False: --no-wake (the message's `wake` field)
+    wait: float = 2.0               # seconds to wait for the proof of delivery (as --wait)
+
+
+MAX_WAIT = 60
+
+
+def parse_wait(text):
+    """--wait as typed -> seconds (UsageError naming the option when it is no number in range)."""
+    if text is None:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--wait {text!r}: seconds as a number, 0 to {MAX_WAIT}") from None
+    if not 0 <= value <= MAX_WAIT:
+        raise UsageError(f"--wait {text}: out of range; use 0 to {MAX_WAIT} seconds")
+    return value
 
 
 def parse_ttl(text):
@@ -47,7 +65,8 @@ def run(clone, args, out):
     targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees,
                            roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
-                                sender_session=clients.session_of(os.environ))
+                                sender_session=clients.session_of(os.environ), wake=args.wake)
+    verdict.settle(clone, results, args.wait)
     if args.json:
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
     else:
@@ -55,6 +74,7 @@ def run(clone, args, out):
             if r["ok"]:
                 only = f" for session {r['session']}" if r.get("session") else ""
                 out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]}){only}\n")
+                out.write(f"  {r['verdict']}, as of {r['as_of']}: {r['why']}\n")
                 for w in r["warnings"]:
                     sys.stderr.write(f"git korus-mail: warning: {r['id']} is queued, but {w}\n")
             else:

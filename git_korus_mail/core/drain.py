@@ -16,7 +16,8 @@ when its phase runs. The four measured ways a first version breaks
    the caller runs only after the output is written and flushed; a marker is
    keyed by (session, launch, message), so neither another session's marker nor
    one left by a killed launch of the same session id can consume (store/markers.py);
-4. the one-shot wake-up — not built (no urgent tier yet).
+4. the one-shot wake-up — a watcher (core/wake.py) never re-arms itself: the client arms one at
+   each turn's end, and a prompt's show ends it (`_disarm_watcher`).
 """
 
 import time
@@ -329,6 +330,21 @@ class Drain:
             pass  # housekeeping only: stale markers authorize nothing, they merely wait
 
 
+    def _disarm_watcher(self, end: bool = False) -> None:
+        """End this launch's wake-up watcher (core/wake.py), if it has one: at a prompt, and at the
+        launch's end (which also drops its wakes record). A watcher that cannot be told to end
+        still ends by itself: it checks its claim, its launch and its reach."""
+        if not self.launch.known:
+            return
+        from git_korus_mail.store import watch
+        try:
+            if end:
+                watch.clear(self.box, self.session, self.launch)
+            else:
+                watch.disarm(self.box, self.session, self.launch)
+        except (OSError, MailError) as exc:
+            self.faults.append(f"wake-up watcher not disarmed: {_why(exc)}")
+
     # -- end: drop this launch's markers of mail never consumed; it stays queued -----
     # -- the stub's fast path (core/drain_fast.py): loaded only where a stamp is or may be -----
     def _fast_look(self) -> "Optional[Tuple[int, float]]":
@@ -349,6 +365,7 @@ class Drain:
 
     def _end(self) -> Outcome:
         self._fast_clear()
+        self._disarm_watcher(end=True)
         from git_korus_mail.store import markers
         if markers.any_shown(self.box):
             from git_korus_mail.core import answer  # questions shown and open: their askers learn it now

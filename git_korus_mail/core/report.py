@@ -48,7 +48,9 @@ def _box_row(box: "Box", now: float) -> "Row":
         "oldest_unread_age_s": None if oldest is None else int(oldest),
         "quarantined": len(box.quarantined_names()),
         "sessions": [{"session": r.get("session"), "state": r["liveness"], "last_event": r.get("last_event"),
-                      "at": r.get("at"), "config_dir": r.get("config_dir")} for r in sess],
+                      "at": r.get("at"), "config_dir": r.get("config_dir"),
+                      "wakeable_until": presence.wakeable_until(box, r) if r["liveness"] == "idle" else None}
+                     for r in sess],
         "last_drain": last,
     }
 

@@ -251,7 +251,7 @@ def _box_path(clone: "Clone", name: str) -> "Optional[str]":
 def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, ttl: int,
             session: "Optional[str]" = None,
             sender_session: "Optional[str]" = None,
-            fields: "Optional[Dict[str, Any]]" = None) -> "Tuple[List[Result], bool]":
+            fields: "Optional[Dict[str, Any]]" = None, wake: bool = True) -> "Tuple[List[Result], bool]":
     """Publish one message per resolved target; returns (results, delivery_off). `session` is
     the recipient session it is for, if any; `sender_session` the session it is sent from, as
     the client names it (clients.session_of); `fields` the optional message fields (in_reply_to,
@@ -278,7 +278,8 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
         box: Optional[Box] = None
         try:
             msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl,
-                                session=t.session or session, **(fields or {}))
+                                session=t.session or session,
+                                **{"wake": None if wake else False, **(fields or {})})
             box = root.box(t.key.name, create=True, path=t.key.path, owner=owner_of(clone, t))
             assert box is not None  # for mypy: create=True makes the box or raises
             box.publish(msg, message.encode(msg))

@@ -143,3 +143,25 @@ def live_boxes(root: "MailRoot") -> "dict[str, list[dict[str, Any]]]":
         if live:
             out[name] = live
     return out
+
+
+def add_pending_fault(box: "Box", session: str, text: str) -> None:
+    """Queue `text` for the session's next consume notice (the wake-up tier's watcher, which
+    has no output of its own that reaches the user without waking the model)."""
+    rec = load(box, session)
+    if rec is None:
+        return  # no presence yet: nothing to tell it through (the drain writes it at every event)
+    rec.pop("liveness", None)
+    rec["pending_faults"] = (list(rec.get("pending_faults") or []) + [text])[-10:]
+    box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
+
+
+def wakeable_until(box: "Box", rec: "dict[str, Any]") -> "Optional[str]":
+    """Until when the session of presence record `rec` can be woken by new mail (the stamp its
+    armed watcher gives up at), or None: no watcher is armed for its launch (it is working, the
+    wake-up tier is not installed, or it has been idle past the watcher's reach)."""
+    session, launch = rec.get("session"), rec.get("launch")
+    if not isinstance(session, str) or not isinstance(launch, str) or rec.get("state") != "idle":
+        return None
+    from git_korus_mail.store import watch
+    return watch.until_of(box, session, launch)

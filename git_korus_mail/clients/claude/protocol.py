@@ -229,3 +229,14 @@ def check_answer(event, stdout):
         # which mail was shown uses it too, but a self-test's run shows none)
         return f"the hook reported: {message}" if isinstance(message, str) else "systemMessage is not a string"
     return None
+
+
+# The wake-up tier (docs/HOOKS.md): install --urgent adds a second CONSUME_EVENT entry that runs
+# the stub as `<stub> Watch`, async and asyncRewake, which runs `drain --watch`.
+WATCH_ARG = "Watch"
+
+
+def wake_facts(environ, pid):
+    """(why Claude Code's process `pid` cannot be woken, or None; a check that it still can)."""
+    from git_korus_mail.clients.claude.wakeable import wake_facts as facts
+    return facts(environ, pid)

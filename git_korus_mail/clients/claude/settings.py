@@ -6,10 +6,15 @@ group is {"matcher"?: str, "hooks": [hook]}; hooks from .claude/settings.local.j
 in several files runs once.
 """
 
-from git_korus_mail.clients.claude.protocol import EVENTS
+from git_korus_mail.clients.claude.protocol import CONSUME_EVENT, EVENTS, WATCH_ARG
 from git_korus_mail.shell import sh_quote
 
 HOOK_TIMEOUT = 30          # seconds; a drain takes milliseconds, a cold start well under 1 s
+# The watcher waits core/wake.REACH (900 s) inside this, so a wake is never confused with a kill
+# (docs/DESIGN.md R12); measured on 2.1.332 in docs/HOOKS.md, "The wake-up tier".
+WATCH_TIMEOUT = 1200
+REWAKE_SUMMARY = "korus-mail: new mail"  # the <summary> line of Claude Code's wake notification
+REWAKE_MESSAGE = "korus-mail:"           # replaces its "Stop hook blocking error from ..." prefix
 STUB_TAIL = "/mail/hooks/claude-hook"  # every clone's stub ends so: the mark of our entries
 _QUOTED_HEAD = None
 
@@ -26,8 +31,17 @@ def hook_command(stub, event, repo=None):
     return cmd
 
 
-def wanted_groups(stub, repo=None):
-    """{event: the matcher group install puts in a settings file}.
+def watch_hook(stub, repo=None):
+    """The wake-up tier's entry (install --urgent): the watcher, beside the drain at Stop. Both
+    async and asyncRewake: asyncRewake alone runs in the foreground under `-p` (DESIGN R12)."""
+    return {"type": "command", "command": hook_command(stub, WATCH_ARG, repo), "async": True,
+            "asyncRewake": True, "timeout": WATCH_TIMEOUT, "rewakeSummary": REWAKE_SUMMARY,
+            "rewakeMessage": REWAKE_MESSAGE}
+
+
+def wanted_groups(stub, repo=None, urgent=False):
+    """{event: the matcher group install puts in a settings file}; with `urgent`, the Stop group
+    holds the watcher too.
 
     No matcher means every source at SessionStart; PostToolUse names "*" so the
     entry reads as "every tool" to a person editing the file."""
@@ -36,8 +50,19 @@ def wanted_groups(stub, repo=None):
         group = {"matcher": "*"} if event == "PostToolUse" else {}
         group["hooks"] = [{"type": "command", "command": hook_command(stub, event, repo),
                            "timeout": HOOK_TIMEOUT}]
+        if urgent and event == CONSUME_EVENT:
+            group["hooks"].append(watch_hook(stub, repo))
         out[event] = group
     return out
+
+
+def has_watcher(settings, stub):
+    """Whether the document holds our watcher entry for `stub` (the wake-up tier is armed there)."""
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    groups = hooks.get(CONSUME_EVENT) if isinstance(hooks, dict) else None
+    return any(isinstance(g, dict) and any(stub_of(h) == stub and h.get("asyncRewake") is True
+                                           for h in (g.get("hooks") or ()) if isinstance(h, dict))
+               for g in (groups if isinstance(groups, list) else ()))
 
 
 def stub_of(hook):
@@ -104,7 +129,7 @@ def _is_current(groups, want, stub):
     return len(ours) == 1 and ours[0] == want
 
 
-def merge_settings(settings, stub, repo=None, force=False):
+def merge_settings(settings, stub, repo=None, force=False, urgent=False):
     """A copy of `settings` with our entries for `stub`; equal to the input when they are current.
 
     Stale entries of this stub (another anchor, another timeout) are replaced, never
@@ -115,7 +140,7 @@ def merge_settings(settings, stub, repo=None, force=False):
     hooks = new.get("hooks")
     if hooks is None:
         hooks = new["hooks"] = {}
-    for event, want in wanted_groups(stub, repo).items():
+    for event, want in wanted_groups(stub, repo, urgent).items():
         groups = hooks.get(event, [])
         if not force and _is_current(groups, want, stub):
             continue
@@ -164,8 +189,9 @@ def callers(settings):
     return out
 
 
-def check_settings(settings, stub, repo=None):
-    """Problems with our entries for `stub` in one settings document ([] when wired right)."""
+def check_settings(settings, stub, repo=None, urgent=None):
+    """Problems with our entries for `stub` in one settings document ([] when wired right).
+    `urgent`: whether the wake-up tier must be armed there; None accepts either form."""
     try:
         validate_settings(settings)
     except BadSettings as exc:
@@ -174,13 +200,18 @@ def check_settings(settings, stub, repo=None):
     if settings.get("disableAllHooks") is True:
         problems.append('"disableAllHooks" is true: no hook runs from this file')
     hooks = settings.get("hooks") or {}
-    for event, want in wanted_groups(stub, repo).items():
+    if urgent is None:
+        urgent = has_watcher(settings, stub)
+    for event, want in wanted_groups(stub, repo, urgent).items():
         groups = hooks.get(event, [])
         mine = sum(1 for g in groups for h in g["hooks"] if stub_of(h) == stub)
+        expected = len(want["hooks"])
         if mine == 0:
             problems.append(f"{event}: no entry")
-        elif mine > 1:
-            problems.append(f"{event}: {mine} entries (expected one)")
+        elif mine < expected:
+            problems.append(f"{event}: the wake-up tier's watcher is missing (install --urgent arms it)")
+        elif mine > expected:
+            problems.append(f"{event}: {mine} entries (expected {'one' if expected == 1 else expected})")
         elif not _is_current(groups, want, stub):
             problems.append(f"{event}: entry differs from what install writes (stale)")
     return problems

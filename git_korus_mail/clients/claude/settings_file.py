@@ -75,12 +75,13 @@ def local_targets(clone, only_own=False):
     return targets, skipped
 
 
-def wire_file(path, stub, repo, force, files):
-    """Merge our entries into one settings file; `files` is the scope's record of files."""
+def wire_file(path, stub, repo, force, files, urgent=False):
+    """Merge our entries into one settings file; `files` is the scope's record of files;
+    `urgent`: with the wake-up tier's watcher."""
     for _attempt in range(3):
         raw, data = read_settings(path)
         base = data if data is not None else {}
-        new = claude.merge_settings(base, stub, repo, force=force)
+        new = claude.merge_settings(base, stub, repo, force=force, urgent=urgent)
         if new == base and not force:
             return "current"
         created_dir = False

@@ -14,9 +14,10 @@ from git_korus_mail.wiring.postcheckout import repo_anchor
 VERIFY_TIMEOUT = 30
 
 
-def verify(root, stub, wired, run_stub=True):
+def verify(root, stub, wired, run_stub=True, urgent=None):
     """[(label, [problems])]: every file read back, every entry checked, every caller's stub
-    present and executable, and the stub run once per file with a synthetic SessionStart."""
+    present and executable, and the stub run once per file with a synthetic SessionStart.
+    `urgent`: whether the wake-up tier's watcher must be there (None: either form)."""
     results = []
     called = False
     for path, repo, cwd in wired:
@@ -29,7 +30,7 @@ def verify(root, stub, wired, run_stub=True):
         if data is None:
             results.append((path, ["missing"]))
             continue
-        problems += claude.check_settings(data, stub, repo)
+        problems += claude.check_settings(data, stub, repo, urgent=urgent)
         for event, path_called in claude.callers(data):
             if path_called == stub:
                 called = True

@@ -40,6 +40,7 @@ def unwire_candidates(clone, scope, recorded):
     return list(recorded) + [p for p in found if p not in recorded]
 
 
+WAKE_TIER = True  # install --urgent adds the watcher (docs/HOOKS.md, "The wake-up tier")
 NEEDS_POST_CHECKOUT = True  # each worktree has its own settings file: `git worktree add` must wire it
 EXCLUDE_KEY = "exclude"  # where installed.json records the exclude line
 
@@ -51,3 +52,15 @@ def after_wiring(clone, scope, wired, scope_rec, out):
 
 def after_unwiring(scope_rec, out):
     return None
+
+
+def watcher_armed(path, stub):
+    """Whether the settings file at `path` holds the wake-up tier's watcher for `stub`
+    (None when the file cannot be read: verify reports that)."""
+    from git_korus_mail.clients.claude import settings
+    from git_korus_mail.errors import MailError
+    try:
+        _raw, data = read_settings(path)
+    except (MailError, OSError):
+        return None
+    return data is not None and settings.has_watcher(data, stub)

@@ -1,0 +1,63 @@
+"""`git-korus-mail drain --watch`: the wake-up tier's watcher, run by the stub from the client's
+end-of-turn hook entry that install --urgent adds (docs/HOOKS.md, "The wake-up tier").
+
+It says nothing on stdout unless it wakes the session; then one line, `<WAKE_MARK> <text>`,
+which the stub turns into the client's wake signal (for Claude Code: the text on stderr and
+exit code 2). Any other ending (no launch, a process that cannot be woken, the claim held by
+another watcher or taken away, the reach passed, an error) prints nothing and exits 0, so a
+watcher that fails can never wake the model.
+"""
+
+import os
+import sys
+
+WAKE_MARK = "korus-mail-wake"  # the stub's word for "exit 2 with the rest of this line"
+REACH_ENV = "KORUS_MAIL_WATCH_REACH"  # seconds; tests shorten the reach with it
+
+
+def serve_watch(client, repo=None):
+    import signal
+    # a prompt ends the watcher with SIGTERM (store/watch.disarm): that is a normal end, exit 0
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: sys.exit(0))
+    try:
+        text = _watch(client, repo)
+    except Exception:  # noqa: BLE001 - a failed watcher stays silent: it must never wake the model
+        import traceback
+        traceback.print_exc()  # the stub sends stderr nowhere on this path; kept for a hand run
+        return 0
+    if text:
+        sys.stdout.write(f"{WAKE_MARK} {' '.join(text.split())}\n")
+        sys.stdout.flush()
+    return 0
+
+
+def _reach():
+    from git_korus_mail.core.wake import REACH
+    raw = os.environ.get(REACH_ENV)
+    try:
+        return min(REACH, max(0.0, float(raw))) if raw else REACH
+    except ValueError:
+        return REACH
+
+
+def _watch(client, repo):
+    if not hasattr(client, "wake_facts"):
+        return None  # a client without the wake-up tier (docs/CLIENTS.md)
+    data = sys.stdin.buffer.read(4 * 1024 * 1024) if sys.stdin is not None else b""
+    try:
+        payload = client.read_payload(data)
+    except client.BadPayload:
+        return None
+    launch = client.launch_of(os.environ)
+    if not launch.known:
+        return None
+    why, can_wake = client.wake_facts(os.environ, launch.pid)
+    if why is not None:
+        return None  # e.g. `claude -p "prompt"`: it waits for this hook, so end now
+    from git_korus_mail.core import drain, wake
+    d = drain.Drain(phase=None, session=payload.session, cwd=payload.cwd, repo_opt=repo, launch=launch)
+    opened = d._open()
+    if opened is None:
+        return None
+    _root, box, _key = opened
+    return wake.watch_launch(box, d.session, launch, reach=_reach(), can_wake=can_wake)

@@ -1,0 +1,116 @@
+"""The honest verdict at send (docs/HOOKS.md, "The verdict at send"): for each destination,
+`delivered` only when the recipient's drain proved a live launch was shown the message (its
+display marker, or the receipt of its consume, which holds that marker's observation);
+`queued` otherwise, with why; `refused` when it was not queued at all. Every verdict carries
+the time it was true at. `send --wait` (and `ask`) poll `judge` for a few seconds."""
+
+import time
+
+from git_korus_mail.errors import MailError
+from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store import claims, markers, presence
+from git_korus_mail.store.launch import parse_tag
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+    from git_korus_mail.store.files import Box, MailRoot
+
+DEFAULT_WAIT = 2.0  # seconds send waits for the proof by default
+POLL = 0.05
+
+
+def _launch_alive(tag: "Optional[str]") -> bool:
+    parsed = parse_tag(tag) if isinstance(tag, str) else None
+    if parsed is None:
+        return False
+    pid, start, boot8 = parsed
+    mine = claims.me("check")
+    if boot8 and mine["boot"] and not mine["boot"].startswith(boot8):
+        return False
+    return claims.judge({"pid": pid, "start": start, "host": mine["host"], "pidns": mine["pidns"],
+                         "boot": mine["boot"]})[0] == "alive"
+
+
+def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
+    """{"verdict", "as_of", "why", "shown_to"?} for a queued message, as things are now."""
+    now = time.time()
+    try:
+        state, session = box.fate(msg_id)
+    except (OSError, MailError):
+        state, session = None, None
+    if state in ("consumed", "consumed-unmoved"):
+        return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": {"session": session},
+                "why": f"consumed by session {session}"}
+    for shown in markers.shown_by(box, msg_id):
+        if _launch_alive(shown.get("launch")):
+            return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": shown,
+                    "why": f"shown to session {shown.get('session')} at {shown.get('event')}"}
+    if state not in (None, "queued"):
+        return {"verdict": "queued", "as_of": utc_stamp(now), "why": f"not delivered: it is {state}"}
+    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box)}
+
+
+def _why_queued(box: "Box") -> str:
+    live = [r for r in presence.sessions(box) if r["liveness"] in ("working", "idle")]
+    if not live:
+        return "no live session there; it is shown when one starts"
+    if any(r["liveness"] == "working" for r in live):
+        return "a session there is working; it is shown at its next tool call or prompt"
+    until = [u for u in (presence.wakeable_until(box, r) for r in live) if u]
+    if until:
+        return f"a session there is idle and wakeable until {max(until)}; not shown yet"
+    return "the sessions there are idle and not wakeable; it is shown at their next prompt"
+
+
+def worth_waiting(box: "Box") -> bool:
+    """Whether a live session there could show it soon: one working, or idle with a watcher."""
+    for r in presence.sessions(box):
+        if r["liveness"] == "working":
+            return True
+        if r["liveness"] == "idle" and presence.wakeable_until(box, r):
+            return True
+    return False
+
+
+def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float) -> None:
+    """Add "verdict", "as_of", "why" (and "shown_to") to each queued result ({"box", "id", ...}),
+    waiting up to `wait` seconds for destinations where a live session could show it."""
+    deadline = time.time() + max(0.0, wait)
+    boxes: "Dict[str, Optional[Box]]" = {}
+    pending = []
+    for r in queued:
+        box = boxes.setdefault(r["box"], root.box(r["box"]))
+        if box is None:
+            r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "its box is gone"})
+            continue
+        r.update(judge(box, r["id"]))
+        if r["verdict"] == "queued" and wait > 0 and worth_waiting(box):
+            pending.append((r, box))
+    while pending and time.time() < deadline:
+        time.sleep(POLL)
+        still = []
+        for r, box in pending:
+            r.update(judge(box, r["id"]))
+            if r["verdict"] == "queued":
+                still.append((r, box))
+        pending = still
+    for r, box in pending:
+        r.update(judge(box, r["id"]))
+
+
+def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: float) -> None:
+    """Give each of send.deliver's results its verdict: `refused` for one not queued, else what
+    `await_verdicts` finds within `wait` seconds."""
+    queued = [r for r in results if r.get("ok")]
+    for r in results:
+        if not r.get("ok"):
+            r.update({"verdict": "refused", "as_of": utc_stamp(time.time()), "why": r.get("error")})
+    if queued:
+        root = clone.mail_root()
+        if root is None:
+            for r in queued:
+                r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "the mail root is gone"})
+            return
+        await_verdicts(root, queued, wait)

@@ -1,0 +1,165 @@
+"""The wake-up tier's files in a box (docs/HOOKS.md, "The wake-up tier"): `watch/<session>@<launch>`,
+the claim of the one watcher a launch may have, and `watch/<session>@<launch>.wakes`, what that
+launch's watchers woke it for (a message wakes a launch at most once; the wake budget).
+
+The claim is created exclusively (staged, then linked: complete before it is visible), so two
+watchers of one launch can never both hold it; one whose owner provably died is broken. Only
+the claim's holder writes the wakes record, so it needs no lock.
+"""
+
+import os
+import time
+
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.store import claims
+from git_korus_mail.store.launch import parse_tag
+from git_korus_mail.stamps import utc_stamp
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from git_korus_mail.store.files import Box
+    from git_korus_mail.store.fsafe import Dir
+    from git_korus_mail.store.launch import Launch
+
+SUB = "watch"
+WAKES_SUFFIX = ".wakes"
+SIGTERM = 15  # os.kill takes the number: the signal module costs the hot path an import
+SWEEP = 4  # other launches' files judged per arming: bounded work
+
+
+def name_of(session_dir: str, launch: "Launch") -> str:
+    return f"{session_dir}@{launch.tag}"
+
+
+def _dir(box: "Box", create: bool) -> "Optional[Dir]":
+    return box.ensure_sub(SUB) if create else box.open_sub(SUB)
+
+
+def arm(box: "Box", session_dir: str, launch: "Launch", until: float) -> "tuple[bool, Optional[dict[str, Any]]]":
+    """Take the launch's one watcher claim for this process. (True, record) when taken; (False,
+    the holder's record) when a live watcher holds it. A holder that provably died is broken."""
+    d = _dir(box, create=True)
+    assert d is not None  # for mypy: create=True makes it or raises
+    name = name_of(session_dir, launch)
+    rec = claims.me("watch", session_dir)
+    rec.update({"launch": launch.tag, "armed_at": utc_stamp(time.time()), "until": utc_stamp(until)})
+    data = json.dumps(rec, sort_keys=True).encode()
+    for _attempt in range(2):
+        try:
+            d.create_staged(name, data, box.root.tmp, "watch", sync=False)
+            _sweep(d, name)
+            return True, rec
+        except FileExistsError:
+            held = d.read_json(name, 4096)
+            if isinstance(held, dict) and not claims.owner_is_dead(held):
+                return False, held
+            d.unlink_quiet(name)  # its watcher is gone (or its record is mangled): the claim is free
+    return False, None
+
+
+def holds(box: "Box", session_dir: str, launch: "Launch", rec: "dict[str, Any]") -> bool:
+    """Whether the claim still names the watcher `rec` (a prompt takes it away)."""
+    d = _dir(box, create=False)
+    if d is None:
+        return False
+    held = d.read_json(name_of(session_dir, launch), 4096)
+    return isinstance(held, dict) and held.get("pid") == rec["pid"] and held.get("start") == rec["start"]
+
+
+def release(box: "Box", session_dir: str, launch: "Launch", rec: "dict[str, Any]") -> None:
+    """The watcher `rec` lets its claim go (it woke the session, timed out, or saw its launch end)."""
+    if holds(box, session_dir, launch, rec):
+        d = _dir(box, create=False)
+        if d is not None:
+            d.unlink_quiet(name_of(session_dir, launch))
+
+
+def disarm(box: "Box", session_dir: str, launch: "Launch") -> bool:
+    """End the launch's watcher, if it has one: the session works again (a prompt) or
+    ends. The claim goes first, then the watcher is told to stop (SIGTERM, to the process the
+    claim names only when its start time still matches). True when there was a claim."""
+    d = _dir(box, create=False)
+    if d is None:
+        return False
+    name = name_of(session_dir, launch)
+    held = d.read_json(name, 4096)
+    if not d.unlink_quiet(name):
+        return False
+    pid = held.get("pid") if isinstance(held, dict) else None
+    if isinstance(pid, int) and pid > 0 and pid != os.getpid() and held.get("start") is not None \
+            and claims.proc_start_time(pid) == held["start"]:
+        try:
+            os.kill(pid, SIGTERM)
+        except OSError:
+            pass  # gone meanwhile: what the signal was for
+    return True
+
+
+def wakes(box: "Box", session_dir: str, launch: "Launch") -> "dict[str, Any]":
+    """{"woken": [ids], "times": [epoch seconds], "told": [ids]}: what woke this launch, and
+    which waiting messages the user was told were over the wake budget."""
+    d = _dir(box, create=False)
+    rec = d.read_json(name_of(session_dir, launch) + WAKES_SUFFIX, 256 * 1024) if d is not None else None
+    out: "dict[str, Any]" = {"woken": [], "times": [], "told": []}
+    if isinstance(rec, dict):
+        for k in out:
+            v = rec.get(k)
+            if isinstance(v, list):
+                out[k] = v
+    return out
+
+
+def save_wakes(box: "Box", session_dir: str, launch: "Launch", rec: "dict[str, Any]") -> None:
+    d = _dir(box, create=True)
+    assert d is not None  # for mypy: create=True makes it or raises
+    d.write_replace(name_of(session_dir, launch) + WAKES_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
+                    box.root.tmp)
+
+
+def clear(box: "Box", session_dir: str, launch: "Launch") -> None:
+    """The launch ended (its end phase): its watcher and its wakes record go."""
+    disarm(box, session_dir, launch)
+    d = _dir(box, create=False)
+    if d is not None:
+        d.unlink_quiet(name_of(session_dir, launch) + WAKES_SUFFIX)
+
+
+def inbox_stamp(box: "Box") -> "Optional[tuple[int, int]]":
+    """(mtime, ctime) of the inbox directory in ns: changes when a message is linked or unlinked."""
+    try:
+        st = os.stat(box.path_of("inbox"))
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ctime_ns
+
+
+def until_of(box: "Box", session_dir: str, launch_tag: str) -> "Optional[str]":
+    """When the launch's armed watcher gives up waiting (its `until`), or None when it has no
+    live watcher: what `list` and `who` show as "wakeable until"."""
+    d = _dir(box, create=False)
+    if d is None:
+        return None
+    held = d.read_json(f"{session_dir}@{launch_tag}", 4096)
+    if not isinstance(held, dict) or claims.owner_is_dead(held):
+        return None
+    until = held.get("until")
+    return until if isinstance(until, str) else None
+
+
+def _sweep(d: "Dir", keep: str) -> None:
+    """Drop a few files of launches that provably no longer run (a killed launch runs no end phase)."""
+    me: "Optional[dict[str, Any]]" = None
+    for name in [n for n in d.names() if not n.startswith(".") and not n.startswith(keep)][:SWEEP]:
+        tag = name[:-len(WAKES_SUFFIX)] if name.endswith(WAKES_SUFFIX) else name
+        parsed = parse_tag(tag.rpartition("@")[2])
+        if parsed is None:
+            continue
+        if me is None:
+            me = claims.me("sweep")
+        pid, start, boot8 = parsed
+        owner = {"pid": pid, "start": start, "host": me["host"], "pidns": me["pidns"],
+                 "boot": me["boot"] if (boot8 and me["boot"] and me["boot"].startswith(boot8)) else "other"}
+        if claims.owner_is_dead(owner):
+            d.unlink_quiet(name)

@@ -1,0 +1,231 @@
+"""The wake-up tier's watcher, run through the real stub in separate processes, with a stand-in
+for Claude Code's process (CLAUDE_PID): a `sleep` whose command line says what kind of run it is
+(no -p: the terminal UI; -p with stream-json input; -p with a text prompt)."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+from helpers import hook, run_cli
+from install_fixtures import install, stub_of
+
+import hermetic
+
+WATCH_CAP = 20  # seconds any watcher in these tests may live (its reach is shortened to this)
+
+
+@pytest.fixture
+def urgent(clone):
+    install(clone.main, "--urgent")
+    return clone
+
+
+def fake_claude(tmp_path, *args):
+    """A process standing in for Claude Code: its argv is `<tmp>/claude <args>`."""
+    exe = tmp_path / "claude"
+    if not exe.exists():
+        exe.write_text("#!/bin/sh\nwhile :; do sleep 1; done\n")
+        exe.chmod(0o755)
+    # stdin a pipe held open here, as a stream-json client holds Claude Code's input
+    return subprocess.Popen([str(exe), *args], stdin=subprocess.PIPE, start_new_session=True)
+
+
+def env_for(claude, session, reach=WATCH_CAP):
+    return {"CLAUDE_PID": str(claude.pid), "CLAUDE_CODE_SESSION_ID": session,
+            "KORUS_MAIL_WATCH_REACH": str(reach)}
+
+
+def start_watcher(clone, worktree, claude, session, reach=WATCH_CAP):
+    """The watcher entry's command, as Claude Code runs it: /bin/sh -c, the Stop payload on stdin."""
+    env = dict(os.environ, **env_for(claude, session, reach))
+    payload = json.dumps(hermetic.payload("Stop", session, worktree)).encode()
+    proc = subprocess.Popen(["/bin/sh", "-c", f"'{stub_of(clone)}' Watch"], cwd=str(worktree), env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(payload)
+    proc.stdin.close()
+    proc.stdin = None  # written and closed: communicate() must not touch it
+    return proc
+
+
+def claim_path(clone, worktree, session, claude):
+    from helpers import launch_dir
+    boxes = [p.parent for p in (clone.mail_root / "box").glob("*/path")
+             if p.read_text().strip() == os.path.realpath(worktree)]
+    return boxes[0] / "watch" / launch_dir(session, claude.pid) if boxes else None
+
+
+def wait_for(pred, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def armed(clone, worktree, session, claude):
+    def check():
+        p = claim_path(clone, worktree, session, claude)
+        return p is not None and p.exists()
+    return check
+
+
+def drain(event, worktree, claude, session):
+    return hook(event, worktree, session, env=env_for(claude, session))
+
+
+def send(clone, to, body, *extra):
+    proc = run_cli("send", "--json", "--wait=0", "--to", str(to), *extra, "--", body, cwd=clone.main, check=True)
+    return json.loads(proc.stdout)["results"][0]["id"]
+
+
+@pytest.fixture
+def claude(tmp_path):
+    procs = []
+
+    def make(*args):
+        procs.append(fake_claude(tmp_path, *args))
+        return procs[-1]
+    yield make
+    for p in procs:
+        p.kill()
+        p.wait()
+        if p.stdin and not p.stdin.closed:
+            p.stdin.close()
+
+
+def test_new_mail_wakes_an_idle_terminal_session_once(urgent, claude):
+    cc, sid = claude(), "s-wake-1"
+    drain("SessionStart", urgent.web, cc, sid)
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    send(urgent, urgent.web, "wake up, the schema changed")
+    out, err = w.communicate(timeout=15)
+    assert w.returncode == 2, (out, err)
+    assert out == b""
+    text = err.decode()
+    assert text.startswith("1 new message(s) from ") and os.path.realpath(urgent.main) in text, text
+    assert "wake up" not in text  # the body is shown by the woken turn's drain, never in the wake
+    assert not claim_path(urgent, urgent.web, sid, cc).exists()  # let go before it woke
+    # the woken turn's first event shows it as any prompt's would, and marks it shown after
+    answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)
+    assert "wake up, the schema changed" in hermetic.context_of(answer)
+    # the same message never wakes the launch again: the next watcher waits its reach out
+    w2 = start_watcher(urgent, urgent.web, cc, sid, reach=1)
+    out, err = w2.communicate(timeout=15)
+    assert (w2.returncode, out, err) == (0, b"", b"")
+
+
+def test_a_message_shown_but_not_consumed_does_not_wake(urgent, claude):
+    cc, sid = claude(), "s-wake-shown"
+    send(urgent, urgent.web, "already seen")
+    drain("SessionStart", urgent.web, cc, sid)  # shown; a discarded session never reaches Stop
+    w = start_watcher(urgent, urgent.web, cc, sid, reach=1)
+    assert w.wait(timeout=15) == 0
+
+
+def test_print_mode_watcher_ends_at_once_and_stream_mode_waits(urgent, claude):
+    send(urgent, urgent.web, "waiting for you")
+    for args, wakes in ((("-p", "fix it", "--output-format", "json"), False),
+                        (("-p", "--input-format", "stream-json", "--output-format", "stream-json"), True)):
+        cc = claude(*args)
+        sid = f"s-mode-{len(args)}"
+        t0 = time.monotonic()
+        w = start_watcher(urgent, urgent.web, cc, sid)
+        out, err = w.communicate(timeout=15)
+        assert w.returncode == (2 if wakes else 0), (args, out, err)
+        if not wakes:
+            assert (out, err) == (b"", b"") and time.monotonic() - t0 < WATCH_CAP / 2
+
+
+def test_a_stream_session_whose_input_closed_is_not_woken(urgent, claude):
+    """claude -p --input-format stream-json with its stdin closed waits for its hooks, then ends:
+    the watcher must end too, not hold the exit for its whole reach."""
+    cc, sid = claude("-p", "--input-format", "stream-json"), "s-closed"
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    t0 = time.monotonic()
+    cc.stdin.close()
+    assert w.wait(timeout=10) == 0 and time.monotonic() - t0 < 5
+
+
+def test_no_wake_waits_and_a_question_always_wakes(urgent, claude):
+    cc, sid = claude(), "s-nowake"
+    send(urgent, urgent.web, "not urgent", "--no-wake")
+    w = start_watcher(urgent, urgent.web, cc, sid, reach=1.5)
+    assert w.wait(timeout=15) == 0
+    send(urgent, urgent.web, "is the build green?", "--no-wake", "--kind", "question")
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    out, err = w.communicate(timeout=15)
+    assert w.returncode == 2 and err.startswith(b"1 new message(s)"), err  # the question alone
+
+
+def test_at_most_one_watcher_per_launch_and_a_prompt_ends_it(urgent, claude):
+    cc, sid = claude(), "s-one"
+    drain("SessionStart", urgent.web, cc, sid)
+    w1 = start_watcher(urgent, urgent.web, cc, sid)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the first watcher's claim")
+    w2 = start_watcher(urgent, urgent.web, cc, sid)
+    assert w2.wait(timeout=15) == 0  # the launch has its watcher: the second ends at once
+    assert w1.poll() is None
+    drain("UserPromptSubmit", urgent.web, cc, sid)  # the session works again
+    assert w1.wait(timeout=5) == 0 and w1.stderr.read() == b""
+    assert not claim_path(urgent, urgent.web, sid, cc).exists()
+
+
+def test_watcher_ends_with_its_launch(urgent, claude):
+    cc, sid = claude(), "s-gone"
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    claim = claim_path(urgent, urgent.web, sid, cc)
+    cc.kill()
+    cc.wait()
+    assert w.wait(timeout=5) == 0
+    assert list(claim.parent.iterdir()) == []
+
+
+def test_off_and_a_filter_for_another_session_do_not_wake(urgent, claude):
+    cc, sid = claude(), "s-off"
+    send(urgent, urgent.web, "for someone else", "--session", "s-other")
+    run_cli("off", cwd=urgent.main, check=True)
+    send(urgent, urgent.web, "while off")
+    w = start_watcher(urgent, urgent.web, cc, sid, reach=1.5)
+    assert w.wait(timeout=15) == 0
+    run_cli("on", cwd=urgent.main, check=True)
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    out, err = w.communicate(timeout=15)
+    assert w.returncode == 2 and err.startswith(b"1 new message(s)"), err  # "while off" only
+
+
+def test_wake_budget_then_the_mail_waits_and_the_user_is_told(urgent, claude):
+    cc, sid = claude(), "s-budget"
+    drain("SessionStart", urgent.web, cc, sid)
+    for i in range(6):
+        send(urgent, urgent.web, f"message {i}")
+        w = start_watcher(urgent, urgent.web, cc, sid)
+        assert w.wait(timeout=15) == 2, i
+    send(urgent, urgent.web, "one too many")
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    assert w.wait(timeout=15) == 0 and w.stderr.read() == b""
+    answer, _ = drain("Stop", urgent.web, cc, sid)
+    assert "wake budget spent (6 wakes in 10 minutes): 1 message(s)" in answer["systemMessage"], answer
+    answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)  # the next prompt shows it
+    assert "one too many" in hermetic.context_of(answer)
+
+
+def test_list_shows_wakeable_until_while_a_watcher_is_armed(urgent, claude):
+    cc, sid = claude(), "s-list"
+    drain("SessionStart", urgent.web, cc, sid)
+    drain("Stop", urgent.web, cc, sid)
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    data = json.loads(run_cli("list", "--json", cwd=urgent.main, check=True).stdout)
+    rec = [s for b in data["boxes"] for s in b["sessions"] if s["session"] == sid]
+    assert rec and rec[0]["wakeable_until"].endswith("Z"), rec
+    text = run_cli("list", cwd=urgent.main, check=True).stdout
+    assert "wakeable until " in text, text
+    drain("UserPromptSubmit", urgent.web, cc, sid)
+    w.wait(timeout=5)
+    data = json.loads(run_cli("list", "--json", cwd=urgent.main, check=True).stdout)
+    rec = [s for b in data["boxes"] for s in b["sessions"] if s["session"] == sid]
+    assert rec[0]["wakeable_until"] is None
