@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.message import Message
 
 REACH = 900.0  # seconds a watcher waits; the hook's timeout (1,200 s) leaves headroom (DESIGN R12)
-POLL = 0.1  # seconds between looks at the inbox directory (one stat each)
+POLL = 0.05  # seconds between looks at the inbox directory (one stat each: ~20 a second)
 CHECK = 0.5  # seconds between looks at the claim and the launch's process
 RESCAN = 2.0  # seconds between full listings even when the inbox stamp did not move
 BUDGET = 6  # wakes per launch ...
@@ -49,6 +49,9 @@ class Watcher:
         if not armed or rec is None:
             return None
         self.rec = rec
+        # what a wake needs, loaded now while idle, not after the mail came (latency)
+        from git_korus_mail.core import render  # noqa: F401
+        from git_korus_mail.store import message  # noqa: F401
         try:
             return self._wait(start + self.reach)
         finally:

@@ -1,0 +1,189 @@
+"""The wake-up tier, measured with the real Claude Code CLI against the e2e mock API.
+
+    .venv/bin/python bench/wake.py [--trials 12] [--pairs 10] [--out bench/WAKE.md]
+
+1. Latency: an idle `--input-format stream-json` session in worktree b of a clone armed with
+   `install --urgent`; `git korus-mail send` from worktree a; the time from the send's start
+   (the process is spawned) to the arrival of the session's next request at the mock, whose
+   system context must carry the message. A launch may be woken 6 times in 10 minutes, so a
+   new session starts every 5 trials. Reported: median, p90, max.
+2. `claude -p "prompt"` with and without the tier: two clones, one installed plainly, one with
+   --urgent, run alternately (A B A B ...), whole-process wall time; median, p90 and the ratio.
+
+Needs the pinned CLI (`bash tests/e2e/install-claude.sh`, or KORUS_E2E_CLAUDE). Loopback only.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+import hermetic  # noqa: E402
+from driver import Claude  # noqa: E402
+from mockapi import MockAPI, text  # noqa: E402
+
+TOOL = str(Path(sys.executable).parent / "git-korus-mail")
+
+
+def claude_bin():
+    env = os.environ.get("KORUS_E2E_CLAUDE")
+    if env:
+        return env
+    cached = Path.home() / ".cache" / "korus-mail-e2e" / "node_modules" / ".bin" / "claude"
+    if cached.exists():
+        return str(cached)
+    sys.exit("no claude CLI: export KORUS_E2E_CLAUDE=$(bash tests/e2e/install-claude.sh)")
+
+
+class World:
+    def __init__(self, base):
+        self.base = base
+        self.home = base / "home"
+        self.home.mkdir()
+        hermetic.write_gitconfig(self.home)
+        env = {k: v for k, v in os.environ.items() if k not in hermetic.SCRUB}
+        env.update(hermetic.hermetic_env(self.home, "Bench", "bench@example.invalid"))
+        env.pop("CLAUDE_PID", None)
+        env["PATH"] = str(Path(TOOL).parent) + os.pathsep + env.get("PATH", "")
+        self.env = env
+
+    def run(self, *args, cwd):
+        p = subprocess.run(list(args), cwd=cwd, env=self.env, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"{args}: rc {p.returncode}\n{p.stdout}\n{p.stderr}")
+        return p.stdout
+
+    def clone(self, name, urgent):
+        top = self.base / name
+        top.mkdir()
+        main = top / "main"
+        hermetic.init_repo(main, lambda *a, cwd: self.run("git", *a, cwd=cwd))
+        a = hermetic.add_worktree(main, top / "a", "a", lambda *x, cwd: self.run("git", *x, cwd=cwd))
+        b = hermetic.add_worktree(main, top / "b", "b", lambda *x, cwd: self.run("git", *x, cwd=cwd))
+        self.run(TOOL, "install", *(["--urgent"] if urgent else []), cwd=main)
+        common = Path(self.run("git", "rev-parse", "--path-format=absolute", "--git-common-dir", cwd=main).strip())
+        return common / "mail", a, b
+
+
+def armed(mail_root):
+    return any(not n.name.endswith(".wakes") for n in mail_root.glob("box/*/watch/*"))
+
+
+def wait_until(pred, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise SystemExit("timed out")
+        time.sleep(0.01)
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def latency(world, runner, api, trials, queued, returned):
+    """[send spawned -> request]; fills `queued` with [message built -> request] and `returned`
+    with [send exited -> request]."""
+    mail_root, a, b = world.clone("wake", urgent=True)
+    out = []
+    while len(out) < trials:
+        with runner.stream(cwd=b) as s:
+            api.set_script([text("ready")])
+            s.send("hello")
+            s.read_result()
+            sid = s.session_id
+            for _ in range(min(5, trials - len(out))):
+                wait_until(lambda: armed(mail_root))
+                time.sleep(0.3)  # idle for a moment, as a real recipient is
+                needle = f"LAT-{uuid.uuid4().hex[:8]}"
+                api.set_script([text("noted")])
+                t0 = time.time()
+                sent = world.run(TOOL, "send", "--wait=0", "--to", "../b", f"{needle} ping", cwd=a)
+                t_sent = time.time()
+                s.read_result(timeout=30)
+                reqs = [r for r in api.agent_requests() if r.session_id == sid and r.time >= t0
+                        and any(needle in t for t in r.texts("system"))]
+                if not reqs:
+                    raise SystemExit(f"the woken request did not carry {needle}:\n{api.summary()}")
+                out.append(reqs[0].time - t0)
+                from git_korus_mail.store.message import id_time
+                queued.append(reqs[0].time - id_time(sent.split()[1]))
+                returned.append(reqs[0].time - t_sent)
+    return out
+
+
+def print_pairs(world, runner, api, pairs):
+    _root_p, _a, plain_b = world.clone("plain", urgent=False)
+    _root_u, _a2, urgent_b = world.clone("urgent", urgent=True)
+    api.set_script([])  # every request: "done"
+    for b in (plain_b, urgent_b):  # warm-up
+        runner.run("hi", cwd=b, timeout=120).check()
+    plain, urgent = [], []
+    for _ in range(pairs):
+        for b, into in ((plain_b, plain), (urgent_b, urgent)):
+            t0 = time.monotonic()
+            runner.run("hi", cwd=b, timeout=120).check()
+            into.append(time.monotonic() - t0)
+    return plain, urgent
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=12)
+    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="korus-bench-wake-"))
+    world = World(base)
+    api = MockAPI(log_path=str(base / "api.jsonl")).start()
+    runner = Claude(claude_bin(), api, base / "claude-config", env={"PATH": world.env["PATH"]})
+    try:
+        queued, returned = [], []
+        lat = latency(world, runner, api, args.trials, queued, returned)
+        plain, urgent = print_pairs(world, runner, api, args.pairs)
+    finally:
+        runner.cleanup()
+        api.stop()
+    ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
+    lines = [
+        "# The wake-up tier, measured (bench/wake.py)",
+        "",
+        f"Claude Code {subprocess.run([claude_bin(), '--version'], capture_output=True, text=True).stdout.strip()}, "
+        f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        "| measure | n | median | p90 | max |",
+        "|---|---|---|---|---|",
+        f"| send → the idle session's next request (stream-json) | {len(lat)} | {ms(statistics.median(lat))} "
+        f"| {ms(pct(lat, 90))} | {ms(max(lat))} |",
+        f"| message queued (its id's time) → that request | {len(queued)} | {ms(statistics.median(queued))} "
+        f"| {ms(pct(queued, 90))} | {ms(max(queued))} |",
+        f"| `send` exited → that request | {len(returned)} | {ms(statistics.median(returned))} "
+        f"| {ms(pct(returned, 90))} | {ms(max(returned))} |",
+        f"| `claude -p` without the tier | {len(plain)} | {ms(statistics.median(plain))} | {ms(pct(plain, 90))} "
+        f"| {ms(max(plain))} |",
+        f"| `claude -p` with the tier (install --urgent) | {len(urgent)} | {ms(statistics.median(urgent))} "
+        f"| {ms(pct(urgent, 90))} | {ms(max(urgent))} |",
+        "",
+        f"`-p` ratio (median with / median without): {statistics.median(urgent) / statistics.median(plain):.2f}",
+        "",
+        "Latency runs from the moment `git korus-mail send` is spawned (its own ~0.1-0.2 s included) to",
+        "the request's arrival at the mock, whose system context carries the message text.",
+        "",
+    ]
+    text_out = "\n".join(lines)
+    print(text_out)
+    if args.out:
+        Path(args.out).write_text(text_out)
+
+
+if __name__ == "__main__":
+    main()

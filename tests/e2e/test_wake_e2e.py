@@ -1,0 +1,200 @@
+"""The wake-up tier with the real Claude Code CLI (install --urgent): an idle session is woken by
+new mail, whose text the woken turn's first request carries; `claude -p` does not hang; a
+closed session has no watcher and gets its mail at resume; a launch never has two watchers;
+the wake budget and --no-wake hold. The send-to-request latency over many trials is measured
+in bench/wake.py, not asserted here."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pytest
+from mockapi import bash, text
+from test_scenarios import (SS_PREFIX, UPS_PREFIX, Mail, cli, context_blocks, runners,  # noqa: F401 - a fixture
+                            session_requests, user_notices)
+
+pytestmark = pytest.mark.e2e
+
+
+def _uid() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def urgent(clone) -> Mail:
+    m = Mail(clone)
+    proc = cli("install", "--urgent", cwd=clone.main)
+    assert "the wake-up tier is armed" in proc.stdout, proc.stdout
+    return m
+
+
+def watch_dir(mail: Mail):
+    d = mail.box_b.dir
+    return d / "watch" if d is not None else None
+
+
+def armed(mail: Mail) -> list[str]:
+    d = watch_dir(mail)
+    if d is None or not d.is_dir():
+        return []
+    return [n for n in os.listdir(d) if not n.endswith(".wakes") and not n.startswith(".")]
+
+
+def watcher_pids() -> list[int]:
+    """Live `git-korus-mail drain --watch` processes (the watchers), from /proc."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{d}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and b"drain" in argv and b"--watch" in argv:
+            out.append(int(d))
+    return out
+
+
+def wait_until(pred, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def send(mail: Mail, body: str, *extra: str) -> tuple[str, float]:
+    t = time.time()
+    return mail.send(mail.a, "../b", body, "--wait=0", *extra), t
+
+
+def first_request_after(api, sid: str, t: float):
+    reqs = [r for r in session_requests(api, sid) if r.time >= t]
+    return reqs[0] if reqs else None
+
+
+def test_idle_stream_session_is_woken_and_its_next_request_carries_the_mail(urgent, mockapi, runners):  # noqa: F811
+    acct = runners()
+    mockapi.set_script([text("first answer"), text("noted")])
+    with acct.stream(cwd=urgent.b) as s:
+        s.send("hello")
+        s.read_result()
+        sid = s.session_id
+        wait_until(lambda: armed(urgent), what="the watcher armed at Stop")
+        needle = f"WAKE-{_uid()}"
+        msg_id, t_send = send(urgent, f"{needle}: the schema changed")
+        woken = s.read_result(timeout=20)
+        assert woken.get("result") == "noted"
+        req = first_request_after(mockapi, sid, t_send)
+        assert req is not None and any(needle in t for t in req.texts("system")), mockapi.summary()
+        # the mail is in the woken turn's UserPromptSubmit context, framed as the drain frames it
+        blocks = context_blocks(mockapi, sid, needle, UPS_PREFIX)
+        assert blocks and blocks[0].startswith(UPS_PREFIX + "korus-mail: mail for this worktree"), blocks
+        wake = [t for t in req.texts("user") if "korus-mail: new mail" in t]
+        assert wake and os.path.realpath(urgent.a) in wake[0] and needle not in wake[0], req.texts("user")
+        # the woken turn said only "noted", and its Stop consumed the mail and re-armed a watcher
+        wait_until(lambda: urgent.box_b.state()["seen"] == [msg_id], what="the consume at the woken Stop")
+        wait_until(lambda: len(armed(urgent)) == 1, what="a watcher re-armed by the woken turn's Stop")
+        assert len(watcher_pids()) == 1
+        t0 = time.monotonic()
+        rc = s.close()
+    # closing the input ends the session at once: its watcher saw that it can no longer wake it
+    assert rc == 0 and time.monotonic() - t0 < 10
+    wait_until(lambda: not watcher_pids(), timeout=5, what="no watcher left")
+    assert urgent.box_b.receipts()[msg_id]["observed"]["event"] == "UserPromptSubmit"
+
+
+def test_print_mode_does_not_hang_and_a_closed_session_gets_mail_at_resume(urgent, mockapi, runners):  # noqa: F811
+    acct = runners()
+    mockapi.set_script([text("one shot")])
+    run = acct.run("hello", cwd=urgent.b, timeout=60).check()
+    assert run.duration < 30, run.describe()  # the watcher's reach is 900 s: it ended at once
+    assert not watcher_pids() and not armed(urgent)
+    needle = f"RESUME-{_uid()}"
+    msg_id, _ = send(urgent, f"{needle} for a closed session")
+    time.sleep(1.0)
+    assert urgent.box_b.state()["inbox"] == [msg_id]  # nobody to wake: it waits
+    mockapi.set_script([text("resumed")])
+    again = acct.run("carry on", cwd=urgent.b, resume=run.session_id).check()
+    assert context_blocks(mockapi, again.session_id, needle, SS_PREFIX), mockapi.summary()
+    assert urgent.box_b.state()["seen"] == [msg_id]
+
+
+def test_terminal_ui_is_woken(urgent, mockapi, runners):  # noqa: F811
+    acct = runners()
+    mockapi.set_script([text("first answer"), text("WOKEN-ANSWER")])
+    with acct.terminal(cwd=urgent.b) as t:
+        t.wait_until(lambda: "shift+tab" in t.screen_text(), 30, "the terminal UI's prompt")
+        t.type("hello")
+        time.sleep(0.3)
+        t.type("\r")
+        t.wait_for_text("first answer", 30)
+        wait_until(lambda: armed(urgent), what="the watcher armed at Stop")
+        needle = f"TUI-{_uid()}"
+        _msg_id, t_send = send(urgent, f"{needle} in the terminal")
+        t.wait_for_text("WOKEN-ANSWER", 30)
+        reqs = [r for r in mockapi.agent_requests() if r.time >= t_send]
+        assert reqs and any(needle in x for x in reqs[0].texts("system")), mockapi.summary()
+        assert any(UPS_PREFIX in x and needle in x for x in reqs[0].texts("system"))
+        t.kill()
+
+
+def test_one_watcher_per_launch_over_twenty_turns_and_the_budget_and_no_wake_hold(urgent, mockapi, runners):  # noqa: F811
+    """20 turns of a stream-json session: prompts with tool calls, plain prompts and wakes. A
+    sampler counts watcher processes all along: never more than one."""
+    acct = runners()
+    counts: list[int] = []
+    import threading
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            counts.append(len(watcher_pids()))
+            time.sleep(0.03)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    wakes = 0
+    try:
+        with acct.stream(cwd=urgent.b) as s:
+            for turn in range(20):
+                kind = ("tool", "prompt", "wake")[turn % 3] if wakes < 6 else ("tool", "prompt")[turn % 2]
+                if kind == "wake":
+                    wait_until(lambda: armed(urgent), what=f"the watcher before turn {turn}")
+                    mockapi.set_script([text(f"noted {turn}")])
+                    send(urgent, f"turn {turn} mail")
+                    wakes += 1
+                elif kind == "tool":
+                    mockapi.set_script([bash("echo tool-call", "a tool"), text(f"tool turn {turn}")])
+                    s.send(f"turn {turn} with a tool")
+                else:
+                    mockapi.set_script([text(f"turn {turn}")])
+                    s.send(f"turn {turn}")
+                s.read_result(timeout=30)
+            assert wakes == 6
+            # the budget is spent (6 wakes in 10 minutes): more mail waits for the next prompt
+            wait_until(lambda: armed(urgent), what="the last watcher")
+            needle = f"OVER-{_uid()}"
+            send(urgent, f"{needle} over budget")
+            no_wake = f"NOWAKE-{_uid()}"
+            send(urgent, f"{no_wake} not urgent", "--no-wake")
+            with pytest.raises(AssertionError):
+                s.read_result(timeout=3)
+            mockapi.set_script([text("seen")])
+            s.send("anything new?")
+            s.read_result(timeout=30)
+            sid = s.session_id
+            assert context_blocks(mockapi, sid, needle, UPS_PREFIX)
+            assert context_blocks(mockapi, sid, no_wake, UPS_PREFIX)
+            s.close()
+        # the user was told, at the next Stop (a notice for the user only)
+        told = [t for ev, t in user_notices(acct, sid) if "wake budget spent" in (t or "")]
+        assert told and "did not wake this session" in told[0], user_notices(acct, sid)
+    finally:
+        stop.set()
+        sampler.join(5)
+    assert counts and max(counts) <= 1, counts
+    assert sum(1 for c in counts if c == 1) > 10  # the sampler did see watchers
