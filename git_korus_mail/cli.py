@@ -59,9 +59,6 @@ options:
   --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60 [default: 2]
   --repo=<path>      the clone whose queue to use (for a folder outside any clone)
   --json             machine-readable result
-
-Each destination is reported `delivered` (the recipient's drain proved a live session
-was shown it), `queued` (not shown yet, and why) or refused (`not queued`), as of a time.
 """,
     "ask": """\
 usage:
