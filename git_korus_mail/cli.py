@@ -297,7 +297,6 @@ def main(argv=None):
 def _main(argv):
     from git_korus_mail import __version__
     from git_korus_mail.errors import MailError, UsageError
-
     if not argv or argv[0] in ("-h", "--help", "help"):
         sys.stdout.write(USAGE)
         return 0 if argv else EXIT_USAGE

@@ -79,6 +79,19 @@ def send(clone, to, body, *extra):
     return json.loads(proc.stdout)["results"][0]["id"]
 
 
+def publish_question(clone, worktree, body):
+    """A question as `ask` writes one (kind question), and marked not to wake: it wakes anyway."""
+    from git_korus_mail.core import keys
+    from git_korus_mail.store import message
+    from git_korus_mail.store.files import MailRoot
+    key = keys.key_for(str(worktree))
+    box = MailRoot.open(str(clone.common_dir)).box(key.name, create=True, path=key.path)
+    msg = message.build(body, key.path, key.name, {"path": str(clone.main), "branch": "main", "session": None},
+                        kind="question", wake=False)
+    assert msg["wake"] is False and msg["kind"] == "question"
+    box.publish(msg, message.encode(msg))
+
+
 @pytest.fixture
 def claude(tmp_path):
     procs = []
@@ -154,7 +167,7 @@ def test_no_wake_waits_and_a_question_always_wakes(urgent, claude):
     send(urgent, urgent.web, "not urgent", "--no-wake")
     w = start_watcher(urgent, urgent.web, cc, sid, reach=1.5)
     assert w.wait(timeout=15) == 0
-    send(urgent, urgent.web, "is the build green?", "--no-wake", "--kind", "question")
+    publish_question(urgent, urgent.web, "is the build green?")
     w = start_watcher(urgent, urgent.web, cc, sid)
     out, err = w.communicate(timeout=15)
     assert w.returncode == 2 and err.startswith(b"1 new message(s)"), err  # the question alone

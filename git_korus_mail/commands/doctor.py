@@ -188,18 +188,10 @@ def _check_client_wiring(client, clone, root, record, findings):
 
 
 def _check_wake_tier(client, record, stub, wired, findings):
-    """The wake-up tier (install --urgent): its watcher entry in every file of an armed scope."""
-    if not getattr(client, "WAKE_TIER", False):
-        return
-    for path, repo, _cwd in wired:
-        scope = record.scope("user" if repo else "local") or {}
-        armed = client.watcher_armed(path, stub)
-        if armed:
-            findings.add("wake", True, path, "the wake-up tier is armed: idle sessions are woken by new mail")
-        elif armed is False and scope.get("urgent"):
-            findings.add("wake", False, path, "install --urgent armed the wake-up tier, but this file has "
-                         "no watcher entry: idle sessions here get mail at their next prompt",
-                         "git korus-mail install --urgent")
+    """The wake-up tier (install --urgent), for a client that has one: its own findings."""
+    for ok, where, detail, fix in (client.wake_findings(record, stub, wired) if getattr(client, "WAKE_TIER", False)
+                                   else ()):
+        findings.add("wake", ok, where, detail, fix)
 
 
 def _wiring_fix(client, path):

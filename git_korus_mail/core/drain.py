@@ -276,6 +276,8 @@ class Drain:
 
     # -- the phases: each in its own module, imported only when its phase runs -------
     def _show(self) -> Outcome:
+        if not self.opening and not self.frequent:
+            self._disarm_watcher()  # a prompt: the session works again, so its watcher ends
         if self.opening:
             self._fast_clear()  # a new launch: no stamp of an old one with its name stands
         looked = self._fast_look()  # before anything lists the inbox

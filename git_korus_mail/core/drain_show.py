@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 def show(drain: "Drain") -> Outcome:
     # render is imported only where something is rendered: an event with no mail never needs it
     box, root = drain.box, drain.root
-    if not drain.opening and not drain.frequent:
-        drain._disarm_watcher()  # a prompt: the session works again, so its watcher ends
     box.repair()
     if drain.run_start and drain.prior.get("state") == "working" and drain.launch.known \
             and drain.prior.get("launch") == drain.launch.tag:

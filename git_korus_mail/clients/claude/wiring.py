@@ -64,3 +64,18 @@ def watcher_armed(path, stub):
     except (MailError, OSError):
         return None
     return data is not None and settings.has_watcher(data, stub)
+
+
+def wake_findings(record, stub, wired):
+    """[(ok, settings path, detail, fix)] for doctor: the watcher entry in every file of a scope
+    that install --urgent armed, and any file where the tier is armed."""
+    out = []
+    for path, repo, _cwd in wired:
+        scope = record.scope("user" if repo else "local") or {}
+        armed = watcher_armed(path, stub)
+        if armed:
+            out.append((True, path, "the wake-up tier is armed: idle sessions are woken by new mail", None))
+        elif armed is False and scope.get("urgent"):
+            out.append((False, path, "install --urgent armed the wake-up tier, but this file has no watcher "
+                        "entry: idle sessions here get mail at their next prompt", "git korus-mail install --urgent"))
+    return out
