@@ -183,15 +183,9 @@ def _check_client_wiring(client, clone, root, record, findings):
             findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
     for wt in skipped:
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
-    _check_wake_tier(client, record, stub, wired, findings)
+    for ok, where, detail, fix in client.wake_findings(record, stub, wired) if getattr(client, "WAKE_TIER", 0) else ():
+        findings.add("wake", ok, where, detail, fix)  # the wake-up tier (install --urgent)
     return True, local
-
-
-def _check_wake_tier(client, record, stub, wired, findings):
-    """The wake-up tier (install --urgent), for a client that has one: its own findings."""
-    for ok, where, detail, fix in (client.wake_findings(record, stub, wired) if getattr(client, "WAKE_TIER", False)
-                                   else ()):
-        findings.add("wake", ok, where, detail, fix)
 
 
 def _wiring_fix(client, path):
