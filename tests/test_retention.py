@@ -245,3 +245,18 @@ def test_an_opening_show_asks_git_only_when_a_prune_is_due(clone):
     assert "git_korus_mail.core.retention" in _modules_an_opening_show_adds(clone, S2)  # due: it asks
     added = _modules_an_opening_show_adds(clone, S3)  # stamped today: not again
     assert "subprocess" not in added and "git_korus_mail.core.retention" not in added
+
+
+def test_a_run_prunes_a_bounded_number_and_the_next_goes_on(clone):
+    ids = [send(clone, f"m{i}") for i in range(3)]
+    consume_all(clone)
+    root = MailRoot.open(str(clone.common_dir))
+    box = root.box(keys.key_for(str(clone.web)).name)
+    from git_korus_mail.store import retention
+    later = time.time() + 40 * DAY
+    assert retention.prune(box, 30 * DAY, now=later, limit=2) == {"seen": ids[:2]}
+    assert not (box_dir(clone) / "pruned").exists()  # work left: no stamp, so it is due again
+    assert retention.due(box, later)
+    assert retention.prune(box, 30 * DAY, now=later, limit=2) == {"seen": ids[2:]}
+    assert (box_dir(clone) / "pruned").exists() and not retention.due(box, time.time() + 60)
+    assert [r["count"] for r in pruned_lines(clone)] == [2, 1]

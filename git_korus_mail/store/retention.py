@@ -91,8 +91,9 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
         pending = box.ensure_sub(PRUNING)
         for msg_id in ids:
             pending.unlink_quiet(msg_id + MSG_SUFFIX)  # journaled: the prune of each is complete
-    if count < limit and examined < MAX_EXAMINED:
-        # all done for today; a run that hit a bound leaves no stamp, so the next event goes on
+    if count < limit:
+        # done for today; a run that hit its limit leaves no stamp, so the next opening show goes on
+        # (one that only examined its fill of young mail does not: it would find the same again)
         box.dir.write_replace(STAMP, f"{utc_stamp(now)}\n".encode(), box.root.tmp)
     return done
 
