@@ -144,9 +144,8 @@ usage:
 
 One message whole: headers, display markers and receipt, and the body with every control,
 bidi and invisible character shown as an escape. It never consumes the message. <id> is a
-message id, a prefix only one message has, or its last characters as the drain's line to
-the person shows them (`…0f3c9a21`); this worktree's box is searched first, then the
-clone's other boxes.
+message id, a prefix only one message has, or its end as the person's line shows it
+(`…0f3c9a21`); this worktree's box is searched first, then the clone's other boxes.
 
 options:
   --repo=<path>   the clone whose queue to read
