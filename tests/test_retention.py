@@ -260,3 +260,14 @@ def test_a_run_prunes_a_bounded_number_and_the_next_goes_on(clone):
     assert retention.prune(box, 30 * DAY, now=later, limit=2) == {"seen": ids[2:]}
     assert (box_dir(clone) / "pruned").exists() and not retention.due(box, time.time() + 60)
     assert [r["count"] for r in pruned_lines(clone)] == [2, 1]
+
+
+def test_a_file_beside_the_messages_is_never_taken_for_one(clone):
+    msg_id = send(clone, "consumed")
+    consume_all(clone)
+    seen = box_dir(clone) / "seen"
+    (seen / (msg_id + ".why.json")).write_text("{}")  # a record another state might keep beside mail
+    root = MailRoot.open(str(clone.common_dir))
+    from git_korus_mail.store import retention
+    done = retention.prune(root.box(keys.key_for(str(clone.web)).name), 0, now=time.time() + DAY)
+    assert done == {"seen": [msg_id]} and names(seen) == [msg_id + ".why.json"]

@@ -62,6 +62,7 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
             if _one(box, name[:-len(MSG_SUFFIX)], state if state in FINAL else None):
                 done.setdefault(state if state in FINAL else "unknown", []).append(name[:-len(MSG_SUFFIX)])
     count = sum(len(v) for v in done.values())
+    from git_korus_mail.store.message import valid_id
     examined = 0
     for state in FINAL:
         d = box.open_sub(state)
@@ -70,10 +71,10 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
         for name in sorted(d.names()):  # ids sort by send time: the oldest first
             if count >= limit or examined >= MAX_EXAMINED:
                 break
-            if not name.endswith(MSG_SUFFIX) or name.startswith("."):
-                continue
-            examined += 1
             msg_id = name[:-len(MSG_SUFFIX)]
+            if not name.endswith(MSG_SUFFIX) or not valid_id(msg_id):
+                continue  # not a message (a record beside it, junk): never taken for one
+            examined += 1
             sent = _sent_time(msg_id)
             if sent is not None and now - sent < keep_seconds:
                 break  # sent too recently to have reached any state long ago: so is every later id
