@@ -52,8 +52,9 @@ def test_the_question_shows_its_id_and_the_reply_command(clone):
 def test_no_answer_in_time_exits_2_and_the_answer_comes_later_as_mail(clone):
     p = start_ask(clone, "slow one?", timeout=1)
     out, _ = p.communicate(timeout=30)
-    assert p.returncode == 2 and out.count("\n") == 1
+    assert p.returncode == 2 and out.count("\n") == 2
     assert "will arrive later as ordinary mail" in out and "timeout 600000" in out
+    assert "\n  the question: queued, as of " in out and "no live session there" in out  # the verdict
     qid = queued(clone, clone.web, "question")[0]
     assert reply(clone, qid, "here it is").returncode == 0
     text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])

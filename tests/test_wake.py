@@ -226,7 +226,7 @@ def test_wake_budget_then_the_mail_waits_and_the_user_is_told(urgent, claude):
     assert "one too many" in hermetic.context_of(answer)
 
 
-def test_list_shows_wakeable_until_while_a_watcher_is_armed(urgent, claude):
+def test_list_and_who_show_wakeable_until_while_a_watcher_is_armed(urgent, claude):
     cc, sid = claude(), "s-list"
     drain("SessionStart", urgent.web, cc, sid)
     drain("Stop", urgent.web, cc, sid)
@@ -237,8 +237,52 @@ def test_list_shows_wakeable_until_while_a_watcher_is_armed(urgent, claude):
     assert rec and rec[0]["wakeable_until"].endswith("Z"), rec
     text = run_cli("list", cwd=urgent.main, check=True).stdout
     assert "wakeable until " in text, text
+    who = json.loads(run_cli("who", "--json", cwd=urgent.main, check=True).stdout)
+    [mine] = [r for r in who["sessions"] if r["session"] == sid]
+    assert mine["state"] == "idle" and mine["wakeable_until"] == rec[0]["wakeable_until"], mine
+    assert f"wakeable until {mine['wakeable_until']}" in run_cli("who", cwd=urgent.main, check=True).stdout
     drain("UserPromptSubmit", urgent.web, cc, sid)
     w.wait(timeout=5)
     data = json.loads(run_cli("list", "--json", cwd=urgent.main, check=True).stdout)
     rec = [s for b in data["boxes"] for s in b["sessions"] if s["session"] == sid]
     assert rec[0]["wakeable_until"] is None
+
+
+# -- the verdict at send ---------------------------------------------------------------------
+def send_json(clone, to, body, *extra):
+    proc = run_cli("send", "--json", "--to", str(to), *extra, "--", body, cwd=clone.main, check=True)
+    (res,) = json.loads(proc.stdout)["results"]
+    return res
+
+
+def test_verdict_queued_without_a_live_session_and_refused_when_not_queued(clone):
+    res = send_json(clone, clone.web, "nobody there")
+    assert (res["verdict"], res["why"]) == ("queued", "no live session there; it is shown when one starts")
+    assert res["as_of"].endswith("Z")
+    proc = run_cli("send", "--json", "--to", "/nonexistent/x", "--", "lost?", cwd=clone.main)
+    (bad,) = json.loads(proc.stdout)["results"]
+    assert proc.returncode == 1 and bad["verdict"] == "refused" and bad["ok"] is False
+
+
+def test_verdict_delivered_only_on_a_live_launchs_marker(clone, claude):
+    cc, sid = claude(), "s-verdict"
+    drain("UserPromptSubmit", clone.web, cc, sid)  # a session working there
+    p = subprocess.Popen([os.path.dirname(os.sys.executable) + "/git-korus-mail", "send", "--json", "--wait=30",
+                          "--to", str(clone.web), "--", "shown soon"], cwd=str(clone.main),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    inbox = lambda: [q for q in (clone.mail_root / "box").glob("*/inbox/*.json")]  # noqa: E731
+    wait_for(lambda: inbox(), what="the message queued")
+    assert p.poll() is None  # waiting for the proof: a working session could show it
+    answer, _ = drain("PostToolUse", clone.web, cc, sid)  # its next tool call shows it
+    assert "shown soon" in hermetic.context_of(answer)
+    out, err = p.communicate(timeout=30)
+    (res,) = json.loads(out)["results"]
+    assert res["verdict"] == "delivered" and res["shown_to"]["session"] == sid, res
+    assert res["shown_to"]["event"] == "PostToolUse"
+    # a marker of a launch that is gone proves nothing any more (its markers authorize nothing)
+    from git_korus_mail.core import verdict
+    from git_korus_mail.store.files import MailRoot
+    cc.kill()
+    cc.wait()
+    root = MailRoot.open(str(clone.common_dir))
+    assert verdict.judge(root.box(res["box"]), res["id"])["verdict"] == "queued"

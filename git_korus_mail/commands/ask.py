@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from git_korus_mail import clients
-from git_korus_mail.core import ask, send
+from git_korus_mail.core import ask, send, verdict
 from git_korus_mail.commands.text import safe
 
 EXIT_TIMEOUT = 2
@@ -41,11 +41,12 @@ def run(clone, args, out):
     if rec is None:
         line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
                 f"mail ({ask.LONGER})")
+        seen = verdict.judge(q.target, q.id)  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
-                                  "note": line}, indent=2) + "\n")
+                                  "note": line, **seen}, indent=2) + "\n")
         else:
-            out.write(line + "\n")
+            out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
         out.flush()
         return EXIT_TIMEOUT
     _write(out, q, rec, args.json)

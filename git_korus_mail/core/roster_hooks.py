@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 def wakeable_until(box: "Box", rec: "Dict[str, Any]") -> "Optional[str]":
     """The UTC stamp until which this idle session wakes for new mail; None when it does not
     (or the wake tier is not armed). `rec` is its presence record (store/presence.py)."""
-    return None
+    from git_korus_mail.store import presence
+    return presence.wakeable_until(box, rec)
 
 
 def waiting_for(box: "Box", rec: "Dict[str, Any]") -> "Optional[Dict[str, Any]]":
