@@ -120,13 +120,14 @@ def test_new_mail_wakes_an_idle_terminal_session_once(urgent, claude):
     assert text.startswith("1 new message(s) from ") and os.path.realpath(urgent.main) in text, text
     assert "wake up" not in text  # the body is shown by the woken turn's drain, never in the wake
     assert not claim_path(urgent, urgent.web, sid, cc).exists()  # let go before it woke
-    # the woken turn's first event shows it as any prompt's would, and marks it shown after
-    answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)
-    assert "wake up, the schema changed" in hermetic.context_of(answer)
-    # the same message never wakes the launch again: the next watcher waits its reach out
+    # the same message never wakes the launch again, even while it is still unseen (a woken
+    # turn whose show failed or was cut short): the next watcher waits its reach out
     w2 = start_watcher(urgent, urgent.web, cc, sid, reach=1)
     out, err = w2.communicate(timeout=15)
     assert (w2.returncode, out, err) == (0, b"", b"")
+    # the woken turn's first event shows it as any prompt's would, and marks it shown after
+    answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)
+    assert "wake up, the schema changed" in hermetic.context_of(answer)
 
 
 def test_a_message_shown_but_not_consumed_does_not_wake(urgent, claude):
