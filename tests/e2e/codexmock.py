@@ -124,7 +124,8 @@ def frames(turn: Turn) -> bytes:
 class ResponsesMock:
     """A started server on 127.0.0.1 (an ephemeral port): `base_url` for Codex's config."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0, log_path: str | None = None) -> None:
+        self.log_path = log_path
         self.script: list[Any] = []
         self.requests: list[Request] = []
         self.peers: set[str] = set()
@@ -164,7 +165,7 @@ class ResponsesMock:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -180,6 +181,9 @@ class ResponsesMock:
             self.requests.append(Request(len(self.requests) + 1, handler.path,
                                          {k.lower(): v for k, v in handler.headers.items()},
                                          body, kind, peer))
+            if self.log_path:
+                with open(self.log_path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"kind": kind, "path": handler.path, "peer": peer, "body": body}) + "\n")
 
     def _next(self, request: Request) -> Turn:
         with self._lock:
@@ -206,8 +210,19 @@ class ResponsesMock:
         return "\n".join(f"#{r.seq} {r.kind} {r.path} {len(r.items)} items" for r in self.requests)
 
 
-def main() -> None:  # by hand: python3 tests/e2e/codexmock.py (serves until ^C)
-    mock = ResponsesMock()
+def main() -> None:
+    """By hand, or as a process of its own (the terminal-UI test runs it inside a network
+    namespace with Codex): `python3 codexmock.py [--port N] [--script JSON] [--log FILE]`.
+    The script is a JSON list of turns: a string is a text turn, {"shell": cmd} a shell call.
+    Each request is appended to the log as a JSON line."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--script", default="[]")
+    parser.add_argument("--log")
+    args = parser.parse_args()
+    mock = ResponsesMock(port=args.port, log_path=args.log)
+    mock.set_script([shell(t["shell"]) if isinstance(t, dict) else t for t in json.loads(args.script)])
     print(mock.base_url, flush=True)
     try:
         threading.Event().wait()

@@ -221,23 +221,40 @@ def _wait_screen(sock, needle, timeout=30.0):
     raise AssertionError(f"{needle!r} not on the screen within {timeout} s:\n{screen}")
 
 
+def _netns_works():
+    try:
+        return subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_codex_terminal_ui_without_its_daemon(clone, codex, codexmock, codex_home, codex_bin):
+@pytest.mark.skipif(not _netns_works(), reason="unshare -n (a network namespace) is not permitted here")
+def test_codex_terminal_ui_without_its_daemon(clone, codex_home, codex_bin, tmp_path):
     """The terminal UI with --no-daemon: hooks are its children and SessionEnd fires at exit.
-    (With the daemon, seen by hand: hooks run as the daemon's children, the launch is the
-    daemon, and no SessionEnd fires: docs/CLIENTS.md.)"""
+    It runs in a network namespace of its own, with the mock beside it: the UI also looks up
+    an announcement on raw.githubusercontent.com, which must not leave the machine. (With the
+    daemon, seen by hand: hooks run as the daemon's children, the launch is the daemon, and
+    no SessionEnd fires: docs/CLIENTS.md.)"""
+    from codexdriver import CONFIG
     env = codex_env(codex_home, codex_bin)
+    port = 40000 + os.getpid() % 20000  # any port: the namespace has nothing else
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CONFIG.format(base_url=f"http://127.0.0.1:{port}/v1"))
     cli("install", "--client", "codex", cwd=clone.main, env=env)
     cli("send", "--to", "../web", "for the terminal ui", cwd=clone.main)
-    codexmock.set_script(["seen in the tui"])
+    log = tmp_path / "tui-requests.jsonl"
+    mock = (f"'{sys.executable}' '{Path(__file__).parent / 'codexmock.py'}' --port {port} --log '{log}'"
+            f" --script '[\"seen in the tui\"]' >/dev/null")
+    run_env = " ".join(f"{k}='{v}'" for k, v in (("CODEX_HOME", codex_home), ("MOCK_API_KEY", "k"), ("PATH", PATH)))
+    pane = f"ip link set lo up; {mock} & sleep 1; env {run_env} '{codex_bin}' --no-daemon; kill $!"
     sock = f"korus-codex-{os.getpid()}"
-    cmd = " ".join(f"{k}='{v}'" for k, v in codex.env().items() if k in ("CODEX_HOME", "MOCK_API_KEY", "PATH"))
+    import time
     try:
-        _tmux(sock, "new-session", "-d", "-s", "t", "-x", "150", "-y", "40", "-c", str(clone.web),
-              f"env {cmd} '{codex_bin}' --no-daemon")
+        subprocess.run(["unshare", "-n", "tmux", "-L", sock, "new-session", "-d", "-s", "t", "-x", "150", "-y", "40",
+                        "-c", str(clone.web), pane], check=True, capture_output=True, text=True)
         _wait_screen(sock, "Ask Codex to do anything")
         _tmux(sock, "send-keys", "-t", "t", "hello")
-        import time
         time.sleep(1)  # keys in one burst read as a paste, where Enter is a newline
         _tmux(sock, "send-keys", "-t", "t", "C-m")
         screen = _wait_screen(sock, "seen in the tui")
@@ -247,13 +264,16 @@ def test_codex_terminal_ui_without_its_daemon(clone, codex, codexmock, codex_hom
             time.sleep(0.2)
         _tmux(sock, "send-keys", "-t", "t", "C-c", check=False)  # one may already end it
         time.sleep(0.5)
-        _tmux(sock, "send-keys", "-t", "t", "C-c", check=False)  # one may already end it
+        _tmux(sock, "send-keys", "-t", "t", "C-c", check=False)
         deadline = time.monotonic() + 20
         while _tmux(sock, "has-session", "-t", "t", check=False).returncode == 0 and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
         _tmux(sock, "kill-server", check=False)
-    assert developer_texts(codexmock, "| for the terminal ui")
+    requests = [json.loads(line) for line in log.read_text().splitlines()]
+    from codexmock import strings_in
+    assert any("| for the terminal ui" in t for r in requests if r["kind"] == "agent" for t in strings_in(r["body"]))
+    assert {r["peer"] for r in requests} == {"127.0.0.1"}
     [sent] = json.loads(cli("status", "--json", cwd=clone.main).stdout)["sent"]
     assert sent["fate"]["state"] == "consumed"
     box = next(p.parent for p in (clone.mail_root / "box").glob("*/path") if p.read_text().strip() == str(clone.web))
