@@ -188,3 +188,24 @@ def test_the_drain_takes_the_codex_protocol_by_name(clone):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "PostToolUse", "Stop"])
+def test_codex_hot_path_adds_no_costly_stdlib_module(clone, fake_codex, tmp_path, event):
+    """The empty-box event under Codex costs what it costs under Claude Code: the launch proof
+    reads /proc with os alone (tests/test_drain.py's list of costly modules)."""
+    from test_drain import STDLIB_HEAVY
+    transcript = tmp_path / "rollout-hot.jsonl"
+    transcript.write_text("")
+    codex_session(fake_codex, clone.web, "hot", transcript, [("SessionStart", {"source": "startup"})], tmp=tmp_path)
+    payload = tmp_path / "hot.json"
+    payload.write_text(json.dumps({"session_id": "hot", "transcript_path": str(transcript), "cwd": str(clone.web),
+                                   "hook_event_name": event}))
+    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; "
+            "rc = main(['drain', '--client=codex']); sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), T=str(transcript), PY=PYTHON, C=code)
+    proc = subprocess.run([str(fake_codex), "-c", f'exec 9<"$T"; "$PY" -c "$C" <"{payload}"; true'],
+                          capture_output=True, text=True, cwd=clone.web, env=env)
+    added = set(proc.stderr.split())
+    assert "git_korus_mail.clients.codex.launch" in added  # the measurement itself works
+    assert not added & set(STDLIB_HEAVY), sorted(added & set(STDLIB_HEAVY))
