@@ -209,3 +209,32 @@ def test_codex_hot_path_adds_no_costly_stdlib_module(clone, fake_codex, tmp_path
     added = set(proc.stderr.split())
     assert "git_korus_mail.clients.codex.launch" in added  # the measurement itself works
     assert not added & set(STDLIB_HEAVY), sorted(added & set(STDLIB_HEAVY))
+
+
+def test_a_question_to_codex_is_answered_by_its_final_message(clone, fake_codex, tmp_path):
+    """`ask` from another worktree: Codex is shown the question, and its Stop's
+    last_assistant_message comes back as the automatic answer."""
+    asker = subprocess.Popen([PYTHON, "-m", "git_korus_mail", "ask", "--to", "../web", "--timeout", "60", "--json",
+                              "what is six times seven?"], cwd=clone.main, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env={k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX"))})
+    try:
+        box = box_of(clone)
+        for _ in range(200):  # the question is queued before ask starts waiting
+            if (box / "inbox").is_dir() and list((box / "inbox").iterdir()):
+                break
+            import time
+            time.sleep(0.05)
+        transcript = tmp_path / "rollout-ask.jsonl"
+        transcript.write_text("")
+        shown, _stop = codex_session(fake_codex, clone.web, "s-ask", transcript, [
+            ("UserPromptSubmit", {"prompt": "go"}),
+            ("Stop", {"last_assistant_message": "forty-two, says codex", "stop_hook_active": False})], tmp=tmp_path)
+        assert "what is six times seven?" in context(shown)
+        out, err = asker.communicate(timeout=60)
+    finally:
+        if asker.poll() is None:
+            asker.kill()
+            asker.wait()
+    assert asker.returncode == 0, err
+    assert "forty-two, says codex" in out

@@ -290,7 +290,7 @@ def _check_drains(box, findings, now):
         return
     asked = set()
     for client in clients.hook_protocols():
-        names = (client.EVENTS, client.TURN_EVENTS, client.CONSUME_EVENT)
+        names = (client.TURN_EVENTS, client.CONSUME_EVENT)
         if names not in asked:  # clients with the same event names read the same record once
             asked.add(names)
             _check_client_drains(client, box, sessions, findings, now)

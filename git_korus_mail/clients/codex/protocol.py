@@ -86,11 +86,11 @@ def account_of(environ):
 def drain_facts(payload, environ):
     """The keyword arguments of drain.Drain after the session and cwd. The launch comes from
     the payload and /proc, not the environment (launch.py): with Codex's daemon, the
-    environment is that of whichever session started the daemon."""
+    environment is that of whichever session started the daemon. It is proved only when the
+    drain needs it (`find_launch`): an event with an empty box reads no /proc at all."""
     phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
     facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-             "launch": launch_of(payload) if phase is not None else None,
-             "account": account_of(environ)}
+             "find_launch": lambda: launch_of(payload), "account": account_of(environ)}
     if payload.event == CONSUME_EVENT:
         facts["final_text"] = payload.last_message  # the automatic answer to open questions (core/answer.py)
     elif payload.event == "UserPromptSubmit":
