@@ -158,7 +158,8 @@ def main():
         "# The wake-up tier, measured (bench/wake.py)",
         "",
         f"Claude Code {subprocess.run([claude_bin(), '--version'], capture_output=True, text=True).stdout.strip()}, "
-        f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
         "| measure | n | median | p90 | max |",
         "|---|---|---|---|---|",

@@ -66,7 +66,7 @@ def run(clone, args, out):
                            roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
                                 sender_session=clients.session_of(os.environ), wake=args.wake)
-    verdict.settle(clone, results, args.wait)
+    verdict.settle(clone, results, args.wait, sender=clients.session_of(os.environ))
     if args.json:
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
     else:

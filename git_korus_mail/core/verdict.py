@@ -64,9 +64,12 @@ def _why_queued(box: "Box") -> str:
     return "the sessions there are idle and not wakeable; it is shown at their next prompt"
 
 
-def worth_waiting(box: "Box") -> bool:
-    """Whether a live session there could show it soon: one working, or idle with a watcher."""
+def worth_waiting(box: "Box", sender: "Optional[str]" = None) -> bool:
+    """Whether a live session there could show it soon: one working, or idle with a watcher.
+    Never the sending session itself: its next event comes only after this send ends."""
     for r in presence.sessions(box):
+        if sender is not None and r.get("session") == sender:
+            continue
         if r["liveness"] == "working":
             return True
         if r["liveness"] == "idle" and presence.wakeable_until(box, r):
@@ -74,7 +77,8 @@ def worth_waiting(box: "Box") -> bool:
     return False
 
 
-def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float) -> None:
+def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float,
+                   sender: "Optional[str]" = None) -> None:
     """Add "verdict", "as_of", "why" (and "shown_to") to each queued result ({"box", "id", ...}),
     waiting up to `wait` seconds for destinations where a live session could show it."""
     deadline = time.time() + max(0.0, wait)
@@ -86,7 +90,7 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float
             r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "its box is gone"})
             continue
         r.update(judge(box, r["id"]))
-        if r["verdict"] == "queued" and wait > 0 and worth_waiting(box):
+        if r["verdict"] == "queued" and wait > 0 and worth_waiting(box, sender):
             pending.append((r, box))
     while pending and time.time() < deadline:
         time.sleep(POLL)
@@ -100,7 +104,7 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float
         r.update(judge(box, r["id"]))
 
 
-def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: float) -> None:
+def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: float, sender: "Optional[str]" = None) -> None:
     """Give each of send.deliver's results its verdict: `refused` for one not queued, else what
     `await_verdicts` finds within `wait` seconds."""
     queued = [r for r in results if r.get("ok")]
@@ -113,4 +117,4 @@ def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: float) -> None:
             for r in queued:
                 r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "the mail root is gone"})
             return
-        await_verdicts(root, queued, wait)
+        await_verdicts(root, queued, wait, sender)
