@@ -87,3 +87,10 @@ def launch_dir(session, pid=None, start=None):
         boot = f.read().strip()
     start = proc_start_ticks(pid) if start is None else start
     return f"{session}@{pid}-{start}-{boot[:8]}"
+
+
+def no_limits(clone):
+    """Lift the receiver's limits (docs/DESIGN.md, "Limits") for a test that floods one box from
+    one sender on purpose: a store race or a cap, not a limit, is what it measures."""
+    for name, value in (("backlog", "100000"), ("loop-seconds", "0"), ("rate", "100000/1")):
+        git("config", f"korus-mail.{name}", value, cwd=clone.main)

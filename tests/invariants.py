@@ -3,7 +3,7 @@
 `check(mail_root)` asserts (I1-I5 as docs/STORE.md names them), for every box, what must hold once every process
 touching the store is idle (or dead) and a clean drain has run:
 
-- I1: every message id is in exactly one of inbox/ seen/ expired/ cancelled/, and every file
+- I1: every message id is in exactly one of inbox/ seen/ expired/ cancelled/ dropped/, and every file
   there is a complete, valid message whose id matches its name;
 - I2: a receipt exists iff the message is in seen/, at most one per id (one name per
   id is all a directory can hold), and it is complete JSON naming that id; a pruned pair
@@ -33,7 +33,7 @@ import stat
 from git_korus_mail.store.message import Invalid, parse
 
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits"}
-STATES = ("inbox", "seen", "expired", "cancelled")
+STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
 STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
@@ -203,7 +203,17 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
         for name in _ls(os.path.join(bdir, "notices")):
             data, _ = _read(os.path.join(bdir, "notices", name))
             note = json.loads(data)  # raises on a partial notice
-            assert note.get("id") in info["expired"] | pruning, f"{bname}: notice for {note.get('id')} not in expired/"
+            assert note.get("id") in info["expired"] | info["dropped"] | pruning, (
+                f"{bname}: notice for {note.get('id')} not in expired/ or dropped/")
+
+        # drops/<id>.json: why a message was dropped; written just before its link into dropped/
+        for name in _ls(os.path.join(bdir, "drops")):
+            assert name.endswith(".json") and not name.startswith("."), f"{bname}/drops/{name}: stray file"
+            why = json.loads(_read(os.path.join(bdir, "drops", name))[0])  # raises on a torn record
+            assert why.get("id") == name[:-5] and why.get("rule") in ("loop", "rate"), f"{bname}/drops/{name}: {why}"
+            assert why["id"] in info["dropped"] | info["inbox"] | pruning, f"{bname}/drops/{name}: its message is not dropped"
+        no_why = info["dropped"] - {n[:-5] for n in _ls(os.path.join(bdir, "drops"))}
+        assert not no_why, f"{bname}: dropped without a drops/ record: {sorted(no_why)}"
 
         shown = os.path.join(bdir, "shown")
         markers = {}

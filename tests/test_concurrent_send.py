@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from helpers import PYTHON
+from helpers import PYTHON, no_limits
 from git_korus_mail.core import keys
 from git_korus_mail.store.message import parse
 
@@ -58,6 +58,7 @@ def _sender(idx, main_path, web_path, per, barrier, conn):
 
 
 def test_16_processes_send_3200_messages_into_one_box(clone):
+    no_limits(clone)  # a flood on purpose: the store is measured, not the limits
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(SENDERS + 1)
     procs, conns = [], []
@@ -139,6 +140,7 @@ def test_senders_killed_at_random_leave_no_partial_message(clone):
     """16 real senders at once, half of them SIGKILLed at random instants (inside writes too).
     Every inbox holds only complete messages; a torn staging file may stay in tmp/ but is never
     linked anywhere; a clean drain then delivers exactly the messages that were published."""
+    no_limits(clone)  # a flood on purpose: the store is measured, not the limits
     rng = random.Random(int(os.environ.get("KORUS_CHAOS_SEED") or time.time()))
     t = time.time()
     p = _cli_send(clone.main, str(clone.web), "probe")

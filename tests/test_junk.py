@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from helpers import hook, run_cli
+from helpers import hook, no_limits, run_cli
 from test_hostile import (QUARANTINED_RE, SESSION, box_dir, drain, drain_timed, inbox, journal, names, send,
                           snapshot, write_raw)
 from git_korus_mail.core import drain as drain_mod
@@ -56,6 +56,7 @@ def test_a_name_that_is_not_utf8_is_kept_byte_for_byte_in_the_record(clone):
 
 # -- a flood of junk that sorts before the real mail ---------------------------------------------
 def test_100k_junk_files_sorting_first_do_not_delay_real_mail(clone, request):
+    no_limits(clone)  # a flood on purpose: the store is measured, not the limits
     d = inbox(clone)
     request.addfinalizer(lambda: shutil.rmtree(d, ignore_errors=True))  # 100k inodes: do not keep them
     for i in range(100_000):  # "0000…" and "1999…" sort before every id of this century

@@ -22,6 +22,7 @@ import pytest
 from git_korus_mail.core import keys
 
 import invariants
+from helpers import no_limits
 
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SECONDS = float(os.environ.get("KORUS_PUBLISH_RACE_SECONDS") or (60 if CI else 10))
@@ -140,6 +141,7 @@ def test_a_foreign_hard_link_is_still_refused(clone, tmp_path):
 
 @pytest.mark.slow
 def test_drains_racing_publication_quarantine_nothing(clone):
+    no_limits(clone)  # a flood on purpose: the store is measured, not the limits
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(SENDERS + DRAINS + 1)
     procs, conns = [], []

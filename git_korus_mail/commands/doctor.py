@@ -4,6 +4,7 @@ Read-only: it reports and never repairs (`list` and the drain repair as they rea
 Checks, each finding with its fix:
 - the mail root: a real directory, ours, 0700 (anything else is refused by the store);
 - the wiring: install's verification again, for each worktree and the user scope;
+- the receiver's limits (backlog, loop, rate) as the drain reads them from the git config;
 - OFF: delivery suppressed;
 - claims: held ones, and whether their owner still runs;
 - quarantine and stale staging files;
@@ -78,6 +79,7 @@ def _write_text(data, out):
 
 def collect(clone, now):
     findings = Findings()
+    _check_limits(clone, findings)
     root = _check_root(clone, findings)
     if root is None:
         return findings
@@ -105,6 +107,16 @@ def collect(clone, now):
     doctor_store.check_retention(clone, findings)
     doctor_store.check_size(root, findings)
     return findings
+
+
+def _check_limits(clone, findings):
+    """The receiver's limits as the drain reads them (core/limitconf.py), or the bad setting."""
+    from git_korus_mail.core import limitconf
+    try:
+        findings.add("limits", True, clone.common_dir, limitconf.read(clone.common_dir).describe())
+    except MailError as exc:
+        findings.add("limits", False, clone.common_dir, f"{exc} (the drain uses the default meanwhile)",
+                     "git config --unset korus-mail.<name>, or set it as the message says")
 
 
 # -- the mail root -------------------------------------------------------------------

@@ -134,6 +134,7 @@ FATE_TEXT = {
     "queued": lambda f, now: ("queued", ""),
     "expired": lambda f, now: ("expired", " unread"),
     "cancelled": lambda f, now: ("cancelled", ""),
+    "dropped": lambda f, now: (f"dropped: {safe(f.get('rule') or 'a limit')}", f" at {clock(f.get('at'), now)}"),
     "quarantined": lambda f, now: ("quarantined", f": {safe(f.get('reason'))}"),
     "missing": lambda f, now: ("missing", f" ({safe(f.get('detail'))})"),
 }
@@ -165,4 +166,5 @@ EVENT_TEXT = {  # the hook event, the launch and the box key of each are in --js
     "answered": lambda ev, here: f"{safe(ev.get('id'))} {safe(ev.get('status'))} ({safe(ev.get('how'))})",
     "failed": lambda ev, here: f"{safe(ev.get('id'))} unanswered ({safe(ev.get('how'))})",
     "answer-delivered": lambda ev, here: f"{safe(ev.get('answer'))} to the waiting ask",
+    "dropped": lambda ev, here: f"{safe(ev.get('id'))} as {safe(ev.get('rule'))}, from {relative(ev.get('sender'), here)}",
 }

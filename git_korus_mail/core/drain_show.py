@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
     from git_korus_mail.core.drain import Drain
+    from git_korus_mail.core.limits import Judge
     from git_korus_mail.core.render import BodyView, Rendered
     from git_korus_mail.store.markers import LaunchMarkers
     from git_korus_mail.store.message import Message
@@ -43,12 +44,17 @@ def show(drain: "Drain") -> Outcome:
         return Outcome()
     ids, odd = box.inbox_ids()
     candidates = drain._markers().unseen(ids) if ids else []  # an empty inbox loads no markers (hot path)
-    batch, skips, examined = _load_batch(drain, candidates, drain._markers()) if candidates else ([], 0, 0)
+    judge: "Optional[Judge]" = None
+    if candidates:
+        from git_korus_mail.core.limits import Judge  # only with mail to judge (hot path)
+        judge = Judge(box, root.common_dir, drain.faults)
+    batch, skips, examined, behind = (_load_batch(drain, candidates, drain._markers(), ids, judge) if judge
+                                      else ([], 0, 0, 0))
     for name in odd:  # real mail first; the rest of the junk waits for later events
         if drain.junk >= MAX_JUNK:
             break
         _quarantine(drain, name, "not a message file name")
-    remaining = len(candidates) - examined
+    remaining = len(candidates) - examined - behind  # those behind the backlog are not next
     notices: List[Dict[str, Any]] = []
     notice_names: List[str] = []
     if drain.opening:
@@ -57,6 +63,12 @@ def show(drain: "Drain") -> Outcome:
         if notices:
             from git_korus_mail.core import render
             lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
+    extra: Optional[Dict[str, Any]] = None
+    if judge is not None or (drain.opening and box.names("notices")):  # else nothing to tell (hot path)
+        from git_korus_mail.core import limits  # the drops told once, the backlog once per new arrival
+        told, told_names, extra = limits.tell(drain, judge, behind)
+        lines.extend(told)
+        notice_names.extend(told_names)
     text: Optional[str] = None
     blocks: List[Rendered] = []
     deferred = remaining
@@ -76,7 +88,7 @@ def show(drain: "Drain") -> Outcome:
                          f"(as of {utc_stamp(drain.now)}).")
     context = "\n\n".join(lines) if lines else None
     questions = {m["id"] for m, *_ in batch if m.get("kind") == "question"}
-    drain._record()
+    drain._record(extra)
 
     def commit() -> "List[str]":
         # Runs after the output is out: each step's failure is collected, none stops the next
@@ -107,7 +119,7 @@ def show(drain: "Drain") -> Outcome:
         try:
             box.clear_notices(notice_names)
         except (OSError, MailError) as exc:
-            faults.append(f"expiry notices not cleared ({_why(exc)}); they may be told again")
+            faults.append(f"notices not cleared ({_why(exc)}); they may be told again")
         if drain.opening:
             drain._sweep()  # a new launch is when an old one's markers are most likely stale
             faults.extend(_prune(drain))
@@ -120,12 +132,15 @@ def show(drain: "Drain") -> Outcome:
     return Outcome(context=context, commit=commit, report=drain._report_late, shown=summary)
 
 
-def _load_batch(drain: "Drain", candidates: "List[str]",
-                shown_dir: "LaunchMarkers") -> "Tuple[List[Item], int, int]":
+def _load_batch(drain: "Drain", candidates: "List[str]", shown_dir: "LaunchMarkers", ids: "List[str]",
+                judge: "Judge") -> "Tuple[List[Item], int, int, int]":
     """Read candidates oldest first until a render's worth is found. Returns
-    ([(msg, path, seen_path, BodyView)], skipped, number examined). Bounded by the batch, not the
-    inbox, and in memory: each body is trimmed to what can be rendered as soon as it is parsed,
-    and one event reads at most READ_BUDGET bytes of messages (the rest wait for the next)."""
+    ([(msg, path, seen_path, BodyView)], skipped, number examined, number not examined that wait
+    behind the backlog). Bounded by the batch, not the inbox, and in memory: each body is trimmed
+    to what can be rendered as soon as it is parsed, and one event reads at most READ_BUDGET
+    bytes of messages (the rest wait for the next). The limits judge each message in the order
+    of sending, before it is rendered (core/limits.py): a loop or a flood is dropped, mail
+    behind a full backlog held back (left queued, unmarked)."""
     from git_korus_mail.core import render
     from git_korus_mail.store.message import Invalid, expires_at  # only with mail to read (hot path)
     box = drain.box
@@ -135,6 +150,8 @@ def _load_batch(drain: "Drain", candidates: "List[str]",
     seen_path = box.path_of("seen")
     # enough to fill one event even when every message is small
     want = render.EVENT_CAP // 200
+    position = {i: n for n, i in enumerate(ids)}
+    gone = 0  # of the messages examined so far, those no longer queued: they free their place
     for msg_id in candidates:
         if len(batch) >= want or examined >= MAX_EXAMINED or read >= READ_BUDGET:
             break
@@ -142,41 +159,52 @@ def _load_batch(drain: "Drain", candidates: "List[str]",
         try:
             msg, st = box.load(msg_id)
         except FileNotFoundError:
+            gone += 1
             continue  # consumed or expired since we listed
         except NotOwned as exc:
             _quarantine(drain, msg_id + MSG_SUFFIX, f"owned by uid {exc.args[0]}, not by you")
+            gone += 1
             continue
         except NotRegular as exc:
             _quarantine(drain, msg_id + MSG_SUFFIX, f"not a regular file ({exc})")
+            gone += 1
             continue
         except TooLarge as exc:
             _quarantine(drain, msg_id + MSG_SUFFIX, f"too large ({exc.args[0]} bytes)")
+            gone += 1
             continue
         except Invalid as exc:
             _quarantine(drain, msg_id + MSG_SUFFIX, f"invalid message: {exc}")
+            gone += 1
             continue
         except OSError as exc:
             drain.faults.append(f"cannot read {msg_id}: {exc.strerror}")
             continue
         read += st.st_size
-        msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
         if st.st_nlink > 1:
             why = box.linked_elsewhere(msg_id, st)
             if why == "in-progress":
                 continue
             if why is None:
                 _quarantine(drain, msg_id + MSG_SUFFIX, "hard-linked to another file")
+                gone += 1
                 continue
         if expires_at(msg) <= drain.now:
             box.expire(msg_id, msg)
+            gone += 1
             continue
+        if judge.judge(msg_id, msg, position[msg_id] - gone):
+            gone += msg_id in judge.dropped
+            continue  # dropped (told once, below) or held back (told once per new arrival)
+        msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
         if msg.get("session") and msg["session"] != drain.session:
             shown_dir.skip(msg_id)
             skipped += 1
             continue
         batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
                       os.path.join(seen_path, msg_id + MSG_SUFFIX), view))
-    return batch, skipped, examined
+    behind = sum(1 for i in candidates[examined:] if position[i] - gone >= judge.limits.backlog)
+    return batch, skipped, examined, behind
 
 
 def _quarantine(drain: "Drain", name: str, reason: str) -> None:
@@ -220,6 +248,9 @@ def _prune(drain: "Drain") -> "List[str]":
 
 
 def _notices(drain: "Drain") -> "Tuple[List[Dict[str, Any]], List[str]]":
+    """The expiry notices (a drop's are told by core/limits.py)."""
     if not drain.box.names("notices"):
         return [], []  # the usual opening show: no notice, and records.py stays unloaded (hot path)
-    return drain.box.notices()
+    recs, names = drain.box.notices()
+    pairs = [(r, n) for r, n in zip(recs, names) if "dropped_at" not in r]
+    return [r for r, _ in pairs], [n for _, n in pairs]

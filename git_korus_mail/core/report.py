@@ -133,8 +133,8 @@ def collect_list(clone: "Clone") -> "Dict[str, Any]":
 
 def _message_state(root: "MailRoot", rec: "Dict[str, Any]", quarantines: "Optional[Quarantines]" = None,
                    now: "Optional[float]" = None) -> "Dict[str, Any]":
-    """Fate of one sent message, observed now: queued / shown / consumed / expired /
-    quarantined (with the drain's reason) / missing (neither its box nor any state holds it).
+    """Fate of one sent message, observed now: queued / shown / consumed / expired / cancelled /
+    dropped (by the receiver's limits: the rule and when) / quarantined (with the drain's reason) / missing (neither its box nor any state holds it).
 
     Follows forwarded/ records (a moved worktree's adopted queue, `forward`) from the box the
     sender recorded to the box that holds the message now. `quarantines` caches each box's
@@ -182,6 +182,9 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
         return {"state": "expired", "unread": True}
     if box.has("cancelled", name):
         return {"state": "cancelled"}
+    if box.has("dropped", name):
+        why = box.drop_reason(mid) or {}  # unreadable: dropped all the same, its rule unknown
+        return {"state": "dropped", "rule": why.get("rule"), "at": why.get("at"), "detail": why.get("detail")}
     if box.has("inbox", name):
         shown = markers.shown_by(box, mid)
         if shown:

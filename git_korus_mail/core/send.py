@@ -8,7 +8,7 @@ are refused, because mail queued into a box nobody drains is silently lost.
 import os
 import sys
 
-from git_korus_mail.core import keys
+from git_korus_mail.core import keys, limitconf
 from git_korus_mail.store import message, presence, sent
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.store.layout import MSG_SUFFIX
@@ -265,6 +265,9 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
     sender: Dict[str, Optional[str]] = {"path": clone.own_key.path, "branch": own.branch if own else None,
               "session": sender_session}
     results: List[Result] = []
+    # the receiver's backlog, read once (a bad setting refuses the send: MailError, one line);
+    # advice only, as any writer can skip it: the drain holds back what passes it (core/limits.py)
+    backlog = None if kind == limitconf.ANSWER else limitconf.read(clone.common_dir).backlog
     for t in targets:
         if t.error:
             results.append({"to": t.dest, "ok": False, "error": t.error})
@@ -282,6 +285,10 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
                                 **{"wake": None if wake else False, **(fields or {})})
             box = root.box(t.key.name, create=True, path=t.key.path, owner=owner_of(clone, t))
             assert box is not None  # for mypy: create=True makes the box or raises
+            full = _full(box, backlog)
+            if full:
+                results.append({"to": t.dest, "ok": False, "error": f"{t.dest}: {full}"})
+                continue
             box.publish(msg, message.encode(msg))
         except (MailError, OSError) as exc:
             # MailError: refused before the link (an id already queued counts: that link is not ours)
@@ -304,6 +311,17 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
         results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
                         "session": msg.get("session"), "expires_at": msg["expires_at"], "warnings": warnings})
     return results, root.is_off()
+
+
+def _full(box: "Box", backlog: "Optional[int]") -> "Optional[str]":
+    """Why a box takes no more (its unread count is at the backlog limit), or None."""
+    if backlog is None:
+        return None  # an answer: always accepted
+    unread = len(box.inbox_ids()[0])  # messages by their names, as the drain counts them: junk is none
+    if unread < backlog:
+        return None
+    return (f"its box holds {unread} unread messages, the limit (git config korus-mail.backlog is {backlog}); "
+            f"nothing queued: send again once they are read")
 
 
 def _is_queued(box: "Optional[Box]", msg: "Optional[Message]") -> bool:

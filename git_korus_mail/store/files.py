@@ -1,6 +1,7 @@
 """The on-disk queue inside the clone's git common dir: the files backend of the store
 (docs/STORE.md). MailRoot and Box live here, with publication and reading; a box's records
-are in records.py, its moves (consume, expire, cancel, repair) in moves.py, the file names
+are in records.py, its moves (consume, expire, cancel, repair) in moves.py, a limit's drop in
+drops.py, the file names
 in layout.py.
 
 Everything lives under `<git-common-dir>/mail/`: nothing under .git can enter a
@@ -36,11 +37,12 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
+    from git_korus_mail.store.drops import Drops
     from git_korus_mail.store.message import Message
     from git_korus_mail.store.moves import Moves
     from git_korus_mail.store.records import Records
 
-    class _Mixins(Records, Moves):
+    class _Mixins(Records, Moves, Drops):
         """To mypy a Box has them all along; at run time they join on first use (Box.__getattr__)."""
 else:
     _Mixins = object
@@ -348,10 +350,11 @@ class Box(_Mixins):
 
 
 def _loaded_box_class() -> type:
-    """Box + Records + Moves (Box first: its own methods, repair among them, win), made once."""
+    """Box + Records + Moves + Drops (Box first: its own methods, repair among them, win), made once."""
     global _LOADED_BOX
     if _LOADED_BOX is None:
+        from git_korus_mail.store.drops import Drops
         from git_korus_mail.store.moves import Moves
         from git_korus_mail.store.records import Records
-        _LOADED_BOX = type("Box", (Box, Records, Moves), {"__module__": __name__})
+        _LOADED_BOX = type("Box", (Box, Records, Moves, Drops), {"__module__": __name__})
     return _LOADED_BOX

@@ -16,11 +16,15 @@ FAST_DIR = "fast"  # <mail>/fast/: the hook stub's fast-path stamps (store/fastp
 WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 
 CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (Box.cancel)
-DROPPED = "dropped"  # refused by the receiver's limits (docs/STORE.md)
+DROPPED = "dropped"  # stopped by the receiver's limits (Box.drop); why: drops/<id>.json
+DROPS = "drops"  # the reason record of each dropped message: the rule that fired, and when
+# The states a message leaves the inbox for without being consumed; each one's journal event
+# has the same name. A move into one is decided by the link into it (Moves.complete_decided).
+UNCONSUMED = ("expired", CANCELLED, DROPPED)
 # every directory a message file is filed in, one per state: queued, consumed, expired, cancelled, dropped
 FILED = ("inbox", "seen", "expired", CANCELLED, DROPPED)
-BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, "receipts", "shown", "sessions", "notices",
-               "quarantine", "sent", "forwarded")
+BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, DROPPED, DROPS, "receipts", "shown", "sessions",
+               "notices", "quarantine", "sent", "forwarded")
 
 
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")

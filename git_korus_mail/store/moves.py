@@ -1,4 +1,4 @@
-"""A box's moves: consume, expire, cancel, and the repair of what a dead process left
+"""A box's moves: consume, expire, cancel (a drop is in drops.py), and the repair of what a dead process left
 (a dead consumer's claim, a dead sender's half-finished publication: `linked_elsewhere`).
 
 Each move is decided under the message's claim and done as link then unlink, so a crash
@@ -13,7 +13,7 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 from git_korus_mail import crash
 from git_korus_mail.store import claims, journal
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
-from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX, staging_name
+from git_korus_mail.store.layout import CANCELLED, DROPPED, MSG_SUFFIX, UNCONSUMED, staging_name
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.message import Invalid, expires_at
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 PUBLISH_GRACE = 60  # seconds a half-published message (tmp link still present) is left alone
-_FAMILY = {"seen": "consume", "expired": "expire", CANCELLED: "cancel"}  # crash steps of each move
+_FAMILY = {"seen": "consume", "expired": "expire", CANCELLED: "cancel", DROPPED: "drop"}  # crash steps of each move
 
 
 class Moves:
@@ -45,6 +45,7 @@ class Moves:
         def inbox_ids(self) -> "Tuple[list[str], list[str]]": ...
         def load(self, msg_id: str, sub: str = "inbox") -> "Tuple[Message, os.stat_result]": ...
         def receipt(self, msg_id: str) -> "Optional[dict[str, Any]]": ...
+        def _write_notice(self, msg_id: str, state: str) -> None: ...
 
     # -- consume -----------------------------------------------------------
     def consume(self, msg_id: str, session: str, observation: "dict[str, Any]",
@@ -106,8 +107,8 @@ class Moves:
             return False
         family = _FAMILY.get(to, to)
         crash.point(f"{family}:linked{'-seen' if to == 'seen' else ''}")
-        if to == "expired":
-            self._write_notice(msg_id)
+        if to in ("expired", DROPPED):
+            self._write_notice(msg_id, to)  # records.py: told at the recipient's next show
         removed = inbox.unlink_quiet(name)
         crash.point(f"{family}:unlinked-inbox")
         target.fsync()
@@ -192,21 +193,6 @@ class Moves:
         finally:
             self._release(msg_id, owner)
 
-    def _write_notice(self, msg_id: str) -> None:
-        """Remember an unread expiry so the recipient's next opening show tells them (docs/DESIGN.md R9: nobody was)."""
-        sender = sent_at = None
-        try:
-            msg, _ = self.load(msg_id, "expired")
-            sender = (msg.get("from") or {}).get("path")
-            sent_at = msg.get("sent_at")
-        except (OSError, Invalid, NotRegular, TooLarge):
-            pass  # the notice is best-effort detail; the expiry itself stands
-        note = {"id": msg_id, "from": sender, "sent_at": sent_at, "expired_at": utc_stamp(time.time())}
-        try:
-            self.ensure_sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
-        except FileExistsError:
-            pass
-
     def expire_due(self, now: "Optional[float]" = None, ids: "Optional[Iterable[str]]" = None) -> "list[str]":
         """Expire every due message (or those among `ids`). Returns the ids moved."""
         now = time.time() if now is None else now
@@ -265,7 +251,7 @@ class Moves:
         if claiming is not None and claiming.exists(msg_id + claims.CLAIM_SUFFIX):
             return "in-progress"
         other: "Optional[os.stat_result]"
-        for sub in ("seen", "expired", CANCELLED):
+        for sub in ("seen",) + UNCONSUMED:
             d = self.open_sub(sub)
             if d is None:
                 continue
@@ -320,16 +306,14 @@ class Moves:
 
     def finish_released(self, msg_id: str) -> str:
         """After a person released a claim (`release`): complete the move its owner had decided, if
-        any. Returns the message's state now: "queued", "consumed", "expired" or "gone"."""
+        any. Returns the message's state now: "queued", "consumed", one of UNCONSUMED, or "gone"."""
         self._repair_one(msg_id)
         name = msg_id + MSG_SUFFIX
         if self.has("inbox", name):
             return "queued"
         if self.has("receipts", name):
             return "consumed"
-        if self.has(CANCELLED, name):
-            return "cancelled"
-        return "expired" if self.has("expired", name) else "gone"
+        return next((state for state in UNCONSUMED if self.has(state, name)), "gone")
 
     def _repair_one(self, msg_id: str) -> None:
         """After a dead owner's claim is gone: complete its move if it had decided one.
@@ -367,10 +351,10 @@ class Moves:
             if self._finish_move(msg_id, "seen"):
                 self._journal_repaired_consume(msg_id)
             return True
-        for to, event in (("expired", "expired"), (CANCELLED, "cancelled")):
+        for to in UNCONSUMED:  # each state's journal event bears its name
             if self.has(to, name):
                 if self._finish_move(msg_id, to):
-                    self.root.journal(event, id=msg_id, box=self.name, repaired=True)
+                    self.root.journal(to, id=msg_id, box=self.name, repaired=True)
                 return True
         return False
 
@@ -384,9 +368,9 @@ class Moves:
             if not self._journaled("consumed", msg_id):
                 self._journal_repaired_consume(msg_id)
             return
-        for to, event in (("expired", "expired"), (CANCELLED, "cancelled")):
-            if self.has(to, name) and not self._journaled(event, msg_id):
-                self.root.journal(event, id=msg_id, box=self.name, repaired=True)
+        for to in UNCONSUMED:
+            if self.has(to, name) and not self._journaled(to, msg_id):
+                self.root.journal(to, id=msg_id, box=self.name, repaired=True)
 
     def _journaled(self, event: str, msg_id: str) -> bool:
         try:

@@ -7,15 +7,17 @@ import time
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.store import claims
 from git_korus_mail.store.fsafe import SMALL_FILE, NotRegular, TooLarge
-from git_korus_mail.store.layout import CANCELLED, FILED, MSG_SUFFIX, WHY_SUFFIX, quarantine_name
+from git_korus_mail.store.layout import DROPPED, DROPS, FILED, MSG_SUFFIX, UNCONSUMED, WHY_SUFFIX, quarantine_name
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store.message import id_time, valid_id
+from git_korus_mail.store.message import Invalid, id_time, valid_id
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
+    import os
     from typing import Any, Optional
 
     from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.message import Message
     from git_korus_mail.store.fsafe import Dir
 
 
@@ -31,6 +33,7 @@ class Records:
         def names(self, sub: str) -> "list[str]": ...
         def has(self, sub: str, name: str) -> bool: ...
         def inbox_ids(self) -> "tuple[list[str], list[str]]": ...
+        def load(self, msg_id: str, sub: str = "inbox") -> "tuple[Message, os.stat_result]": ...
 
     # -- receipts, claims, notices: the records and their formats ----------------
     def receipt(self, msg_id: str) -> "Optional[dict[str, Any]]":
@@ -99,6 +102,30 @@ class Records:
         return out, names
 
 
+    def _write_notice(self, msg_id: str, state: str) -> None:
+        """Remember a message that left the inbox unread (`state`: expired, or dropped by the
+        limits) so the recipient's next show tells them (docs/DESIGN.md R9: nobody was)."""
+        sender = sent_at = None
+        try:
+            msg, _ = self.load(msg_id, state)
+            sender = (msg.get("from") or {}).get("path")
+            sent_at = msg.get("sent_at")
+        except (OSError, Invalid, NotRegular, TooLarge):
+            pass  # the notice is best-effort detail; the move itself stands
+        note = {"id": msg_id, "from": sender, "sent_at": sent_at, f"{state}_at": utc_stamp(time.time())}
+        if state == DROPPED:
+            note["rule"] = (self.drop_reason(msg_id) or {}).get("rule")
+        try:
+            self.ensure_sub("notices").create_exclusive(msg_id + MSG_SUFFIX, json.dumps(note).encode(), sync=False)
+        except FileExistsError:
+            pass
+
+    def drop_reason(self, msg_id: str) -> "Optional[dict[str, Any]]":
+        """drops/<id>.json: the limit that dropped `msg_id` and when; None when there is none."""
+        d = self.open_sub(DROPS)
+        rec = d.read_json(msg_id + MSG_SUFFIX) if d is not None else None
+        return rec if isinstance(rec, dict) else None
+
     # -- quarantine and fate ---------------------------------------------------
     def quarantine(self, name: str, reason: str, sub: str = "inbox") -> "Optional[str]":
         """Move a non-message aside (without following or opening it) and record why.
@@ -137,9 +164,10 @@ class Records:
 
     def fate(self, msg_id: str) -> "tuple[str, Any]":
 
-        """(state, session) of one message as the disk says now: "consumed" (a receipt;
-        session from it), "consumed-unmoved" (a receipt, still in the inbox: a move to
-        finish), "queued", "expired" or "gone". Receipts are the truth, never the journal."""
+        """(state, detail) of one message as the disk says now: "consumed" (a receipt; detail:
+        the session from it), "consumed-unmoved" (a receipt, still in the inbox: a move to
+        finish), "queued", "expired", "cancelled", "dropped" (detail: its drops/ record, {}
+        when unreadable) or "gone". Receipts are the truth, never the journal."""
         name = msg_id + MSG_SUFFIX
         queued = self.has("inbox", name)
         receipt = self.receipt(msg_id)  # {} when unreadable: consumed all the same
@@ -147,10 +175,9 @@ class Records:
             return ("consumed-unmoved" if queued else "consumed"), receipt.get("session")
         if queued:
             return "queued", None
-        if self.has("expired", name):
-            return "expired", None
-        if self.has(CANCELLED, name):
-            return "cancelled", None
+        for state in UNCONSUMED:
+            if self.has(state, name):
+                return state, ((self.drop_reason(msg_id) or {}) if state == DROPPED else None)
         return "gone", None
 
     # -- a person's view (inbox, read) ------------------------------------------

@@ -1,0 +1,224 @@
+"""The receiver's limits, judged by the drain at show time (docs/DESIGN.md, "Limits").
+
+Sender checks are advice (anyone can write an inbox), so the drain is where the rules hold:
+- loop: the same text from the same sender to this box again within `loop_seconds` is dropped;
+- rate: a message that finds `rate_count` messages or more from its sender within the
+  `rate_seconds` before it is dropped (the 9th in 30 s at 8/30), until the sender lets the
+  window pass;
+- backlog: a message behind `backlog` unread ones is held back (left queued, not shown).
+Answers (kind `answer`) are never dropped, held or counted.
+
+Every rule is a pure function of what is published: the message, the earlier messages of the
+same sender in this box (in any state: queued, seen, expired, cancelled, dropped; their send
+times come from their ids, which sort by time), and the settings. So two drains judging the same
+message at once agree, and a drop, made under the claim (store/drops.py), never races a show
+of the same message. The one exception is a message already shown to some launch (settings
+changed since, or an older version showed it): that is never dropped.
+
+The "same sender" is the `from` path (the worktree the box key hashes) plus `from.session`:
+claims the sender wrote, unverified. Limits stop accidents and loops between cooperating
+agents; anyone who can write the inbox can forge them.
+"""
+
+import bisect
+
+from git_korus_mail.core import render
+from git_korus_mail.core.limitconf import ANSWER, Limits, read
+from git_korus_mail.errors import MailError
+from git_korus_mail.store import markers
+from git_korus_mail.store.files import NotOwned, NotRegular, TooLarge
+from git_korus_mail.store.layout import CANCELLED, DROPPED
+from git_korus_mail.store.message import Invalid, id_time
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from git_korus_mail.core.drain import Drain
+    from git_korus_mail.store.files import Box
+    from git_korus_mail.store.message import Message
+
+    Sender = Tuple[Optional[str], Optional[str]]
+    Text = Tuple[int, int]  # a body's length and hash(): compared within one process, never stored
+    Known = Optional[Tuple[Sender, Text]]  # of a countable message; None when it is not countable
+
+HISTORY = ("inbox", "seen", "expired", CANCELLED, DROPPED)  # every state a published message can be in
+
+
+def sender_of(msg: "Message") -> "Sender":
+    sender = msg.get("from") or {}
+    return sender.get("path"), sender.get("session")
+
+
+def exempt(msg: "Message") -> bool:
+    return msg.get("kind") == ANSWER
+
+
+class Judge:
+    """One drain's judgments over one box: reads the settings and the box's history once, and
+    only when there is mail to judge (an empty box's event never builds one)."""
+
+    def __init__(self, box: "Box", common_dir: str, faults: "List[str]") -> None:
+        self.box = box
+        self.limits: Limits = read(common_dir, faults)
+        self._ids: "Optional[List[Tuple[str, str]]]" = None  # (id, state), sorted by id
+        self._known: "Dict[str, Known]" = {}
+        self.dropped: "Dict[str, str]" = {}  # id -> what Box.drop returned
+        self.held_back: "List[Tuple[str, Optional[str]]]" = []  # (id, sender path), oldest first
+
+    def judge(self, msg_id: str, msg: "Message", position: int) -> bool:
+        """Apply the limits to a message with `position` unread ones ahead of it; True when it
+        is not to be shown now (dropped, or held back behind a full backlog)."""
+        rule = self.verdict(msg_id, msg)
+        if rule is not None:
+            self.dropped[msg_id] = self.box.drop(msg_id, msg, rule[0], rule[1])
+            return True
+        if self.held(position, msg):
+            self.held_back.append((msg_id, sender_of(msg)[0]))
+            return True
+        return False
+
+    def verdict(self, msg_id: str, msg: "Message") -> "Optional[Tuple[str, str]]":
+        """(rule, detail) when a limit drops this message, None when it may be shown."""
+        if exempt(msg):
+            return None
+        lim = self.limits
+        try:
+            t = id_time(msg_id)
+        except ValueError:
+            return None
+        who, text = sender_of(msg), _text(msg)
+        window = max(lim.loop_seconds, lim.rate_seconds)
+        earlier = [(i, age) for i, age in self._earlier(msg_id, t, window) if self._same(i, who)]
+        rule: "Optional[Tuple[str, str]]" = None
+        for i, age in earlier:
+            if age <= lim.loop_seconds and self._text(i) == text:
+                rule = ("loop", f"the same text as {i}, sent {age:.1f} s before it")
+                break
+        if rule is None:
+            n = sum(1 for _, age in earlier if age < lim.rate_seconds)
+            if n >= lim.rate_count:
+                rule = ("rate", f"{n + 1} messages within {_secs(lim.rate_seconds)} s from one sender "
+                                f"(korus-mail.rate is {lim.rate_count}/{_secs(lim.rate_seconds)})")
+        if rule is not None and markers.shown_by(self.box, msg_id):
+            return None  # shown already (before the settings changed): what was shown stands
+        return rule
+
+    def held(self, position: int, msg: "Message") -> bool:
+        """Whether a message with `position` unread ones ahead of it waits for room (backlog)."""
+        return position >= self.limits.backlog and not exempt(msg)
+
+    # -- the box's history ---------------------------------------------------------
+    def _earlier(self, msg_id: str, t: float, window: float) -> "List[Tuple[str, float]]":
+        """[(id, seconds before t)] of every message published before `msg_id` within `window`."""
+        if self._ids is None:
+            pairs: "List[Tuple[str, str]]" = []
+            for sub in HISTORY:
+                try:
+                    pairs.extend((n[:-5], sub) for n in self.box.names(sub) if n.endswith(".json"))
+                except MailError:
+                    continue  # a refused state (a symlink): it counts nothing; its move reports it
+            self._ids = sorted(pairs)
+        end = bisect.bisect_left(self._ids, (msg_id, ""))
+        out: "List[Tuple[str, float]]" = []
+        last = None
+        for i, _sub in reversed(self._ids[:end]):
+            if i == last:
+                continue  # listed in two states (a move under way): one message
+            last = i
+            try:
+                age = t - id_time(i)
+            except ValueError:
+                continue  # not a message id: nothing we count
+            if age > window:
+                break
+            out.append((i, age))
+        return out
+
+    def _load(self, msg_id: str) -> "Known":
+        if msg_id in self._known:
+            return self._known[msg_id]
+        known: "Known" = None
+        assert self._ids is not None
+        at = bisect.bisect_left(self._ids, (msg_id, ""))
+        listed = self._ids[at][1] if at < len(self._ids) and self._ids[at][0] == msg_id else "inbox"
+        # where it was listed first, then wherever it moved since (consumed, expired, dropped)
+        for sub in [listed] + [s for s in HISTORY if s != listed]:
+            try:
+                msg, _ = self.box.load(msg_id, sub)
+            except FileNotFoundError:
+                continue
+            except (OSError, MailError, Invalid, NotOwned, NotRegular, TooLarge):
+                break  # not a message we count (the drain quarantines the invalid)
+            if not exempt(msg):
+                known = (sender_of(msg), _text(msg))
+            break
+        self._known[msg_id] = known
+        return known
+
+    def _same(self, msg_id: str, who: "Sender") -> bool:
+        k = self._load(msg_id)
+        return k is not None and k[0] == who
+
+    def _text(self, msg_id: str) -> "Optional[Text]":
+        k = self._load(msg_id)
+        return None if k is None else k[1]
+
+
+def _text(msg: "Message") -> "Text":
+    """What the loop rule compares: a body may be megabytes, and a few hundred are judged at once."""
+    return len(msg["body"]), hash(msg["body"])
+
+
+def _secs(x: float) -> str:
+    return str(int(x)) if x == int(x) else str(x)
+
+
+# -- what the recipient is told -------------------------------------------------------
+def tell(drain: "Drain", judge: "Optional[Judge]", behind: int) -> "Tuple[List[str], List[str], Optional[Dict[str, Any]]]":
+    """(lines for the show, notice names to clear once it is out, presence fields to record).
+    Drops are told once, from their notices (written with the move, so a drop by a concurrent
+    drain is told too); the backlog once per session for each newer message held back."""
+    lines: "List[str]" = []
+    notes, names = drain.box.drop_notices()
+    if notes:
+        lines.append(drop_line(notes, drain.box.path_of(DROPPED)))
+    extra: "Optional[Dict[str, Any]]" = None
+    if judge is not None and judge.held_back:
+        newest = judge.held_back[-1][0]
+        told = drain.prior.get("held_told")
+        if not isinstance(told, str) or newest > told:
+            lines.append(held_line(judge, len(judge.held_back) + behind))
+            extra = {"held_told": newest}
+    return lines, names, extra
+
+
+def _by_sender(senders: "List[Optional[str]]") -> str:
+    counts: "Dict[str, int]" = {}
+    for s in senders:
+        counts[s or "unknown sender"] = counts.get(s or "unknown sender", 0) + 1
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = [f"{c} from {render.field(s, 120)}" for s, c in top[:3]]
+    if len(top) > 3:
+        parts.append(f"{sum(c for _, c in top[3:])} from {len(top) - 3} more senders")
+    return ", ".join(parts)
+
+
+def drop_line(notes: "List[Dict[str, Any]]", kept_in: str) -> str:
+    """One line: how many were dropped, by which rule, from whom, and where they are kept."""
+    rules: "Dict[str, int]" = {}
+    for n in notes:
+        r = str(n.get("rule") or "a limit")
+        rules[r] = rules.get(r, 0) + 1
+    how = ", ".join(f"{c} as {render.field(r, 20)}" for r, c in sorted(rules.items()))
+    count = len(notes)
+    return (f"korus-mail: {count} message{'s' if count != 1 else ''} to this worktree dropped by its limits "
+            f"({how}; {_by_sender([n.get('from') for n in notes])}), never shown; kept in "
+            f"{render.field(kept_in, 300)}")
+
+
+def held_line(judge: Judge, count: int) -> str:
+    lim = judge.limits
+    return (f"korus-mail: {count} message{'s' if count != 1 else ''} held back, not shown yet: this box holds "
+            f"more than its backlog of {lim.backlog} unread (git config korus-mail.backlog); "
+            f"{_by_sender([s for _, s in judge.held_back])}; shown as earlier mail is consumed")
