@@ -10,12 +10,13 @@ that has mail to judge, and an event must not spawn a process (docs/HOOKS.md). T
 import os
 
 from git_korus_mail.errors import MailError
+from git_korus_mail.store.message import KIND_ANSWER
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Tuple
 
-ANSWER = "answer"  # the kind every limit exempts: an answer to a question is always accepted
+ANSWER = KIND_ANSWER  # the kind every limit exempts: an answer to a question is always accepted
 SECTION = "korus-mail"
 BACKLOG, LOOP, RATE = "backlog", "loop-seconds", "rate"
 DEFAULTS = {BACKLOG: "50", LOOP: "10", RATE: "8/30"}
