@@ -110,13 +110,9 @@ def collect(clone, now):
 
 
 def _check_limits(clone, findings):
-    """The receiver's limits as the drain reads them (core/limitconf.py), or the bad setting."""
-    from git_korus_mail.core import limitconf
-    try:
-        findings.add("limits", True, clone.common_dir, limitconf.read(clone.common_dir).describe())
-    except MailError as exc:
-        findings.add("limits", False, clone.common_dir, f"{exc} (the drain uses the default meanwhile)",
-                     "git config --unset korus-mail.<name>, or set it as the message says")
+    from git_korus_mail.core import limitconf  # the receiver's limits as the drain reads them, or what is bad
+    ok, detail = limitconf.report(clone.common_dir)
+    findings.add("limits", ok, clone.common_dir, detail, "set it as the message says, or `git config --unset` it")
 
 
 # -- the mail root -------------------------------------------------------------------

@@ -86,6 +86,14 @@ def read(common_dir: str, faults: "Optional[List[str]]" = None) -> Limits:
     return Limits(got[BACKLOG][0], got[LOOP][1], got[RATE][2], got[RATE][3])
 
 
+def report(common_dir: str) -> "Tuple[bool, str]":
+    """(ok, one line) for `doctor`: the numbers in force, or the bad setting."""
+    try:
+        return True, read(common_dir).describe()
+    except MailError as exc:
+        return False, f"{exc} (the drain uses the default meanwhile)"
+
+
 def settings(common_dir: str) -> "Dict[str, str]":
     """{name: value} of the [korus-mail] section in `<common_dir>/config`, the last value of each
     winning as with `git config --get`; names are case-insensitive. An unreadable file: {}."""
