@@ -338,3 +338,17 @@ def test_a_drop_and_a_consume_of_one_message_exactly_one_happens(clone):
         assert (r["consume"] == "consumed") != (r["drop"] == "dropped"), r
         assert state_of(clone, msg_id) == ("seen" if r["consume"] == "consumed" else "dropped")
     invariants.check(clone.mail_root)
+
+
+def test_a_pruned_dropped_message_takes_its_reason_with_it(clone):
+    forge(clone, "ping", T0)
+    dropped = forge(clone, "ping", T0 + 1)
+    show_all(clone)
+    box = box_dir(clone, clone.web)
+    assert (box / "drops" / f"{dropped}.json").exists()
+    from git_korus_mail.store import retention
+    from git_korus_mail.store.files import MailRoot
+    done = retention.prune(MailRoot.open(str(clone.common_dir)).box(box.name), 0, now=time.time() + 86400)
+    assert dropped in done.get("dropped", []), done
+    assert not (box / "dropped" / f"{dropped}.json").exists() and not (box / "drops" / f"{dropped}.json").exists()
+    invariants.check(clone.mail_root)

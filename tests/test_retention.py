@@ -208,7 +208,7 @@ def test_a_configured_retention_is_used(clone):
 
 
 def test_doctor_reports_the_store_size_per_state(clone):
-    ids = [send(clone, "x" * 100) for _ in range(3)]
+    ids = [send(clone, "x" * 100 + str(n)) for n in range(3)]  # three texts: the same one thrice is a loop
     consume_all(clone)
     send(clone, "queued")
     doc = json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)

@@ -15,7 +15,7 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.layout import CANCELLED, MSG_SUFFIX
+from git_korus_mail.store.layout import CANCELLED, DROPPED, DROPS, MSG_SUFFIX
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 # crash, claims and markers: loaded by a prune only (`due` runs at every opening show: hot path)
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.fsafe import Dir
 
-DROPPED = "dropped"  # the receiver's limits (store/ of that engineer); pruned here when present
 FINAL = ("seen", "expired", CANCELLED, DROPPED)
 PRUNING = "pruning"   # pruning/<id>.json: this message and its records are being removed
 STAMP = "pruned"      # the box's file whose mtime is the last prune's time
@@ -154,7 +153,7 @@ def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
             if d is not None:
                 d.unlink_quiet(name)
         crash.point("prune:message")
-        for sub in ("receipts", "notices"):
+        for sub in ("receipts", "notices", DROPS):  # DROPS: a dropped message's reason goes with it
             d = box.open_sub(sub)
             if d is not None:
                 d.unlink_quiet(name)
