@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 
 from git_korus_mail import clients, ui
+from git_korus_mail.core import limitconf
 from git_korus_mail.commands import doctor_store
 from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
@@ -79,7 +80,8 @@ def _write_text(data, out):
 
 def collect(clone, now):
     findings = Findings()
-    _check_limits(clone, findings)
+    ok, limits = limitconf.report(clone.common_dir)  # the receiver's limits as the drain reads them
+    findings.add("limits", ok, clone.common_dir, limits, "set it as the message says, or `git config --unset` it")
     root = _check_root(clone, findings)
     if root is None:
         return findings
@@ -107,12 +109,6 @@ def collect(clone, now):
     doctor_store.check_retention(clone, findings)
     doctor_store.check_size(root, findings)
     return findings
-
-
-def _check_limits(clone, findings):
-    from git_korus_mail.core import limitconf  # the receiver's limits as the drain reads them, or what is bad
-    ok, detail = limitconf.report(clone.common_dir)
-    findings.add("limits", ok, clone.common_dir, detail, "set it as the message says, or `git config --unset` it")
 
 
 # -- the mail root -------------------------------------------------------------------
