@@ -60,7 +60,8 @@ if [ "$event" = Watch ]; then
     # fails, or dies says nothing and exits 0. Its stderr goes nowhere, since Claude Code would
     # put stderr into the wake text.
     [ -n "$run" ] || exit 0
-    said=$("$run" drain --watch "$@" 2>/dev/null) || exit 0
+    # KORUS_MAIL_STUB: the watcher ends when this file goes (uninstall disarms the tier)
+    said=$(KORUS_MAIL_STUB=$0 "$run" drain --watch "$@" 2>/dev/null) || exit 0
     case "$said" in
         "korus-mail-wake "*)
             printf '%s\n' "${said#korus-mail-wake }" >&2

@@ -287,3 +287,12 @@ def test_verdict_delivered_only_on_a_live_launchs_marker(clone, claude):
     cc.wait()
     root = MailRoot.open(str(clone.common_dir))
     assert verdict.judge(root.box(res["box"]), res["id"])["verdict"] == "queued"
+
+
+def test_uninstall_ends_an_armed_watcher(urgent, claude):
+    cc, sid = claude(), "s-uninstall"
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    run_cli("uninstall", cwd=urgent.main, check=True)
+    assert w.wait(timeout=10) == 0
+    send(urgent, urgent.web, "after uninstall")  # nobody is woken by it

@@ -13,6 +13,7 @@ import sys
 
 WAKE_MARK = "korus-mail-wake"  # the stub's word for "exit 2 with the rest of this line"
 REACH_ENV = "KORUS_MAIL_WATCH_REACH"  # seconds; tests shorten the reach with it
+STUB_ENV = "KORUS_MAIL_STUB"  # the stub that runs this watcher (set by the stub itself)
 
 
 def serve_watch(client, repo=None):
@@ -63,4 +64,8 @@ def _watch(client, repo):
     if opened is None:
         return None
     _root, box, _key = opened
-    return wake.watch_launch(box, d.session, launch, reach=_reach(), can_wake=can_wake)
+    stub = os.environ.get(STUB_ENV)
+
+    def still():  # uninstall removes the stub: a watcher armed before must not wake anyone after
+        return can_wake() and (not stub or os.path.exists(stub))
+    return wake.watch_launch(box, d.session, launch, reach=_reach(), can_wake=still)
