@@ -69,6 +69,8 @@ class World:
         a = hermetic.add_worktree(main, top / "a", "a", lambda *x, cwd: self.run("git", *x, cwd=cwd))
         b = hermetic.add_worktree(main, top / "b", "b", lambda *x, cwd: self.run("git", *x, cwd=cwd))
         self.run(TOOL, "install", *(["--urgent"] if urgent else []), cwd=main)
+        # the trials send faster than the receiver's default rate limit (8 per 30 s from one sender)
+        self.run("git", "config", "korus-mail.rate", "1000/30", cwd=main)
         common = Path(self.run("git", "rev-parse", "--path-format=absolute", "--git-common-dir", cwd=main).strip())
         return common / "mail", a, b
 

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from helpers import hook, run_cli
+from helpers import git, hook, run_cli
 from install_fixtures import install, stub_of
 
 import hermetic
@@ -19,6 +19,8 @@ WATCH_CAP = 20  # seconds any watcher in these tests may live (its reach is shor
 @pytest.fixture
 def urgent(clone):
     install(clone.main, "--urgent")
+    # these tests send more than the receiver's default rate (8 per 30 s from one sender) on purpose
+    git("config", "korus-mail.rate", "100/30", cwd=clone.main)
     return clone
 
 

@@ -7,6 +7,7 @@ in bench/wake.py, not asserted here."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 import uuid
 
@@ -27,6 +28,8 @@ def urgent(clone) -> Mail:
     m = Mail(clone)
     proc = cli("install", "--urgent", cwd=clone.main)
     assert "the wake-up tier is armed" in proc.stdout, proc.stdout
+    # the twenty-turn test sends more than the receiver's default rate (8 per 30 s) on purpose
+    subprocess.run(["git", "config", "korus-mail.rate", "100/30"], cwd=clone.main, check=True)
     return m
 
 
@@ -42,8 +45,9 @@ def armed(mail: Mail) -> list[str]:
     return [n for n in os.listdir(d) if not n.endswith(".wakes") and not n.startswith(".")]
 
 
-def watcher_pids() -> list[int]:
-    """Live `git-korus-mail drain --watch` processes (the watchers), from /proc."""
+def watcher_pids(launch: int | None = None) -> list[int]:
+    """Live `git-korus-mail drain --watch` processes (the watchers), from /proc; with `launch`,
+    those of that Claude Code process only (their CLAUDE_PID)."""
     out = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -56,6 +60,13 @@ def watcher_pids() -> list[int]:
         except OSError:
             continue
         if state != b"Z" and b"drain" in argv and b"--watch" in argv:
+            if launch is not None:
+                try:
+                    with open(f"/proc/{d}/environ", "rb") as f:
+                        if f"CLAUDE_PID={launch}".encode() not in f.read().split(b"\0"):
+                            continue
+                except OSError:
+                    continue
             out.append(int(d))
     return out
 
@@ -151,15 +162,19 @@ def test_one_watcher_per_launch_over_twenty_turns_and_the_budget_and_no_wake_hol
     import threading
     stop = threading.Event()
 
+    launch: list[int] = []
+
     def sample():
         while not stop.is_set():
-            counts.append(len(watcher_pids()))
+            if launch:
+                counts.append(len(watcher_pids(launch[0])))
             time.sleep(0.03)
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     wakes = 0
     try:
         with acct.stream(cwd=urgent.b) as s:
+            launch.append(s.pid)  # the claude process: the watchers' CLAUDE_PID
             for turn in range(20):
                 kind = ("tool", "prompt", "wake")[turn % 3] if wakes < 6 else ("tool", "prompt")[turn % 2]
                 if kind == "wake":
