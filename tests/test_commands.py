@@ -56,7 +56,9 @@ def test_send_then_status_formatting(clone, in_main):
     text = io.StringIO()
     assert status.run(in_main, status.StatusArgs(), text) == 0
     lines = text.getvalue().splitlines()
-    assert lines[0].startswith(f"status of {clone.main}  (as of 20") and lines[0].endswith("Z)")
+    head, _, as_of = lines[0].partition("  (as of 20")
+    assert head.startswith("status of ") and str(clone.main).endswith(head[10:].lstrip("…")), lines
+    assert as_of.endswith("Z)") and len(lines[0]) <= 100, lines
     assert lines[1] == f"  mail root {clone.mail_root}"
     assert lines[2].endswith(" · delivery on · done mail pruned after 30 days")  # the default retention
     assert any(x.startswith("sent from this worktree: 1, newest first  (as of 20") for x in lines), lines

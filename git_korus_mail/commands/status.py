@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from git_korus_mail import ui
 from git_korus_mail.core import report
-from git_korus_mail.commands.text import block, clock, fit, more, relative, row, safe, session, wrapped
+from git_korus_mail.commands.text import block, clock, fit_path, more, relative, row, safe, session, wrapped
 from git_korus_mail.stamps import human_age, parse_stamp
 
 
@@ -42,7 +42,7 @@ def ago(stamp, now):
 
 # -- the blocks --------------------------------------------------------------------------------
 def _header(d, out):
-    out.write(fit(f"status of {safe(d['this']['path'])}  (as of {d['as_of'][:10]} {d['as_of'][11:19]}Z)") + "\n")
+    out.write(fit_path("status of ", safe(d['this']['path']), f"  (as of {d['as_of'][:10]} {d['as_of'][11:19]}Z)") + "\n")
     row(out, f"mail root {safe(d['mail_root'])}")
     row(out, f"box {safe(d['this']['key'])} · delivery ", d["delivery"],
         f" · done mail pruned after {d['retention']['days']} days", colour=ui.bold)

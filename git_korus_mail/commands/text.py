@@ -23,6 +23,15 @@ def fit(line, width=WIDTH):
     return line if len(line) <= width else line[:width - 1] + "…"
 
 
+def fit_path(head, path, tail, width=WIDTH):
+    """`head + path + tail` under `width` columns, cutting the path (already safe) from its start
+    with a leading `…`: the worktree's name at the end and the tail (an as-of time) stay."""
+    room = width - len(head) - len(tail)
+    if len(path) > room:
+        path = "…" + path[-(room - 1):] if room > 1 else ""
+    return fit(head + path + tail, width)
+
+
 def clock(stamp, as_of):
     """A stamp read from disk, short: `10:44:24` on the as-of day, `11-30 23:05` before it, the
     stamp itself (made safe) when it is no stamp. The block's as-of time says which day."""
