@@ -201,3 +201,26 @@ def test_user_interrupt_ends_the_wait_with_stopped_at_the_next_prompt(mail, pair
         t.kill()
     result = tool_result_after(api_a, "ask-exit=")
     assert "status stopped" in result and "ask-exit=3" in result, (result[-800:], ra.describe())
+
+
+def test_idle_recipient_is_woken_and_answers_in_the_askers_turn(clone, pair):
+    """With the wake-up tier (install --urgent), an idle session with its input open is woken by
+    the question; the woken turn's final message comes back to the ask that waits (status done)."""
+    import time
+    urgent = Mail(clone)
+    assert "the wake-up tier is armed" in cli("install", "--urgent", cwd=clone.main).stdout
+    api_a, a, api_b, b = pair
+    api_b.set_script([text("idle now"), text("Woken: the schema is unchanged.")])
+    with b.stream(cwd=urgent.b) as s:
+        s.send("hello")
+        s.read_result()
+        watch = urgent.box_b.dir / "watch"
+        deadline = time.monotonic() + 20
+        while not (watch.is_dir() and [n for n in watch.iterdir() if not n.name.endswith(".wakes")]):
+            assert time.monotonic() < deadline, "no watcher armed at Stop"
+            time.sleep(0.05)
+        api_a.set_script([bash(ask_cmd(urgent.b, "is the schema unchanged?")), text("ok")])
+        a.run("ask b", urgent.a, timeout=120)
+        s.read_result(timeout=30)
+    result = tool_result_after(api_a, "ask-exit=")
+    assert "status done" in result and "Woken: the schema is unchanged." in result and "ask-exit=0" in result
