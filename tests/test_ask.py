@@ -195,3 +195,14 @@ def test_reply_and_the_automatic_answer_race_and_exactly_one_wins(clone, tmp_pat
         winners["reply" if body == "explicit" else "stop"] += 1
     assert sum(winners.values()) == rounds
     settle_and_check(clone)
+
+
+def test_a_question_the_receivers_limits_drop_ends_the_wait_at_once(clone):
+    first = start_ask(clone, "the same words", timeout=1)
+    first.communicate(timeout=30)
+    second = start_ask(clone, "the same words", timeout=60)  # a repeat within the loop window
+    wait_question(clone, n=2)
+    hook("UserPromptSubmit", clone.web, S_WEB)  # the receiver's drain judges it a loop and drops it
+    out, _ = second.communicate(timeout=30)
+    assert second.returncode == 3 and out.startswith("status dropped: question "), out
+    assert "the receiver's limits dropped the question" in out

@@ -49,6 +49,13 @@ def run(clone, args, out):
             out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
         out.flush()
         return EXIT_TIMEOUT
+    if "message" not in rec:  # the question itself ended: dropped, expired, cancelled
+        reason = (rec.get("detail") or {}).get("reason") if isinstance(rec.get("detail"), dict) else None
+        line = f"status {rec['status']}: question {q.id} was not answered ({rec['how']}{': ' + safe(reason) if reason else ''})"
+        out.write((json.dumps({"question": q.id, "status": rec["status"], "how": rec["how"]}, indent=2)
+                   if args.json else line) + "\n")
+        out.flush()
+        return EXIT_UNANSWERED
     _write(out, q, rec, args.json)
     out.flush()  # only now is the answer the asker's: then its mail is marked delivered
     for w in ask.delivered(q, rec, session):

@@ -34,6 +34,9 @@ MAX_TIMEOUT = 7 * 24 * 3600
 LONGER = ("to wait longer, give the Bash tool call a timeout (up to 600000 ms) and ask a shorter "
           "--timeout, e.g. timeout 600000 with --timeout=590")
 POLL_FIRST, POLL_MAX = 0.02, 0.1
+ENDED_EVERY = 0.5  # seconds between looks at the question's own state while waiting
+ENDED = {"dropped": "the receiver's limits dropped the question", "expired": "it expired unanswered",
+         "cancelled": "its sender cancelled it"}
 
 
 class Refused(MailError):
@@ -126,12 +129,21 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
 
 
 def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optional[Dict[str, Any]]":
-    """The answer record once one is decided; None at the deadline (the wait is then closed)."""
+    """The answer record once one is decided; None at the deadline (the wait is then closed). A
+    question that can no longer be answered (the receiver's limits dropped it, it expired, its
+    sender cancelled it) ends the wait at once with a record of that state and no message."""
     delay = POLL_FIRST
+    checked = time.time()
     while True:
         rec = answers.answer_of(q.target, q.id)
         if rec is not None:
             return rec
+        if time.time() - checked >= ENDED_EVERY:
+            checked = time.time()
+            state, detail = q.target.fate(q.id)
+            if state in ENDED:
+                answers.close_wait(q.root, q.id)
+                return {"question": q.id, "status": state, "how": ENDED[state], "detail": detail}
         left = q.deadline - time.time()
         if left <= 0:
             answers.close_wait(q.root, q.id)
