@@ -21,9 +21,9 @@ def _drain(world, env, cwd, event, session, extra=b""):
                           capture_output=True).stdout
 
 
-def _round(world, env, main, web, session):
+def _round(world, env, main, web, session, n):
     t0 = time.perf_counter()
-    ask = subprocess.Popen([world.tool, "ask", f"--to={web}", "--timeout=60", "--", "bench: ready?"], cwd=str(main),
+    ask = subprocess.Popen([world.tool, "ask", f"--to={web}", "--timeout=60", "--", f"bench: ready ({n})?"], cwd=str(main),
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     qid = None
     for _ in range(2000):  # the recipient's tool calls, back to back
@@ -48,6 +48,8 @@ def _round(world, env, main, web, session):
 def bench_ask(world, conds, prof):
     common, paths = world.clone("ask", ["web"])
     main, web = paths["main"], paths["web"]
+    for name, value in (("backlog", "100000"), ("loop-seconds", "0"), ("rate", "100000/1")):
+        world.git("config", f"korus-mail.{name}", value, cwd=main)  # the round trip is measured, not the limits
     session = f"bench-ask-{uuid.uuid4().hex[:8]}"
     rounds = max(3, prof["runs_send"] // 3)
     for cname, env in conds:
@@ -56,9 +58,9 @@ def bench_ask(world, conds, prof):
         _drain(world, env, web, "SessionStart", session)
         trips, sends = [], []
         for i in range(rounds + 2):
-            t = _round(world, env, main, web, session)
+            t = _round(world, env, main, web, session, f"{cname} {i}")
             s0 = time.perf_counter()
-            out = subprocess.run([world.tool, "send", f"--to={web}", "--", "bench note"], cwd=str(main), env=env,
+            out = subprocess.run([world.tool, "send", f"--to={web}", "--", f"bench note {cname} {i}"], cwd=str(main), env=env,
                                  capture_output=True)
             s = time.perf_counter() - s0
             _drain(world, env, web, "PostToolUse", session)
