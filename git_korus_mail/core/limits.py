@@ -21,6 +21,7 @@ agents; anyone who can write the inbox can forge them.
 """
 
 import bisect
+import time
 
 from git_korus_mail.core import render
 from git_korus_mail.core.limitconf import ANSWER, Limits, read
@@ -88,6 +89,7 @@ class Judge:
         except ValueError:
             return None
         who, text = sender_of(msg), _text(msg)
+        self._known[msg_id] = (who, text)  # the next messages compare with it: no second read
         window = max(lim.loop_seconds, lim.rate_seconds)
         earlier = [(i, age) for i, age in self._earlier(msg_id, t, window) if self._same(i, who)]
         rule: "Optional[Tuple[str, str]]" = None
@@ -112,10 +114,13 @@ class Judge:
     def _earlier(self, msg_id: str, t: float, window: float) -> "List[Tuple[str, float]]":
         """[(id, seconds before t)] of every message published before `msg_id` within `window`."""
         if self._ids is None:
+            # judged oldest first, so nothing sent before this message's window matters to any
+            # later one: only names from there on are kept and sorted (seen/ may hold thousands)
+            since = time.strftime("%Y%m%dT%H%M%S", time.gmtime(max(0, int(t - window) - 1)))
             pairs: "List[Tuple[str, str]]" = []
             for sub in HISTORY:
                 try:
-                    pairs.extend((n[:-5], sub) for n in self.box.names(sub) if n.endswith(".json"))
+                    pairs.extend((n[:-5], sub) for n in self.box.names(sub) if n >= since and n.endswith(".json"))
                 except MailError:
                     continue  # a refused state (a symlink): it counts nothing; its move reports it
             self._ids = sorted(pairs)
