@@ -1,0 +1,59 @@
+"""End-to-end: the stub's fast path under the real Claude Code (docs/HOOKS.md, "The fast path").
+
+A `claude -p` turn makes tool calls in a worktree whose inbox last changed long ago: after the
+prompt's drain stamps the launch, the stub answers tool calls without starting the drain; a
+message sent by one of those tool calls reaches the model at that very call's PostToolUse, and
+is consumed once at Stop. The stub's helper is wrapped to log each start, so which events
+started Python is counted, not timed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from test_scenarios import PTU_PREFIX, _uid, assert_delivered, mail, runners, session_requests  # noqa: F401
+
+pytestmark = pytest.mark.e2e
+
+
+def test_tool_calls_with_nothing_new_start_no_drain_and_new_mail_still_arrives(mail, mockapi, runners, tmp_path):  # noqa: F811
+    from mockapi import bash, text
+
+    stub = mail.root / "hooks" / "claude-hook"
+    body = stub.read_text()
+    helper = re.search(r"^helper='([^']+)'$", body, re.M).group(1)
+    log = tmp_path / "starts.log"
+    wrapper = tmp_path / "logging-helper"
+    wrapper.write_text("#!/bin/sh\npayload=$(cat)\n"  # the event each start served, from its payload
+                       f"printf '%s' \"$payload\" | grep -o '\"hook_event_name\": *\"[A-Za-z]*\"' >> '{log}'\n"
+                       f"printf '%s' \"$payload\" | exec '{helper}' \"$@\"\n")
+    wrapper.chmod(0o700)
+    stub.write_text(body.replace(f"helper='{helper}'", f"helper='{wrapper}'", 1))
+    mail.send(mail.a, "../b", "an old message")  # the inbox exists; shown at SessionStart
+    inbox = mail.box_b.dir / "inbox"
+    then = time.time_ns() - 10 * 1_000_000_000
+    os.utime(inbox, ns=(then, then))
+    uid = _uid()
+    needle = f"FAST-{uid}-42"
+    mockapi.set_script([bash("echo one", "a"), bash("echo two", "b"),
+                        bash(f'git korus-mail send --to . "FAST-{uid}-$((6*7)) mid-turn"', "mail myself"),
+                        bash("echo four", "d"), text("finished")])
+    run = runners().run("work", cwd=mail.b).check()
+    sid = run.session_id
+    starts = [line.split('"')[-2] for line in log.read_text().splitlines()]
+    # Of the four tool calls, Python ran for the one that sent the mail and for the next one (the
+    # inbox had just changed: too recent to stamp); the first two were answered by the stub alone.
+    assert starts.count("PostToolUse") == 2, starts
+    assert {"SessionStart", "UserPromptSubmit", "Stop"} <= set(starts), starts
+    reqs = session_requests(mockapi, sid)
+    assert len(reqs) == 5, mockapi.summary()
+    assert not any(r.contains(needle) for r in reqs[:3])
+    assert reqs[3].contains(needle)  # right after the tool call that sent it
+    assert_delivered(mockapi, sid, needle, prefix=PTU_PREFIX)
+    (msg_id,) = [i for i in mail.box_b.ids("seen") if needle in str(mail.box_b.read("seen", i))]
+    assert mail.box_b.receipts()[msg_id]["observed"]["event"] == "PostToolUse"
+    assert mail.box_b.ids("inbox") == []
