@@ -444,7 +444,7 @@ def scenario_stamp(c, step):
     the very next tool call, through the real stub."""
     from stubworld import Stub, age, inbox_of
     stub = Stub(c, c.web, session=S1)
-    first = send(c)
+    first = send(c, body="shown before the stamp")
     assert first in json.dumps(stub.run("UserPromptSubmit")[0])
     age(inbox_of(c, c.web))  # old enough to stamp
     proc = drain("PostToolUse", c.web, S1, env=dict(crash_env(step), CLAUDE_CODE_SESSION_ID=S1))
@@ -452,7 +452,7 @@ def scenario_stamp(c, step):
     assert os.path.lexists(stub.stamp) == (step == "stamp:linked")
     if step == "stamp:linked":
         assert stub.run("PostToolUse") == (None, False)  # a whole stamp, and nothing new: no Python
-    msg_id = send(c)
+    msg_id = send(c, body="sent after the kill")
     answer, started = stub.run("PostToolUse")
     assert started and msg_id in json.dumps(answer)
 
