@@ -56,7 +56,7 @@ options:
   --session=<id>     show only to this session id (a filter; the address stays the path)
   --create           allow a path that is no worktree of this clone
   --no-wake          do not wake an idle recipient (it gets the mail at its next prompt)
-  --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60 [default: 2]
+  --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60 (default: 2 s, for a wakeable session only)
   --repo=<path>      the clone whose queue to use (for a folder outside any clone)
   --json             machine-readable result
 """,

@@ -25,7 +25,7 @@ class SendArgs:
     create: bool = False            # allow a path that is no worktree of this clone
     json: bool = False
     wake: bool = True               # False: --no-wake (the message's `wake` field)
-    wait: float = 2.0               # seconds to wait for the proof of delivery (as --wait)
+    wait: Optional[float] = None    # seconds to wait for the proof; None: verdict.DEFAULT_WAIT, wakeable only
 
 
 MAX_WAIT = 60
@@ -34,7 +34,7 @@ MAX_WAIT = 60
 def parse_wait(text):
     """--wait as typed -> seconds (UsageError naming the option when it is no number in range)."""
     if text is None:
-        return 0.0
+        return None
     try:
         value = float(text)
     except ValueError:

@@ -64,23 +64,27 @@ def _why_queued(box: "Box") -> str:
     return "the sessions there are idle and not wakeable; it is shown at their next prompt"
 
 
-def worth_waiting(box: "Box", sender: "Optional[str]" = None) -> bool:
-    """Whether a live session there could show it soon: one working, or idle with a watcher.
-    Never the sending session itself: its next event comes only after this send ends."""
+def worth_waiting(box: "Box", sender: "Optional[str]" = None, working: bool = True) -> bool:
+    """Whether a live session there could show it soon: idle with a watcher, or (`working`) one
+    working. Never the sending session itself: its next event comes only after this send ends."""
     for r in presence.sessions(box):
         if sender is not None and r.get("session") == sender:
             continue
-        if r["liveness"] == "working":
+        if working and r["liveness"] == "working":
             return True
         if r["liveness"] == "idle" and presence.wakeable_until(box, r):
             return True
     return False
 
 
-def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float,
+def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: "Optional[float]",
                    sender: "Optional[str]" = None) -> None:
     """Add "verdict", "as_of", "why" (and "shown_to") to each queued result ({"box", "id", ...}),
     waiting up to `wait` seconds for destinations where a live session could show it."""
+    # no --wait: DEFAULT_WAIT, and only for a wakeable session, whose proof comes within a second;
+    # a working one shows it at its next tool call, which may be minutes away
+    working = wait is not None
+    wait = DEFAULT_WAIT if wait is None else wait
     deadline = time.time() + max(0.0, wait)
     boxes: "Dict[str, Optional[Box]]" = {}
     pending = []
@@ -90,7 +94,7 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float
             r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "its box is gone"})
             continue
         r.update(judge(box, r["id"]))
-        if r["verdict"] == "queued" and wait > 0 and worth_waiting(box, sender):
+        if r["verdict"] == "queued" and wait > 0 and worth_waiting(box, sender, working):
             pending.append((r, box))
     while pending and time.time() < deadline:
         time.sleep(POLL)
@@ -104,7 +108,8 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: float
         r.update(judge(box, r["id"]))
 
 
-def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: float, sender: "Optional[str]" = None) -> None:
+def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: "Optional[float]",
+           sender: "Optional[str]" = None) -> None:
     """Give each of send.deliver's results its verdict: `refused` for one not queued, else what
     `await_verdicts` finds within `wait` seconds."""
     queued = [r for r in results if r.get("ok")]
