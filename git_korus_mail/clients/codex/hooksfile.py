@@ -2,9 +2,9 @@
 
 Codex reads hooks.json beside each config layer in Claude Code's shape ({"hooks": {Event:
 [{"matcher"?, "hooks": [handler]}]}}). Two places are ours to wire (docs/CLIENTS.md, "Codex
-CLI"): the project's `.codex/hooks.json` in the clone's main worktree (Codex takes a linked
-worktree's project to be the main worktree's, so one file serves every worktree), or the
-user's `$CODEX_HOME/hooks.json` with a repo anchor.
+CLI: what install writes"): each worktree's `.codex/hooks.json` (Codex 0.171.0 reads a linked
+worktree's hooks from the main worktree's file, and only when the linked worktree has a
+.codex/ of its own), or the user's `$CODEX_HOME/hooks.json` with a repo anchor.
 """
 
 import copy
