@@ -280,6 +280,20 @@ def test_a_session_name_resolves_to_its_worktree_with_a_session_filter(clone, la
     assert "for the reviewer only" in context_of(mine)
 
 
+def test_ask_addresses_a_session_name_as_send_does(clone, launch):
+    """ask --to <name>: the question goes to that session's worktree with its session filter."""
+    c = launch()
+    c.hook("SessionStart", clone.web, S1)
+    c.register(S1, clone.web, "reviewer")
+    proc = run_cli("ask", "--to", "reviewer", "--timeout=1", "--json", "--", "which schema?", cwd=clone.main)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)  # nobody answered within the second
+    inbox = clone.mail_root / "box" / keys.key_for(str(clone.web)).name / "inbox"
+    [msg] = [json.loads(p.read_text()) for p in inbox.glob("*.json")]
+    assert (msg["kind"], msg["to"]["path"], msg["session"]) == ("question", str(clone.web), S1)
+    other, _ = hook("UserPromptSubmit", clone.web, S2)  # another session of that worktree
+    assert "which schema?" not in (context_of(other) or "")
+
+
 def test_two_running_sessions_with_one_name_are_refused_with_the_candidates(clone, launch):
     a, b = launch(), launch()
     a.hook("SessionStart", clone.web, S1)

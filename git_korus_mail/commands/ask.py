@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from git_korus_mail import clients
-from git_korus_mail.core import ask, send, verdict
+from git_korus_mail.core import ask, roster, send, verdict
 from git_korus_mail.commands.text import safe
 
 EXIT_TIMEOUT = 2
@@ -36,7 +36,8 @@ def run(clone, args, out):
     body = send.read_body(args.question)
     send.check_body(body)
     session = clients.session_of(os.environ)
-    q = ask.ask(clone, args.to, body, timeout, session, clients.launch_tag(os.environ))
+    q = ask.ask(clone, args.to, body, timeout, session, clients.launch_tag(os.environ),
+                roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
     rec = ask.wait(q)
     if rec is None:
         line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "

@@ -55,11 +55,12 @@ def check_timeout(text: "Optional[str]") -> int:
     return value
 
 
-def target_of(clone: "Clone", dest: str) -> send.Target:
-    """The one worktree a question goes to (addressed as `send` addresses, `all` excepted)."""
+def target_of(clone: "Clone", dest: str, roster: "Optional[Callable[[], List[Any]]]" = None) -> send.Target:
+    """The one worktree a question goes to (addressed as `send` addresses, `all` excepted; a
+    session name through `roster`, as send does: that worktree plus a session filter)."""
     if dest == "all":
         raise UsageError("--to all: a question goes to exactly one worktree")
-    t = send.resolve(clone, [dest])[0]
+    t = send.resolve(clone, [dest], roster=roster)[0]
     if t.error:
         raise MailError(t.error)
     assert t.key is not None
@@ -91,9 +92,9 @@ class Question:
 
 
 def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[str]",
-        launch: "Optional[str]") -> Question:
+        launch: "Optional[str]", roster: "Optional[Callable[[], List[Any]]]" = None) -> Question:
     """Queue the question and open its wait; Refused when the wait could never end."""
-    t = target_of(clone, dest)
+    t = target_of(clone, dest, roster)
     assert t.key is not None
     root = clone.mail_root(create=True)
     assert root is not None
@@ -101,7 +102,7 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     own = clone.own_worktree()
     sender: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
                                           "session": session}
-    msg = message.build(body, t.key.path, t.key.name, sender, kind=message.KIND_QUESTION)
+    msg = message.build(body, t.key.path, t.key.name, sender, kind=message.KIND_QUESTION, session=t.session)
     qid = msg["id"]
     deadline = time.time() + timeout
     # the wait is written before the check, so two asks that would wait on each other cannot
