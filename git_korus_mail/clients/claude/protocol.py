@@ -206,29 +206,10 @@ def fault_output(event, text):
 
 
 def check_answer(event, stdout):
-    """None when a hook's stdout is an answer Claude Code accepts at `event` and carries no
-    fault; otherwise what is wrong. Empty output is accepted (the hook said nothing)."""
-    text = stdout.strip()
-    if not text:
-        return None
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        return f"output is not JSON: {text[:120]!r}"
-    if not isinstance(answer, dict):
-        return "output is not a JSON object"
-    spec = answer.get("hookSpecificOutput")
-    if spec is not None:
-        if not isinstance(spec, dict) or spec.get("hookEventName") != event:
-            return f"hookSpecificOutput.hookEventName is not {event}"
-        if "additionalContext" in spec and not isinstance(spec["additionalContext"], str):
-            return "hookSpecificOutput.additionalContext is not a string"
-    message = answer.get("systemMessage")
-    if message is not None:
-        # the channel faults use: a drain that reports one is not working (the line that says
-        # which mail was shown uses it too, but a self-test's run shows none)
-        return f"the hook reported: {message}" if isinstance(message, str) else "systemMessage is not a string"
-    return None
+    """None when a hook's stdout is an answer Claude Code accepts at `event` and carries no fault;
+    otherwise what is wrong (clients/hookjson.py: the same for every client)."""
+    from git_korus_mail.clients.hookjson import check_answer as check
+    return check(event, stdout)
 
 
 # The wake-up tier (docs/HOOKS.md): install --urgent adds a second CONSUME_EVENT entry that runs

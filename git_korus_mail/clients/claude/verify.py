@@ -1,17 +1,15 @@
 """Proof that the wiring works (prove, do not infer): every settings file read back, every
 entry checked, and the stub run once as Claude Code would run it."""
 
-import json
 import os
-import subprocess
 
 from git_korus_mail.clients.claude import protocol as claude_protocol
 from git_korus_mail.clients.claude import settings as claude
 from git_korus_mail.clients.claude.settings_file import local_targets, read_settings, user_settings_path
 from git_korus_mail.errors import MailError
+from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import repo_anchor
 
-VERIFY_TIMEOUT = 30
 
 
 def verify(root, stub, wired, run_stub=True, urgent=None):
@@ -52,40 +50,19 @@ def verify(root, stub, wired, run_stub=True, urgent=None):
 
 
 def run_stub_once(stub, repo, cwd):
-    """Run our SessionStart command as Claude Code would (/bin/sh -c, payload on stdin);
-    None when the answer is hook JSON that carries no fault."""
-    payload = {"session_id": f"korus-verify-{os.urandom(6).hex()}", "transcript_path": "", "cwd": cwd,
-               "hook_event_name": "SessionStart", "source": "startup"}
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    env["KORUS_MAIL_VERIFY"] = "1"
-    shell = "/bin/sh"  # what Claude Code runs hook commands with (dash on Debian), not bash
-    try:
-        proc = subprocess.run([shell, "-c", claude.hook_command(stub, "SessionStart", repo)], cwd=cwd,
-                              input=json.dumps(payload).encode(), capture_output=True, env=env,
-                              timeout=VERIFY_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return f"the stub did not answer within {VERIFY_TIMEOUT} s"
-    except OSError as exc:
-        return f"cannot run the stub: {exc.strerror}"
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        return f"the stub exited {proc.returncode}{': ' + err[-1] if err else ''}"
-    answer = proc.stdout.decode("utf-8", "replace")
-    problem = claude_protocol.check_answer("SessionStart", answer)
-    if problem is None and not answer.strip():
-        problem = "the stub printed nothing at SessionStart (the drain always announces itself there)"
-    return problem
+    """Run our SessionStart command as Claude Code would (wiring/selftest.py): without the
+    variables that name a Claude Code session, and naming the stub's last stderr line when it
+    fails; None when the answer is hook JSON that carries no fault."""
+    return selftest.run_opening(claude.hook_command(stub, "SessionStart", repo), cwd, "SessionStart", "",
+                                ("CLAUDE_PID", "CLAUDE_CODE_SESSION_ID") + selftest.GIT_VARS,
+                                claude_protocol.check_answer, stderr_tail=True,
+                                silent="the stub printed nothing at SessionStart (the drain always announces itself there)")
 
 
 def calls_stub(path, stub):
     """True when the settings file at `path` has an entry calling `stub` (or cannot be read:
     a broken file is for verify to report)."""
-    try:
-        _raw, data = read_settings(path)
-    except (MailError, OSError):
-        return True
-    return data is not None and any(s == stub for _e, s in claude.callers(data))
+    return hookdoc.calls_stub(path, stub, claude.STUB_TAIL)
 
 
 def wired_files(clone, record, stub):

@@ -169,23 +169,6 @@ def fault_output(event, text):
 
 def check_answer(event, stdout):
     """None when a hook's stdout is an answer Codex accepts at `event` and carries no fault;
-    otherwise what is wrong. Empty output is accepted (the hook said nothing)."""
-    text = stdout.strip()
-    if not text:
-        return None
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        return f"output is not JSON: {text[:120]!r}"
-    if not isinstance(answer, dict):
-        return "output is not a JSON object"
-    spec = answer.get("hookSpecificOutput")
-    if spec is not None:
-        if not isinstance(spec, dict) or spec.get("hookEventName") != event:
-            return f"hookSpecificOutput.hookEventName is not {event}"
-        if "additionalContext" in spec and not isinstance(spec["additionalContext"], str):
-            return "hookSpecificOutput.additionalContext is not a string"
-    message = answer.get("systemMessage")
-    if message is not None:
-        return f"the hook reported: {message}" if isinstance(message, str) else "systemMessage is not a string"
-    return None
+    otherwise what is wrong (clients/hookjson.py: the same for every client)."""
+    from git_korus_mail.clients.hookjson import check_answer as check
+    return check(event, stdout)

@@ -10,13 +10,12 @@ Either way the user's `$CODEX_HOME/config.toml` gets the trust of exactly our ho
 local, of the project), written by Codex's app-server and recorded so uninstall undoes it.
 """
 
-import json
 import os
-import subprocess
 
 from git_korus_mail.clients.codex import hooksfile, stub, trust
 from git_korus_mail.clients.codex import protocol as codex_protocol
 from git_korus_mail.errors import MailError
+from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import repo_anchor
 
 NAME = "codex"
@@ -25,7 +24,6 @@ EXCLUDE_KEY = "exclude_codex"
 EXCLUDE_LINE = hooksfile.EXCLUDE_LINE
 EXCLUDE_COVERING = hooksfile.EXCLUDE_COVERING
 VERIFIED_AS = "the stub answers SessionStart and Codex reports every hook trusted"
-VERIFY_TIMEOUT = 30
 stub_path = stub.stub_path
 write_stub = stub.write_stub
 render_stub = stub.render_stub
@@ -37,17 +35,8 @@ unwire_file = hooksfile.unwire_file
 def settings_targets(clone, scope, only_own=False):
     """([(hooks.json path, repo anchor or None, cwd)], skipped worktrees) for `scope`."""
     if scope == "local":
-        wts = clone.worktrees
-        if only_own:
-            own = clone.own_worktree()
-            wts = [own] if own is not None else []
-        targets, skipped = [], []
-        for wt in wts:
-            if wt.prunable or not os.path.isdir(wt.path):
-                skipped.append(wt)
-            else:
-                targets.append((os.path.join(wt.path, hooksfile.PROJECT_FILE), None, wt.path))
-        return targets, skipped
+        targets, skipped = hookdoc.worktree_targets(clone, hooksfile.PROJECT_FILE, only_own)
+        return [(path, None, wt.path) for path, wt in targets], skipped
     anchor = repo_anchor(clone)
     return [(hooksfile.user_hooks_path(), anchor, anchor)], []
 
@@ -85,11 +74,7 @@ def unwire_candidates(clone, scope, recorded):
 
 
 def calls_stub(path, stub_file):
-    try:
-        _raw, data = hooksfile.read(path)
-    except (MailError, OSError):
-        return True
-    return data is not None and any(s == stub_file for _e, s in hooksfile.callers(data))
+    return hookdoc.calls_stub(path, stub_file, hooksfile.STUB_TAIL)
 
 
 def wired_files(clone, record, stub_file):
@@ -111,26 +96,12 @@ def recorded(record, scope):
 
 
 def run_stub_once(stub_file, repo, cwd):
-    """Run our SessionStart command as Codex would, with install's self-test payload."""
-    payload = {"session_id": f"korus-verify-{os.urandom(6).hex()}", "transcript_path": None, "cwd": cwd,
-               "hook_event_name": "SessionStart", "source": "startup"}
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    env["KORUS_MAIL_VERIFY"] = "1"
-    try:
-        proc = subprocess.run(["/bin/sh", "-c", hooksfile.hook_command(stub_file, "SessionStart", repo)], cwd=cwd,
-                              input=json.dumps(payload).encode(), capture_output=True, env=env,
-                              timeout=VERIFY_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return f"the stub did not answer within {VERIFY_TIMEOUT} s"
-    except OSError as exc:
-        return f"cannot run the stub: {exc.strerror}"
-    if proc.returncode != 0:
-        return f"the stub exited {proc.returncode}"
-    answer = proc.stdout.decode("utf-8", "replace")
-    problem = codex_protocol.check_answer("SessionStart", answer)
-    if problem is None and not answer.strip():
-        problem = "the stub printed nothing at SessionStart"
-    return problem
+    """Run our SessionStart command as Codex would, with install's self-test payload
+    (wiring/selftest.py); Codex's names no transcript."""
+    return selftest.run_opening(hooksfile.hook_command(stub_file, "SessionStart", repo), cwd,
+                                "SessionStart", None,
+                                selftest.GIT_VARS, codex_protocol.check_answer,
+                                silent="the stub printed nothing at SessionStart")
 
 
 def check(root, stub_file, wired, run_stub=True):
