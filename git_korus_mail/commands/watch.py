@@ -18,8 +18,9 @@ STUB_ENV = "KORUS_MAIL_STUB"  # the stub that runs this watcher (set by the stub
 
 def serve_watch(client, repo=None):
     import signal
-    # a prompt ends the watcher with SIGTERM (store/watch.disarm): that is a normal end, exit 0
-    signal.signal(signal.SIGTERM, lambda _sig, _frame: sys.exit(0))
+    # a prompt ends the watcher with SIGTERM (store/watch.disarm), after taking its claim away:
+    # a normal end, exit 0, and at once, since that prompt waits for this process to be gone
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: os._exit(0))
     try:
         text = _watch(client, repo)
     except Exception:  # noqa: BLE001 - a failed watcher stays silent: it must never wake the model

@@ -10,6 +10,7 @@ process can be woken at all, and turns the returned text into its own wake signa
 
 import time
 
+from git_korus_mail.stamps import parse_stamp
 from git_korus_mail.store import claims, markers, presence, watch
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
@@ -28,6 +29,24 @@ BUDGET = 6  # wakes per launch ...
 WINDOW = 600.0  # ... in this many seconds; past it the mail waits for the next prompt
 
 
+SPAWN_MARGIN = 0.02  # seconds: /proc's start time is cut to a clock tick (10 ms)
+
+
+def _spawned_at() -> "Optional[float]":
+    """When this process started, in epoch seconds, from its start time in /proc; None where
+    that cannot be read (then no event is judged to be later than the watcher)."""
+    import os
+    ticks = claims.proc_start_time(os.getpid())
+    try:
+        hz = os.sysconf("SC_CLK_TCK")
+        since_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (AttributeError, OSError, ValueError):
+        return None
+    if ticks is None or hz <= 0:
+        return None
+    return time.time() - (since_boot - ticks / hz)
+
+
 class Watcher:
     """One armed watcher. `can_wake` is the client's word that its process can still be woken
     (e.g. a stream whose input was closed cannot): asked every CHECK seconds."""
@@ -39,6 +58,7 @@ class Watcher:
         self.reach, self.poll, self.budget, self.window = reach, poll, budget, window
         self.can_wake = can_wake or (lambda: True)
         self.rec: "Optional[Dict[str, Any]]" = None
+        self.spawned: "Optional[float]" = None
 
     def run(self) -> "Optional[str]":
         """Wait; the wake text when mail came that may wake this launch, None otherwise (the
@@ -49,6 +69,10 @@ class Watcher:
         if not armed or rec is None:
             return None
         self.rec = rec
+        self.spawned = _spawned_at()
+        if self._superseded():
+            watch.release(self.box, self.session, self.launch, rec)
+            return None
         # what a wake needs, loaded now while idle, not after the mail came (latency)
         from git_korus_mail.core import render  # noqa: F401
         from git_korus_mail.store import message  # noqa: F401
@@ -67,7 +91,7 @@ class Watcher:
                 return None
             if now >= next_check:
                 if not watch.holds(self.box, self.session, self.launch, self.rec) or not self._alive() \
-                        or not self.can_wake():
+                        or not self.can_wake() or self._superseded():
                     return None
                 next_check = now + CHECK
             stamp = watch.inbox_stamp(self.box)
@@ -77,6 +101,22 @@ class Watcher:
                 if text is not None:
                     return text if text else None
             time.sleep(self.poll)
+
+    def _superseded(self) -> bool:
+        """Whether the session has worked again since the end of turn that started this watcher.
+        A prompt ends the watcher by its claim (store/watch.disarm); one that came while this
+        process was still starting found no claim to end, so this watcher arms late and must
+        notice that it belongs to a turn that is over (docs/HOOKS.md, "The wake-up tier")."""
+        if self.spawned is None:
+            return False
+        rec = presence.load(self.box, self.session)
+        if not isinstance(rec, dict) or rec.get("state") != "working":
+            return False
+        try:
+            at = parse_stamp(rec.get("at"))
+        except (TypeError, ValueError):
+            return False
+        return at > self.spawned + SPAWN_MARGIN
 
     def _alive(self) -> bool:
         start = claims.proc_start_time(self.launch.pid)

@@ -93,8 +93,35 @@ def disarm(box: "Box", session_dir: str, launch: "Launch") -> bool:
         try:
             os.kill(pid, SIGTERM)
         except OSError:
-            pass  # gone meanwhile: what the signal was for
+            return True  # gone meanwhile: what the signal was for
+        _wait_gone(pid, held["start"])
     return True
+
+
+def _wait_gone(pid: int, start: int, limit: float = 0.5) -> None:
+    """Wait (briefly) until the signalled watcher has exited, so that the turn this prompt starts
+    cannot arm the next watcher while the old one still runs: one watcher process per launch,
+    not only one claim. It exits at once on SIGTERM (commands/watch.py); a zombie counts as gone."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        stat = launch_stat(pid)
+        if stat is None or stat[1] != start or stat[0] in ("Z", "X"):
+            return
+        time.sleep(0.002)
+
+
+def launch_stat(pid: int) -> "Optional[tuple[str, int]]":
+    """(state, start time in ticks) of a process from /proc/<pid>/stat, None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    rest = text[text.rfind(")") + 2:].split()
+    try:
+        return rest[0], int(rest[19])
+    except (IndexError, ValueError):
+        return None
 
 
 def wakes(box: "Box", session_dir: str, launch: "Launch") -> "dict[str, Any]":
