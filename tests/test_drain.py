@@ -212,10 +212,11 @@ STDLIB_HEAVY = ("re", "json", "enum", "signal", "functools", "collections", "dat
 # Modules of ours an event with an empty box has no use for: nothing is read, rendered,
 # moved, journaled or forwarded. Each is loaded where it is first needed.
 OURS_DEFERRED = ("core.render", "store.message", "store.moves", "store.records", "store.journal",
-                 "store.forwarding", "store.wtident", "store.sent", "core.gitrepo", "core.clone")
+                 "store.forwarding", "store.wtident", "store.sent", "core.gitrepo", "core.clone",
+                 "store.watch", "store.claims", "store.retention", "core.retention")
 
 
-@pytest.mark.parametrize("event", ["UserPromptSubmit", "PostToolUse", "Stop"])
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"])
 def test_hot_path_adds_no_costly_stdlib_module(clone, event):
     """What the drain itself adds to sys.modules on an event with nothing to show: `import json`
     alone (through re, enum, functools, collections) costs more than the rest of the drain."""

@@ -336,6 +336,8 @@ class Drain:
         """End this launch's wake-up watcher (core/wake.py), if it has one: at a prompt, and at the
         launch's end (which also drops its wakes record). A watcher that cannot be told to end
         still ends by itself: it checks its claim, its launch and its reach."""
+        if not self.box.has_watchers():
+            return  # none was ever armed here: store/watch.py stays unloaded (hot path)
         if not self.launch.known:
             return
         from git_korus_mail.store import watch

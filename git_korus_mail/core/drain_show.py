@@ -235,10 +235,10 @@ def path_field(path: str) -> str:
 def _prune(drain: "Drain") -> "List[str]":
     """Retention, at an opening show and at most once a day per box (store/retention.py): after
     the output, so no answer waits for it; its faults are told at the next consume."""
-    from git_korus_mail.store import retention
     try:
-        if not retention.due(drain.box, drain.now):
-            return []
+        if not drain.box.prune_due(drain.now):
+            return []  # the usual opening show: store/retention.py stays unloaded (hot path)
+        from git_korus_mail.store import retention
         from git_korus_mail.core.retention import keep_days
         days, _problem = keep_days(drain.key.path)  # a bad value: the default; doctor and status say why
         retention.prune(drain.box, days * 86400, drain.now)

@@ -28,8 +28,9 @@ from git_korus_mail.errors import MailError
 # the refusals callers outside store/ catch: re-exported (`as`) so they never import fsafe
 from git_korus_mail.store.fsafe import SMALL_FILE, Dir  # noqa: F401 - SMALL_FILE: for callers
 from git_korus_mail.store.fsafe import NotOwned as NotOwned, NotRegular as NotRegular, TooLarge as TooLarge
-from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, FAST_DIR, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
-                                         TMP_MAX_AGE, WHY_SUFFIX, WORKTREE_FILE, mail_root_path, quarantine_name,
+from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, FAST_DIR, FINAL, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
+                                         PRUNE_EVERY, PRUNED_STAMP, PRUNING_DIR, TMP_MAX_AGE, WATCH_DIR, WHY_SUFFIX,
+                                         WORKTREE_FILE, mail_root_path, quarantine_name,
                                          staging_name)
 # crash, stamps, message, journal, records, moves: loaded where used (hot path)
 
@@ -243,6 +244,22 @@ class Box(_Mixins):
         serves both."""
         d = self.open_sub("inbox")
         return None if d is None else os.fstat(d.fd).st_mtime_ns
+
+    def prune_due(self, now: float) -> bool:
+        """Whether retention (store/retention.py) should prune this box now: its last prune is a
+        day old (or none ran), and it holds a final state or an unfinished prune. A stat or a
+        few, asked at every opening show, so here and not in retention.py (hot path)."""
+        try:
+            if now - self.dir.lstat(PRUNED_STAMP).st_mtime < PRUNE_EVERY:
+                return False
+        except FileNotFoundError:
+            pass
+        return any(self.dir.exists(sub) for sub in FINAL + (PRUNING_DIR,))
+
+    def has_watchers(self) -> bool:
+        """Whether any launch of this box ever armed a wake-up watcher (watch/ exists): one
+        directory open that spares a prompt loading store/watch.py when none did (hot path)."""
+        return self.open_sub(WATCH_DIR) is not None
 
     def nothing_to_show(self) -> bool:
         """Whether the inbox holds no file at all and no move is half done (no claim): a show then

@@ -12,6 +12,10 @@ OFF_FILE = "OFF"
 TMP_MAX_AGE = 36 * 3600
 MSG_SUFFIX = ".json"
 WHY_SUFFIX = ".why.json"  # quarantine/<q-name>.why.json: why a file was moved aside
+PRUNED_STAMP = "pruned"  # <box>/pruned: its mtime is the last prune's time (store/retention.py)
+PRUNING_DIR = "pruning"  # <box>/pruning/<id>.json: this message and its records are being removed
+PRUNE_EVERY = 24 * 3600  # seconds between two prunes of one box
+WATCH_DIR = "watch"  # <box>/watch/: wake-up watchers' claims and wakes records (store/watch.py)
 FAST_DIR = "fast"  # <mail>/fast/: the hook stub's fast-path stamps (store/fastpath.py)
 WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 
@@ -21,6 +25,7 @@ DROPS = "drops"  # the reason record of each dropped message: the rule that fire
 # The states a message leaves the inbox for without being consumed; each one's journal event
 # has the same name. A move into one is decided by the link into it (Moves.complete_decided).
 UNCONSUMED = ("expired", CANCELLED, DROPPED)
+FINAL = ("seen",) + UNCONSUMED  # the states retention prunes from (store/retention.py)
 # every directory a message file is filed in, one per state: queued, consumed, expired, cancelled, dropped
 FILED = ("inbox", "seen", "expired", CANCELLED, DROPPED)
 BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, DROPPED, DROPS, "receipts", "shown", "sessions",

@@ -15,9 +15,9 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.layout import CANCELLED, DROPPED, DROPS, MSG_SUFFIX
+from git_korus_mail.store.layout import DROPS, FINAL, MSG_SUFFIX, PRUNE_EVERY, PRUNED_STAMP, PRUNING_DIR
 from git_korus_mail.stamps import parse_stamp, utc_stamp
-# crash, claims and markers: loaded by a prune only (`due` runs at every opening show: hot path)
+# crash, claims and markers: loaded by a prune only; an opening show asks Box.prune_due first (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -26,23 +26,17 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.fsafe import Dir
 
-FINAL = ("seen", "expired", CANCELLED, DROPPED)
-PRUNING = "pruning"   # pruning/<id>.json: this message and its records are being removed
-STAMP = "pruned"      # the box's file whose mtime is the last prune's time
-EVERY = 24 * 3600     # seconds between two prunes of one box
+PRUNING = PRUNING_DIR  # pruning/<id>.json: this message and its records are being removed
+STAMP = PRUNED_STAMP   # the box's file whose mtime is the last prune's time
+EVERY = PRUNE_EVERY    # seconds between two prunes of one box
 MAX_PRUNED = 100      # messages one run removes: the rest wait for the next run
 MAX_EXAMINED = 2000   # files one run looks at
 
 
 def due(box: "Box", now: float) -> bool:
-    """Whether `box` should be pruned now: its last prune is a day old (or none ran), and it
-    holds a final state or an unfinished prune. Costs a stat or a few; reads nothing."""
-    try:
-        if now - box.dir.lstat(STAMP).st_mtime < EVERY:
-            return False
-    except FileNotFoundError:
-        pass
-    return any(box.dir.exists(sub) for sub in FINAL + (PRUNING,))
+    """Whether `box` should be pruned now (Box.prune_due, which every opening show asks without
+    loading this module)."""
+    return box.prune_due(now)
 
 
 def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,

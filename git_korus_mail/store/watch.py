@@ -13,6 +13,7 @@ import time
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.store import claims
 from git_korus_mail.store.launch import parse_tag
+from git_korus_mail.store.layout import WATCH_DIR
 from git_korus_mail.stamps import utc_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.fsafe import Dir
     from git_korus_mail.store.launch import Launch
 
-SUB = "watch"
+SUB = WATCH_DIR
 WAKES_SUFFIX = ".wakes"
 SIGTERM = 15  # os.kill takes the number: the signal module costs the hot path an import
 SWEEP = 4  # other launches' files judged per arming: bounded work
