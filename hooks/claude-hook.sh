@@ -1,5 +1,5 @@
 #!/bin/sh
-# git-korus-mail claude-hook template-version=4
+# git-korus-mail claude-hook template-version=5
 # Written by `git korus-mail install` into <git-common-dir>/mail/hooks/ and removed by
 # `git korus-mail uninstall`. Do not edit: install rewrites a stub that differs.
 #
@@ -42,6 +42,12 @@ helper=@HELPER@
 # Each value below is the inside of a JSON string literal (escaped by install).
 helper_json=@HELPER_JSON@
 advice_json=@ADVICE_JSON@
+# The helper's interpreter, and where it finds this package and its libraries (both as install
+# found them): the drain is started as `python -S`, skipping site.py's start-up work, while the
+# helper's #! line still names that interpreter (docs/HOOKS.md, "Starting Python").
+python=@PYTHON@
+pypath=@PYPATH@
+FAST_START="# git-korus-mail fast-start=1"  # the helper's second line when its script has that start
 
 event=${1-}
 [ $# -gt 0 ] && shift
@@ -72,7 +78,15 @@ if [ "$event" = Watch ]; then
 fi
 
 if [ -n "$run" ]; then
-    answer=$("$run" drain "$@")
+    first= second=
+    if [ "$run" = "$helper" ] && [ -n "$pypath" ]; then
+        { IFS= read -r first && IFS= read -r second; } <"$run" 2>/dev/null || first=
+    fi
+    if [ "$first" = "#!$python" ] && [ "${second%% (*}" = "$FAST_START" ] && [ -x "$python" ]; then
+        answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain "$@")
+    else
+        answer=$("$run" drain "$@")
+    fi
     status=$?
     if [ "$status" -eq 0 ] || [ -n "$answer" ]; then
         # The drain's answer, even from a run that died later (it is written before the

@@ -47,6 +47,58 @@ def _json_inside(text):
     return json.dumps(text, ensure_ascii=True)[1:-1]
 
 
+def fast_start(helper):
+    """(interpreter, directories) for the stub's `python -S` start of the drain (docs/HOOKS.md,
+    "Starting Python"): the interpreter the helper's #! line names, and where that interpreter
+    finds this package and the libraries it uses, the package's own directory first.
+
+    Known only when the helper runs on this very interpreter (install runs as the helper, so it
+    does); otherwise ("", []) and the stub starts the helper as it is. The stub compares the
+    helper's #! line with the interpreter at every run, so a reinstall onto another Python
+    falls back by itself, and the script checks the directories before it trusts them."""
+    import importlib.util
+    try:
+        with open(helper, "rb") as f:
+            first = f.readline(4097)
+            second = f.readline(4097)
+    except OSError:
+        return "", []
+    if not second.startswith(FAST_START_LINE):
+        return "", []  # not our script, or one from before it knew the -S start
+    line = first[2:].rstrip(b"\n").decode("utf-8", "surrogateescape")
+    if (not first.startswith(b"#!") or not first.endswith(b"\n") or not line.startswith("/")
+            or any(c.isspace() for c in line)):
+        return "", []  # pip's /bin/sh trampoline (a long or spaced path), or arguments: started as is
+    try:
+        if not os.path.samefile(line, sys.executable):
+            return "", []
+    except OSError:
+        return "", []
+    dirs = []
+    for name in ("git_korus_mail",) + LIBRARIES:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            where = os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
+        elif spec.origin and os.path.isabs(spec.origin):
+            where = os.path.dirname(spec.origin)
+        else:
+            continue  # built in: no directory to name
+        if where not in dirs:
+            dirs.append(where)
+    if not dirs or any(os.pathsep in d for d in dirs):
+        return "", []
+    return line, dirs
+
+
+FAST_START_LINE = b"# git-korus-mail fast-start=1"  # scripts/git-korus-mail's second line; the stubs test it too
+
+# what the package imports beyond the standard library (pyproject's dependencies, and pygit2's
+# compiled half): the drain's -S start must find each where the helper's own Python does
+LIBRARIES = ("portalocker", "colorama", "pygit2", "_cffi_backend", "cffi", "docopt")
+
+
 def render(template, helper, repo=None):
     """The stub's text from the hook template `template` for `helper`, with the reinstall advice
     for this machine (core/advice.py) baked in: when the stub needs it, the package may not run
@@ -57,10 +109,13 @@ def render(template, helper, repo=None):
     from git_korus_mail.shell import sh_quote
     with open(template_path(template), encoding="utf-8") as f:
         text = f.read()
+    python, dirs = fast_start(helper)
     values = {"@HELPER@": sh_quote(helper),
+              "@PYTHON@": sh_quote(python),
+              "@PYPATH@": sh_quote(os.pathsep.join(dirs)),
               "@HELPER_JSON@": sh_quote(_json_inside(helper)),
               "@ADVICE_JSON@": sh_quote(_json_inside(advice.advice(helper, repo)))}
-    return re.sub("@HELPER_JSON@|@ADVICE_JSON@|@HELPER@", lambda m: values[m.group(0)], text)
+    return re.sub("@HELPER_JSON@|@ADVICE_JSON@|@HELPER@|@PYTHON@|@PYPATH@", lambda m: values[m.group(0)], text)
 
 
 def write_executable(path, data, force=False):
