@@ -93,3 +93,29 @@ def test_a_read_of_what_is_absent_says_so_and_creates_nothing(clone):
         pass
     else:
         raise AssertionError("a marker read from no directory")
+
+
+def test_a_box_finds_its_parts_methods_without_changing_its_class(clone, tmp_path):
+    """Records', Moves' and Drops' methods are a Box's (found on first use, store/files.py): the box
+    stays a Box, its own methods win over a part's of the same name, and a name no part has is
+    an AttributeError, not a lookup that loads anything twice."""
+    import subprocess
+    import sys
+    run_cli("send", "--to", "web", "--", "for the parts", cwd=clone.main, check=True)
+    code = (
+        "import sys\n"
+        "from git_korus_mail.core import keys\n"
+        "from git_korus_mail.store.files import Box, MailRoot\n"
+        f"root = MailRoot.open({str(clone.mail_root.parent)!r})\n"
+        f"box = root.box(keys.key_for({str(clone.web)!r}).name)\n"
+        "assert 'git_korus_mail.store.moves' not in sys.modules\n"
+        "ids, _odd = box.inbox_ids()\n"
+        "assert len(ids) == 1 and box.receipt(ids[0]) is None\n"   # a Records method
+        "assert type(box) is Box and 'git_korus_mail.store.moves' in sys.modules\n"
+        "from git_korus_mail.store.moves import Moves\n"
+        "assert box.repair.__func__ is Box.repair and Moves.repair is not Box.repair\n"
+        "try:\n    box.no_such_method\nexcept AttributeError as exc:\n    print('refused', exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("refused 'Box' object has no attribute 'no_such_method'")

@@ -44,11 +44,11 @@ if TYPE_CHECKING:
     from git_korus_mail.store.records import Records
 
     class _Mixins(Records, Moves, Drops):
-        """To mypy a Box has them all along; at run time they join on first use (Box.__getattr__)."""
+        """To mypy a Box has them all along; at run time their methods are found on first use (Box.__getattr__)."""
 else:
     _Mixins = object
 
-_LOADED_BOX: "Optional[type]" = None  # see _loaded_box_class
+_PARTS: "Optional[tuple[type, ...]]" = None  # see _parts
 
 
 class MailRoot:
@@ -214,8 +214,9 @@ class MailRoot:
 class Box(_Mixins):
     """One recipient's box. Subdirectories are opened lazily and created on first need.
 
-    Records and Moves are mixed in on the first use of one of their methods (`__getattr__`),
-    in the order they always had: an event with an empty box uses none of them (hot path)."""
+    The methods of Records, Moves and Drops (records.py, moves.py, drops.py) are a box's too, but
+    those modules load on the first use of one of them (`__getattr__`): an event with an empty
+    box uses none of them (hot path)."""
 
     def __init__(self, root: MailRoot, name: str, d: Dir) -> None:
         self.root = root
@@ -223,12 +224,15 @@ class Box(_Mixins):
         self.dir = d
         self._subs: "dict[str, Dir]" = {}
 
-    def __getattr__(self, name: str) -> "Any":  # only for a name Box lacks; once per box
-        loaded = _loaded_box_class()
-        if name.startswith("__") or not hasattr(loaded, name):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self.__class__ = loaded
-        return getattr(self, name)
+    def __getattr__(self, name: str) -> "Any":
+        # Python asks here only for a name Box itself lacks, so Box's own methods (repair among
+        # them) always win; the parts are searched in the order they always had
+        if not name.startswith("__"):
+            for part in _parts():
+                method = part.__dict__.get(name)
+                if method is not None:
+                    return method.__get__(self, type(self))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def repair(self) -> int:
         """Moves.repair, which has nothing to do without a claim: told here, moves.py unloaded."""
@@ -366,12 +370,12 @@ class Box(_Mixins):
         return parse(data, expected_id=msg_id), st
 
 
-def _loaded_box_class() -> type:
-    """Box + Records + Moves + Drops (Box first: its own methods, repair among them, win), made once."""
-    global _LOADED_BOX
-    if _LOADED_BOX is None:
+def _parts() -> "tuple[type, ...]":
+    """Records, Moves and Drops, the classes whose methods a Box has beside its own (loaded once)."""
+    global _PARTS
+    if _PARTS is None:
         from git_korus_mail.store.drops import Drops
         from git_korus_mail.store.moves import Moves
         from git_korus_mail.store.records import Records
-        _LOADED_BOX = type("Box", (Box, Records, Moves, Drops), {"__module__": __name__})
-    return _LOADED_BOX
+        _PARTS = (Records, Moves, Drops)
+    return _PARTS
