@@ -42,7 +42,7 @@ if [ -n "$run" ]; then
     if [ "$run" = "$helper" ] && [ -n "$pypath" ]; then
         { IFS= read -r first && IFS= read -r second; } <"$run" 2>/dev/null || first=
     fi
-    if [ "$first" = "#!$python" ] && [ "${second%% (*}" = "$FAST_START" ] && [ -x "$python" ]; then
+    if [ "$first" = "#!$python" ] && [ "$second" = "$FAST_START" ] && [ -x "$python" ]; then
         answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client=codex "$@")
     else
         answer=$("$run" drain --client=codex "$@")

@@ -63,7 +63,7 @@ def fast_start(helper):
             second = f.readline(4097)
     except OSError:
         return "", []
-    if not second.startswith(FAST_START_LINE):
+    if second.rstrip(b"\n") != FAST_START_LINE:
         return "", []  # not our script, or one from before it knew the -S start
     line = first[2:].rstrip(b"\n").decode("utf-8", "surrogateescape")
     if (not first.startswith(b"#!") or not first.endswith(b"\n") or not line.startswith("/")
