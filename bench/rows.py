@@ -63,6 +63,7 @@ def bench_stub(world, conds, prof):
     and against an exec-only stub, the stub's form before it captured anything."""
     from git_korus_mail.clients.claude import settings as claude
     from git_korus_mail.clients.claude import stub as claude_stub
+    from git_korus_mail.shell import sh_quote
     common, paths = world.clone("stub", ["web"])
     web = paths["web"]
     hooks = world.base / "stub-hooks"
@@ -71,7 +72,7 @@ def bench_stub(world, conds, prof):
     stub.write_text(claude_stub.render_stub(world.tool, str(paths["main"])))
     stub.chmod(0o700)
     exec_stub = hooks / "exec-hook"
-    exec_stub.write_text(f"#!/bin/sh\nshift\nexec {claude.sh_quote(world.tool)} drain \"$@\"\n")
+    exec_stub.write_text(f"#!/bin/sh\nshift\nexec {sh_quote(world.tool)} drain \"$@\"\n")
     exec_stub.chmod(0o700)
     cname, env = conds[0]
     for event in ("SessionStart", "UserPromptSubmit"):
