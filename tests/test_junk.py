@@ -174,3 +174,29 @@ def test_an_unexpected_error_tells_the_model_no_file_name(clone):
     ctx = out["hookSpecificOutput"]["additionalContext"]
     assert "OSError: File name too long" in ctx and "IGNORE" not in ctx and "IGNORE" not in out["systemMessage"]
     assert "IGNORE ALL PREVIOUS" in proc.stderr
+
+
+def test_a_box_the_store_refuses_hides_only_itself_from_every_listing(clone, tmp_path):
+    """A directory under box/ that the store refuses (here: a box someone made group-writable,
+    and one that is a symlink) must not take `who`, `list`, `status`, `inbox` or `doctor` down
+    with it: each still shows the good boxes, and doctor names the bad ones."""
+    send(clone, "still listed")
+    hook("UserPromptSubmit", clone.web, "s-listed")  # a session for `who`, a shown message for inbox
+    boxes = clone.mail_root / "box"
+    bad = boxes / "zz-writable-0123456789abcdef0123"
+    bad.mkdir(mode=0o700)
+    os.chmod(bad, 0o770)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (boxes / "zz-linked-0123456789abcdef01234").symlink_to(elsewhere)
+    who = run_cli("who", cwd=clone.main)
+    assert who.returncode == 0 and "s-listed" in who.stdout, who.stdout + who.stderr
+    listing = run_cli("list", cwd=clone.main)
+    assert listing.returncode == 0 and "web" in listing.stdout, listing.stdout + listing.stderr
+    status = run_cli("status", "--clone", cwd=clone.main)
+    assert status.returncode == 0, status.stdout + status.stderr
+    inbox_out = run_cli("inbox", cwd=clone.web)
+    assert inbox_out.returncode == 0 and "still listed" in inbox_out.stdout, inbox_out.stdout + inbox_out.stderr
+    doctor = run_cli("doctor", cwd=clone.main)
+    assert "zz-writable-0123456789abcdef0123" in doctor.stdout and "zz-linked-0123456789abcdef01234" in doctor.stdout
+    assert oct(bad.stat().st_mode & 0o777) == "0o770" and not any(elsewhere.iterdir())  # nothing touched

@@ -37,9 +37,8 @@ def run(clone, args, out):
         raise MailError(f"{_e(msg_id)!s}: not a message id (doctor prints the id of each claim)")
     root = clone.mail_root()
     boxes = []
-    for name in root.box_names() if root is not None else []:
-        box = root.box(name)
-        if box is not None and box.has_claim(msg_id):
+    for box in root.boxes() if root is not None else []:
+        if box.has_claim(msg_id):
             boxes.append(box)
     if not boxes:
         raise MailError(f"no claim on {msg_id} in any box of this clone: nothing to release")

@@ -25,13 +25,7 @@ def run(clone, args, out):
 def queue_counts(root):
     """{what: count} of what the mail root holds, for uninstall's report and --purge's listing."""
     counts = {"boxes": 0, "queued": 0, "seen": 0, "expired": 0, "quarantined": 0, "sessions": 0}
-    for name in root.box_names():
-        try:
-            box = root.box(name)
-        except MailError:
-            continue
-        if box is None:
-            continue
+    for box in root.boxes():
         counts["boxes"] += 1
         counts["queued"] += box.count("inbox")
         counts["seen"] += box.count("seen")

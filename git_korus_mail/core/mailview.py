@@ -188,11 +188,8 @@ def _candidates(box: "Box", prefix: str) -> "List[Tuple[str, str, Optional[Dict[
 
 def _other_boxes(root: "MailRoot", own: "Optional[Box]") -> "List[Box]":
     out = []
-    for name in root.box_names():
-        if own is not None and name == own.name:
-            continue
-        b = root.box(name)
-        if b is not None:
+    for b in root.boxes():
+        if own is None or b.name != own.name:
             out.append(b)
     return out
 

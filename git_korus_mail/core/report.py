@@ -61,11 +61,10 @@ def adopt_moved(root: "MailRoot", clone: "Clone") -> None:
     from git_korus_mail.store import wtident
     from git_korus_mail.store import forwarding
     by_ident: Dict[str, List[str]] = {}
-    for name in root.box_names():
-        box = root.box(name)
-        recorded = forwarding.recorded_worktree(box) if box is not None else None
+    for old in root.boxes():
+        recorded = forwarding.recorded_worktree(old)
         if recorded is not None and recorded != wtident.NONE:
-            by_ident.setdefault(recorded, []).append(name)
+            by_ident.setdefault(recorded, []).append(old.name)
     if not by_ident:
         return
     for wt, k in clone.worktree_keys():
@@ -110,11 +109,9 @@ def collect_list(clone: "Clone") -> "Dict[str, Any]":
         rows.append(row)
         done.add(k.name)
     if root is not None:
-        for name in root.box_names():
+        for box in root.boxes():
+            name = box.name
             if name in done:
-                continue
-            box = root.box(name)
-            if box is None:
                 continue
             settle(box)
             row = {"key": name, "slug": name.rsplit("-", 1)[0], "path": box.recorded_path(), "branch": None,
@@ -242,9 +239,8 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
     if box is not None:
         settle(box)
         data["box"] = _box_row(box, now)
-    for name in root.box_names():
-        b = root.box(name)
-        if b is not None and name != clone.own_key.name:
+    for b in root.boxes():
+        if b.name != clone.own_key.name:
             b.repair()
     quarantines: Quarantines = {}
     every = sent.entries(root, box, clone.own_key.path, shared=not clone.in_worktree())
@@ -273,7 +269,7 @@ def switch(clone: "Clone", off: bool) -> "Tuple[bool, int]":
     root = clone.mail_root(create=True)
     assert root is not None  # for mypy: create=True makes the root or raises
     changed = root.set_off(off)
-    boxes = (root.box(n) for n in root.box_names())
-    queued = sum(b.count("inbox") for b in boxes if b is not None)
+    boxes = root.boxes()
+    queued = sum(b.count("inbox") for b in boxes)
     root.journal("off" if off else "on", changed=changed)
     return changed, queued

@@ -49,10 +49,8 @@ def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None,
     wts = {k.name: wt for wt, k in clone.worktree_keys()}
     found: "List[Tuple[Box, Dict[str, Any]]]" = []
     if root is not None:
-        for name in root.box_names():
-            box = root.box(name)
-            if box is not None:
-                found.extend((box, rec) for rec in presence.sessions(box))
+        for box in root.boxes():
+            found.extend((box, rec) for rec in presence.sessions(box))
     # each config root is read by the registry of the client whose hooks recorded it
     roots = sorted({(str(rec.get("client") or ""), str(rec.get("config_dir") or "")) for _, rec in found})
     entries, ghosts = _verified_entries(registry, roots)

@@ -177,6 +177,20 @@ class MailRoot:
             return []
         return sorted(n for n in boxes.names() if not n.startswith("."))
 
+    def boxes(self) -> "list[Box]":
+        """Every box that can be opened, in name order. One the store refuses (a symlink, another
+        user's, group-writable: MailError) is left out, so a bad directory hides only itself
+        from a listing; doctor names it (commands/doctor.py walks box_names itself for that)."""
+        out: "list[Box]" = []
+        for name in self.box_names():
+            try:
+                box = self.box(name)
+            except MailError:
+                continue
+            if box is not None:
+                out.append(box)
+        return out
+
     def tmp_entries(self) -> "list[tuple[str, os.stat_result]]":
         """[(name, lstat)] of the staging area, without creating it (doctor, uninstall)."""
         tmp = self.dir.open_sub("tmp")

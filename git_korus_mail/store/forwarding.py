@@ -184,12 +184,9 @@ def sources(root: "MailRoot", ident: str, exclude: str) -> "list[str]":
     if ident == wtident.NONE:
         return []
     out: "list[str]" = []
-    for name in root.box_names():
-        if name == exclude:
-            continue
-        box = root.box(name)
-        if box is not None and recorded_worktree(box) == ident:
-            out.append(name)
+    for box in root.boxes():
+        if box.name != exclude and recorded_worktree(box) == ident:
+            out.append(box.name)
     return out
 
 

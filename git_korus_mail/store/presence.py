@@ -135,13 +135,10 @@ def live_boxes(root: "MailRoot") -> "dict[str, list[dict[str, Any]]]":
     """{box name: [live session records]} for every box with a working or idle session."""
     out: "dict[str, list[dict[str, Any]]]" = {}
 
-    for name in root.box_names():
-        box = root.box(name)
-        if box is None:
-            continue
+    for box in root.boxes():
         live = [r for r in sessions(box) if r["liveness"] in LIVE]
         if live:
-            out[name] = live
+            out[box.name] = live
     return out
 
 

@@ -52,13 +52,7 @@ def store_usage(root: "MailRoot") -> "Sizes":
     """{part: {"files", "bytes"}}: each box directory name (summed over boxes), `box files` (a
     box's own path, worktree and stamp files), `journal`, `tmp`, `sent (shared)`; and `total`."""
     sizes: Sizes = {}
-    for name in root.box_names():
-        try:
-            box = root.box(name)
-        except MailError:
-            continue
-        if box is None:
-            continue
+    for box in root.boxes():
         for entry in box.dir.names():
             try:
                 st = box.dir.lstat(entry)
