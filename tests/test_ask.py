@@ -72,6 +72,27 @@ def test_a_killed_ask_loses_nothing(clone):
     settle_and_check(clone)
 
 
+@pytest.mark.parametrize("killed", ["reply", "stop"])
+def test_an_answerer_killed_between_staging_and_linking_the_answer_still_delivers_it(clone, killed):
+    """Killed after the answer's file is complete in tmp/ and before its link into the asker's
+    inbox: the staging file outlives the answerer (swept only after 36 h), and the next reader
+    that republishes the decided answer must not take that leftover for a racing publisher."""
+    from asking import _stop_killed
+    qid = ask_then_show(clone, f"killed while staging? ({killed})")
+    env = {"KORUS_MAIL_CRASH_AT": "send:tmp-written"}
+    proc = reply(clone, qid, "by reply", env=env) if killed == "reply" else _stop_killed(clone, env)
+    assert proc.returncode == -9, (proc.returncode, proc.stderr)
+    assert list((clone.mail_root / "tmp").glob("msg.*")), "the kill left no staging file"
+    assert answers_of(clone, qid) == []  # decided, not yet delivered
+    stop(clone.web, S_WEB, "the next run's text")  # the next reader delivers the decided answer
+    found = answers_of(clone, qid)
+    want = "by reply" if killed == "reply" else "killed stop's text"
+    assert [(sub, msg["body"]) for sub, msg in found] == [("inbox", want)], found
+    text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])
+    assert want in text
+    settle_and_check(clone)
+
+
 def test_unanswered_question_gets_the_runs_final_text_at_stop(clone):
     p = start_ask(clone, "how did it go?")
     wait_question(clone)

@@ -70,9 +70,10 @@ def publish_answer(root: "MailRoot", rec: "Dict[str, Any]") -> str:
     if state != "gone":
         return "there"
     try:
-        box.publish(msg, message.encode(msg))
+        # again: a publisher killed between staging and linking leaves the staging file behind
+        box.publish(msg, message.encode(msg), again=True)
     except MailError:
-        return "there"  # staged or queued by a racing publisher: it is there
+        return "there"  # queued by a racing publisher: it is there
     crash.point("answer:published")
     return "published"
 

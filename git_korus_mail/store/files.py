@@ -350,9 +350,14 @@ class Box(_Mixins):
         return sum(1 for n in self.names(sub) if not n.startswith("."))
 
     # -- publish ---------------------------------------------------------
-    def publish(self, msg: "Message", data: bytes) -> None:
+    def publish(self, msg: "Message", data: bytes, again: bool = False) -> None:
         """Maildir publication: complete file in tmp/, fsync, link (never rename-over) into the
-        inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind."""
+        inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind.
+
+        `again`: the message may have been staged already by another publisher of the same
+        bytes, one killed before its link (an answer, which whoever finds it missing publishes:
+        store/answers.py). Its staging file then stands until tmp/ is swept, so this attempt
+        stages under a name of its own."""
         tmp = self.root.tmp
         inbox = self.ensure_sub("inbox")
         from git_korus_mail import crash
@@ -362,7 +367,11 @@ class Box(_Mixins):
         try:
             tmp.create_exclusive(tmp_name, data, sync=True)
         except FileExistsError:
-            raise MailError(f"message id {msg['id']} already staged (clock or random source broken?)") from None
+            if not again:
+                raise MailError(f"message id {msg['id']} already staged (clock or random source broken?)") from None
+            # msg.<id>.<8 hex>: the form a reader of a half-done publish also looks up (Moves._old_staging)
+            tmp_name = f"{tmp_name}.{os.urandom(4).hex()}"
+            tmp.create_exclusive(tmp_name, data, sync=True)
         crash.point("send:tmp-written")
         try:
             tmp.link_to(tmp_name, inbox, msg["id"] + MSG_SUFFIX)

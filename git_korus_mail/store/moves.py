@@ -287,8 +287,10 @@ class Moves:
         return self._old_staging(msg_id, same)
 
     def _old_staging(self, msg_id: str, same: "tuple[int, int]") -> "Optional[str]":
-        """A sender of an older version stages as tmp/msg.<id>.<8 hex>: during an upgrade its
-        publication must not pass for an attack either. A scan of tmp/, on this rare path only."""
+        """A sender of an older version stages as tmp/msg.<id>.<8 hex>, and so does an answer's
+        publisher that found the answer staged under its id by one killed before its link
+        (Box.publish, `again`): neither publication may pass for an attack. A scan of tmp/, on
+        this rare path only."""
         tmp = self.root.tmp
         for name in tmp.names():
             if not name.startswith(staging_name(msg_id) + "."):
