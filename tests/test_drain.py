@@ -213,7 +213,7 @@ STDLIB_HEAVY = ("re", "json", "enum", "signal", "functools", "collections", "dat
 # moved, journaled or forwarded. Each is loaded where it is first needed.
 OURS_DEFERRED = ("core.render", "store.message", "store.moves", "store.records", "store.journal",
                  "store.forwarding", "store.wtident", "store.sent", "core.gitrepo", "core.clone",
-                 "store.watch", "store.claims", "store.retention", "core.retention")
+                 "store.watch", "store.claims", "store.retention", "core.retention", "store.publish")
 
 
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"])

@@ -271,3 +271,54 @@ def test_a_file_beside_the_messages_is_never_taken_for_one(clone):
     from git_korus_mail.store import retention
     done = retention.prune(root.box(keys.key_for(str(clone.web)).name), 0, now=time.time() + DAY)
     assert done == {"seen": [msg_id]} and names(seen) == [msg_id + ".why.json"]
+
+
+def test_records_outliving_their_use_go_after_the_retention_and_live_ones_stay(clone):
+    """sent/ records of mail long expired, quarantined junk set aside long ago, and the presence of
+    sessions whose client is gone go; a young sent record and a live session's presence stay."""
+    from git_korus_mail.store import retention
+    short = send(clone, "expires in 3 days")
+    long_lived = send(clone, "expires in 100 days", "--ttl", str(100 * 24 * 60))
+    consume_all(clone)  # S1's launch is this pytest process (conftest): live
+    web = box_dir(clone)
+    (web / "inbox" / "junk.txt").write_text("not mail")
+    hook("UserPromptSubmit", clone.web, S1)  # quarantines the junk
+    assert len(names(web / "quarantine")) == 2  # the entry and its .why.json
+    ended = "5f0c3f4e-1111-4c4c-9d9d-0000000000e9"
+    hook("SessionStart", clone.web, ended)
+    hook("SessionEnd", clone.web, ended)  # closed: its client ended it
+    assert f"{ended}.json" in names(web / "sessions")
+    root = MailRoot.open(str(clone.common_dir))
+    main_box = root.box(keys.key_for(str(clone.main)).name)
+    web_box = root.box(keys.key_for(str(clone.web)).name)
+    later = time.time() + 3 * DAY + 31 * DAY  # the short one expired 31 days before
+    assert retention.prune_records(main_box, 30 * DAY, later) == {"sent": 1}
+    assert names(clone.mail_root / "box" / keys.key_for(str(clone.main)).name / "sent") == [long_lived + ".json"]
+    assert short not in json.dumps(json.loads(run_cli("status", "--json", cwd=clone.main).stdout)["sent"])
+    assert retention.prune_records(web_box, 30 * DAY, later) == {"quarantine": 1, "sessions": 1}
+    assert names(web / "quarantine") == []
+    left = names(web / "sessions")
+    assert f"{S1}.json" in left and not any(n.startswith(ended) for n in left)
+    assert retention.prune_records(web_box, 30 * DAY, time.time() + 29 * DAY) == {}  # nothing else is old
+    invariants.check(clone.mail_root)
+
+
+def test_a_box_holding_only_records_is_pruned_at_an_opening_show_once_a_day_old(clone):
+    """A sender's box keeps no final state of its own, only sent records: its opening show prunes
+    them too, once the box is a day old (a box made today has none to prune: no git is asked)."""
+    git("config", "korus-mail.retention-days", "0", cwd=clone.main)  # kept no longer than until it expires
+    send(clone, "from main", "--ttl", "1")
+    sent = clone.mail_root / "box" / keys.key_for(str(clone.main)).name / "sent"
+    [name] = names(sent)
+    rec = json.loads((sent / name).read_text())
+    rec["expires_at"] = "2001-09-12T01:46:40.000000Z"  # as if its minute were long over
+    (sent / name).write_text(json.dumps(rec))
+    hook("SessionStart", clone.main, S1)
+    assert names(sent) == [name] and pruned_lines(clone) == []  # the box is new today
+    made = clone.mail_root / "box" / keys.key_for(str(clone.main)).name / "worktree"
+    t = time.time() - 2 * DAY
+    os.utime(made, (t, t))
+    hook("SessionStart", clone.main, S2)
+    assert names(sent) == []
+    [line] = pruned_lines(clone)
+    assert line["records"] == {"sent": 1} and line["count"] == 0

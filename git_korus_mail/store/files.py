@@ -1,7 +1,7 @@
 """The on-disk queue inside the clone's git common dir: the files backend of the store
-(docs/STORE.md). MailRoot and Box live here, with publication and reading; a box's records
-are in records.py, its moves (consume, expire, cancel, repair) in moves.py, a limit's drop in
-drops.py, the file names
+(docs/STORE.md). MailRoot and Box live here, with reading; a box's records are in records.py,
+its moves (consume, expire, cancel, repair) in moves.py, a limit's drop in drops.py, publication
+in publish.py, the file names
 in layout.py.
 
 Everything lives under `<git-common-dir>/mail/`: nothing under .git can enter a
@@ -41,9 +41,10 @@ if TYPE_CHECKING:
     from git_korus_mail.store.drops import Drops
     from git_korus_mail.store.message import Message
     from git_korus_mail.store.moves import Moves
+    from git_korus_mail.store.publish import Publish
     from git_korus_mail.store.records import Records
 
-    class _Mixins(Records, Moves, Drops):
+    class _Mixins(Records, Moves, Drops, Publish):
         """To mypy a Box has them all along; at run time their methods are found on first use (Box.__getattr__)."""
 else:
     _Mixins = object
@@ -228,7 +229,7 @@ class MailRoot:
 class Box(_Mixins):
     """One recipient's box. Subdirectories are opened lazily and created on first need.
 
-    The methods of Records, Moves and Drops (records.py, moves.py, drops.py) are a box's too, but
+    The methods of Records, Moves, Drops and Publish (records.py, moves.py, drops.py, publish.py) are a box's too, but
     those modules load on the first use of one of them (`__getattr__`): an event with an empty
     box uses none of them (hot path)."""
 
@@ -265,14 +266,22 @@ class Box(_Mixins):
 
     def prune_due(self, now: float) -> bool:
         """Whether retention (store/retention.py) should prune this box now: its last prune is a
-        day old (or none ran), and it holds a final state or an unfinished prune. A stat or a
-        few, asked at every opening show, so here and not in retention.py (hot path)."""
+        day old (or none ran), and it holds a final state, an unfinished prune, or records that
+        can outlive their use (sent, quarantine, sessions). A stat or a few, asked at every
+        opening show, so here and not in retention.py (hot path)."""
         try:
             if now - self.dir.lstat(PRUNED_STAMP).st_mtime < PRUNE_EVERY:
                 return False
         except FileNotFoundError:
             pass
-        return any(self.dir.exists(sub) for sub in FINAL + (PRUNING_DIR,))
+        if any(self.dir.exists(sub) for sub in FINAL + (PRUNING_DIR,)):
+            return True
+        # records alone are no older than their box: a box made today has none to prune
+        try:
+            young = now - self.dir.lstat(WORKTREE_FILE).st_mtime < PRUNE_EVERY
+        except FileNotFoundError:
+            young = False
+        return not young and any(self.dir.exists(sub) for sub in ("sent", "quarantine", "sessions"))
 
     def has_watchers(self) -> bool:
         """Whether any launch of this box ever armed a wake-up watcher (watch/ exists): one
@@ -349,39 +358,6 @@ class Box(_Mixins):
     def count(self, sub: str) -> int:
         return sum(1 for n in self.names(sub) if not n.startswith("."))
 
-    # -- publish ---------------------------------------------------------
-    def publish(self, msg: "Message", data: bytes, again: bool = False) -> None:
-        """Maildir publication: complete file in tmp/, fsync, link (never rename-over) into the
-        inbox, unlink tmp, fsync the inbox. A crash leaves at most a tmp file behind.
-
-        `again`: the message may have been staged already by another publisher of the same
-        bytes, one killed before its link (an answer, which whoever finds it missing publishes:
-        store/answers.py). Its staging file then stands until tmp/ is swept, so this attempt
-        stages under a name of its own."""
-        tmp = self.root.tmp
-        inbox = self.ensure_sub("inbox")
-        from git_korus_mail import crash
-        # named by the id alone (which holds 64 random bits), so a reader that meets the
-        # message with two links can look its staging file up: see Moves.linked_elsewhere
-        tmp_name = staging_name(msg["id"])
-        try:
-            tmp.create_exclusive(tmp_name, data, sync=True)
-        except FileExistsError:
-            if not again:
-                raise MailError(f"message id {msg['id']} already staged (clock or random source broken?)") from None
-            # msg.<id>.<8 hex>: the form a reader of a half-done publish also looks up (Moves._old_staging)
-            tmp_name = f"{tmp_name}.{os.urandom(4).hex()}"
-            tmp.create_exclusive(tmp_name, data, sync=True)
-        crash.point("send:tmp-written")
-        try:
-            tmp.link_to(tmp_name, inbox, msg["id"] + MSG_SUFFIX)
-        except FileExistsError:
-            tmp.unlink_quiet(tmp_name)
-            raise MailError(f"message id {msg['id']} already queued (clock or random source broken?)") from None
-        crash.point("send:linked")
-        tmp.unlink_quiet(tmp_name)
-        inbox.fsync()
-
     # -- reading one message -------------------------------------------------
     def load(self, msg_id: str, sub: str = "inbox") -> "tuple[Message, os.stat_result]":
         """Read and validate a message. Raises Invalid / NotRegular / TooLarge / FileNotFoundError."""
@@ -394,11 +370,12 @@ class Box(_Mixins):
 
 
 def _parts() -> "tuple[type, ...]":
-    """Records, Moves and Drops, the classes whose methods a Box has beside its own (loaded once)."""
+    """Records, Moves, Drops and Publish, the classes whose methods a Box has beside its own (loaded once)."""
     global _PARTS
     if _PARTS is None:
         from git_korus_mail.store.drops import Drops
         from git_korus_mail.store.moves import Moves
+        from git_korus_mail.store.publish import Publish
         from git_korus_mail.store.records import Records
-        _PARTS = (Records, Moves, Drops)
+        _PARTS = (Records, Moves, Drops, Publish)
     return _PARTS

@@ -8,14 +8,15 @@ notice, display markers); once the run's journal line (counts and ids) is writte
 go. A process killed in between leaves the markers, and the next prune finishes those messages
 first and journals them. So a receipt never outlives its message unannounced, and every pruned
 id is journaled (docs/STORE.md, I2). The box's `pruned` file says when it last ran: at most once a day per box,
-at a bounded number of messages per run (docs/STORE.md, "Retention").
+at a bounded number of messages per run (docs/STORE.md, "Retention"). Records that outlive what they
+describe (sent records, quarantined junk, ended sessions' presence) go in the same run (`prune_records`).
 """
 
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.layout import DROPS, FINAL, MSG_SUFFIX, PRUNE_EVERY, PRUNED_STAMP, PRUNING_DIR
+from git_korus_mail.store.layout import DROPS, FINAL, MSG_SUFFIX, PRUNE_EVERY, PRUNED_STAMP, PRUNING_DIR, WHY_SUFFIX
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 # crash, claims and markers: loaded by a prune only; an opening show asks Box.prune_due first (hot path)
 
@@ -31,6 +32,7 @@ STAMP = PRUNED_STAMP   # the box's file whose mtime is the last prune's time
 EVERY = PRUNE_EVERY    # seconds between two prunes of one box
 MAX_PRUNED = 100      # messages one run removes: the rest wait for the next run
 MAX_EXAMINED = 2000   # files one run looks at
+MAX_RECORDS = 500     # records (sent, quarantine, sessions) one run removes
 
 
 def due(box: "Box", now: float) -> bool:
@@ -77,19 +79,94 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
             if _one(box, msg_id, state):
                 done.setdefault(state, []).append(msg_id)
                 count += 1
-    if done:
+    records = prune_records(box, keep_seconds, now)
+    if done or records:
         ids = sorted(i for v in done.values() for i in v)
         box.root.journal("pruned", box=box.name, count=count, states={k: len(v) for k, v in done.items()},
-                         ids=ids, kept_days=round(keep_seconds / 86400, 2))
+                         ids=ids, kept_days=round(keep_seconds / 86400, 2), records=records)
         crash.point("prune:journaled")
         pending = box.ensure_sub(PRUNING)
         for msg_id in ids:
             pending.unlink_quiet(msg_id + MSG_SUFFIX)  # journaled: the prune of each is complete
-    if count < limit:
+    if count < limit and sum(records.values()) < MAX_RECORDS:
         # done for today; a run that hit its limit leaves no stamp, so the next opening show goes on
         # (one that only examined its fill of young mail does not: it would find the same again)
         box.dir.write_replace(STAMP, f"{utc_stamp(now)}\n".encode(), box.root.tmp)
     return done
+
+
+def prune_records(box: "Box", keep_seconds: float, now: float, limit: int = MAX_RECORDS) -> "Dict[str, int]":
+    """The box's records that outlive what they describe (docs/STORE.md, "Retention"), up to
+    `limit`; {kind: how many removed}, only the kinds with any.
+
+    - sent/<id>.json, the sender's view of one message: once that message's expiry is older
+      than the keeping time, it is final wherever it went and pruned there too;
+    - quarantine/ entries (junk set aside, and each one's .why.json), by when they were set
+      aside (ctime: the move into quarantine/);
+    - sessions/<session>.json (presence) and its .roster file, of a session whose client no
+      longer runs (presence.liveness: closed or gone) and whose last event is that old.
+    None of them is a message, so none needs a claim: each is one unlink, and a run killed
+    between two leaves only records the next run removes."""
+    removed: "Dict[str, int]" = {}
+
+    def gone(kind: str, d: "Dir", *names: str) -> bool:
+        took = False
+        for name in names:
+            try:
+                took = d.unlink_quiet(name) or took
+            except IsADirectoryError:
+                pass  # a directory set aside as junk: left to a person (doctor reports it)
+        if took:
+            removed[kind] = removed.get(kind, 0) + 1
+        return took
+
+    def room() -> bool:
+        return sum(removed.values()) < limit
+
+    sent = box.open_sub("sent")
+    for name in sorted(sent.names())[:MAX_EXAMINED] if sent is not None else []:  # oldest ids first
+        if not room():
+            break
+        if sent is None or not name.endswith(MSG_SUFFIX):
+            continue
+        sent_at = _sent_time(name[:-len(MSG_SUFFIX)])
+        if sent_at is not None and now - sent_at < keep_seconds:
+            break  # sent too recently to have expired long ago: so was every later id
+        rec = sent.read_json(name)
+        try:
+            expired = parse_stamp(rec.get("expires_at")) if isinstance(rec, dict) else None
+        except ValueError:
+            expired = None
+        if expired is not None and now - expired >= keep_seconds:
+            gone("sent", sent, name)
+    aside = box.open_sub("quarantine")
+    for name in sorted(aside.names())[:MAX_EXAMINED] if aside is not None else []:
+        if not room():
+            break
+        if aside is None or name.startswith(".") or name.endswith(WHY_SUFFIX):
+            continue  # a reason goes with its entry
+        try:
+            at = aside.lstat(name).st_ctime
+        except FileNotFoundError:
+            continue
+        if now - at >= keep_seconds:
+            gone("quarantine", aside, name, name + WHY_SUFFIX)
+    from git_korus_mail.store import presence
+    sessions = box.open_sub("sessions")
+    for name in sorted(sessions.names())[:MAX_EXAMINED] if sessions is not None else []:
+        if not room():
+            break
+        if sessions is None or name.startswith(".") or not name.endswith(MSG_SUFFIX):
+            continue
+        rec = sessions.read_json(name)
+        try:
+            last = parse_stamp(rec.get("at")) if isinstance(rec, dict) else None
+        except ValueError:
+            last = None
+        if last is not None and now - last >= keep_seconds and isinstance(rec, dict) \
+                and presence.liveness(rec, now) not in presence.LIVE:
+            gone("sessions", sessions, name, name[:-len(MSG_SUFFIX)] + presence.ROSTER_SUFFIX)
+    return removed
 
 
 def _sent_time(msg_id: str) -> "Optional[float]":
