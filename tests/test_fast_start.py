@@ -164,8 +164,7 @@ def test_the_stub_variable_does_not_reach_the_drains_children(clone, tmp_path):
     """KORUS_MAIL_PYPATH is for the script's start only: a process the drain starts (git, a
     helper) must see the environment as the hook gave it."""
     python, dirs = hookstub.fast_start(str(CONSOLE_SCRIPT))
-    code = ("import runpy, sys; sys.argv = [sys.argv[1], '--version']; "
-            "import os; ns = runpy.run_path(sys.argv[0], run_name='not-main'); "
+    code = ("import os, runpy, sys; runpy.run_path(sys.argv[1], run_name='not-main'); "  # its start, no command
             "print(repr(os.environ.get('KORUS_MAIL_PYPATH')), 'git_korus_mail' in sys.modules)")
     env = dict(os.environ, KORUS_MAIL_PYPATH=os.pathsep.join(dirs))
     out = subprocess.run([python, "-S", "-c", code, str(CONSOLE_SCRIPT)], capture_output=True, text=True,

@@ -256,9 +256,9 @@ def test_a_run_prunes_a_bounded_number_and_the_next_goes_on(clone):
     later = time.time() + 40 * DAY
     assert retention.prune(box, 30 * DAY, now=later, limit=2) == {"seen": ids[:2]}
     assert not (box_dir(clone) / "pruned").exists()  # work left: no stamp, so it is due again
-    assert retention.due(box, later)
+    assert box.prune_due(later)
     assert retention.prune(box, 30 * DAY, now=later, limit=2) == {"seen": ids[2:]}
-    assert (box_dir(clone) / "pruned").exists() and not retention.due(box, time.time() + 60)
+    assert (box_dir(clone) / "pruned").exists() and not box.prune_due(time.time() + 60)
     assert [r["count"] for r in pruned_lines(clone)] == [2, 1]
 
 

@@ -12,33 +12,25 @@ at a bounded number of messages per run (docs/STORE.md, "Retention"). Records th
 describe (sent records, quarantined junk, ended sessions' presence) go in the same run (`prune_records`).
 """
 
+import stat
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
-from git_korus_mail.store.layout import DROPS, FINAL, MSG_SUFFIX, PRUNE_EVERY, PRUNED_STAMP, PRUNING_DIR, WHY_SUFFIX
+from git_korus_mail.store.layout import DROPS, FINAL, MSG_SUFFIX, PRUNED_STAMP, PRUNING_DIR, WHY_SUFFIX
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 # crash, claims and markers: loaded by a prune only; an opening show asks Box.prune_due first (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.fsafe import Dir
 
-PRUNING = PRUNING_DIR  # pruning/<id>.json: this message and its records are being removed
-STAMP = PRUNED_STAMP   # the box's file whose mtime is the last prune's time
-EVERY = PRUNE_EVERY    # seconds between two prunes of one box
 MAX_PRUNED = 100      # messages one run removes: the rest wait for the next run
 MAX_EXAMINED = 2000   # files one run looks at
 MAX_RECORDS = 500     # records (sent, quarantine, sessions) one run removes
-
-
-def due(box: "Box", now: float) -> bool:
-    """Whether `box` should be pruned now (Box.prune_due, which every opening show asks without
-    loading this module)."""
-    return box.prune_due(now)
 
 
 def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
@@ -49,7 +41,7 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
     from git_korus_mail import crash
     now = time.time() if now is None else now
     done: Dict[str, List[str]] = {}
-    pending = box.open_sub(PRUNING)
+    pending = box.open_sub(PRUNING_DIR)
     for name in (pending.names() if pending is not None else []):
         if pending is not None and name.endswith(MSG_SUFFIX) and not name.startswith("."):
             rec = pending.read_json(name)
@@ -85,13 +77,13 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
         box.root.journal("pruned", box=box.name, count=count, states={k: len(v) for k, v in done.items()},
                          ids=ids, kept_days=round(keep_seconds / 86400, 2), records=records)
         crash.point("prune:journaled")
-        pending = box.ensure_sub(PRUNING)
+        pending = box.ensure_sub(PRUNING_DIR)
         for msg_id in ids:
             pending.unlink_quiet(msg_id + MSG_SUFFIX)  # journaled: the prune of each is complete
     if count < limit and sum(records.values()) < MAX_RECORDS:
         # done for today; a run that hit its limit leaves no stamp, so the next opening show goes on
         # (one that only examined its fill of young mail does not: it would find the same again)
-        box.dir.write_replace(STAMP, f"{utc_stamp(now)}\n".encode(), box.root.tmp)
+        box.dir.write_replace(PRUNED_STAMP, f"{utc_stamp(now)}\n".encode(), box.root.tmp)
     return done
 
 
@@ -109,64 +101,54 @@ def prune_records(box: "Box", keep_seconds: float, now: float, limit: int = MAX_
     between two leaves only records the next run removes."""
     removed: "Dict[str, int]" = {}
 
-    def gone(kind: str, d: "Dir", *names: str) -> bool:
-        took = False
-        for name in names:
-            try:
-                took = d.unlink_quiet(name) or took
-            except IsADirectoryError:
-                pass  # a directory set aside as junk: left to a person (doctor reports it)
-        if took:
+    def gone(kind: str, d: "Dir", *names: str) -> None:
+        if sum(d.unlink_quiet(name) for name in names):  # every name is tried
             removed[kind] = removed.get(kind, 0) + 1
-        return took
 
-    def room() -> bool:
-        return sum(removed.values()) < limit
+    def listed(sub: str) -> "List[Tuple[Dir, str]]":
+        """(dir, name) of `sub`'s first MAX_EXAMINED entries in name order (ids: oldest first)."""
+        d = box.open_sub(sub)
+        return [(d, n) for n in sorted(d.names())[:MAX_EXAMINED] if not n.startswith(".")] if d is not None else []
 
-    sent = box.open_sub("sent")
-    for name in sorted(sent.names())[:MAX_EXAMINED] if sent is not None else []:  # oldest ids first
-        if not room():
+    for sent, name in listed("sent"):
+        if sum(removed.values()) >= limit:
             break
-        if sent is None or not name.endswith(MSG_SUFFIX):
+        if not name.endswith(MSG_SUFFIX):
             continue
         sent_at = _sent_time(name[:-len(MSG_SUFFIX)])
         if sent_at is not None and now - sent_at < keep_seconds:
             break  # sent too recently to have expired long ago: so was every later id
-        rec = sent.read_json(name)
-        try:
-            expired = parse_stamp(rec.get("expires_at")) if isinstance(rec, dict) else None
-        except ValueError:
-            expired = None
-        if expired is not None and now - expired >= keep_seconds:
+        if _older(sent.read_json(name), "expires_at", now, keep_seconds):
             gone("sent", sent, name)
-    aside = box.open_sub("quarantine")
-    for name in sorted(aside.names())[:MAX_EXAMINED] if aside is not None else []:
-        if not room():
+    for aside, name in listed("quarantine"):
+        if sum(removed.values()) >= limit:
             break
-        if aside is None or name.startswith(".") or name.endswith(WHY_SUFFIX):
+        if name.endswith(WHY_SUFFIX):
             continue  # a reason goes with its entry
         try:
-            at = aside.lstat(name).st_ctime
+            st = aside.lstat(name)
         except FileNotFoundError:
             continue
-        if now - at >= keep_seconds:
+        if not stat.S_ISDIR(st.st_mode) and now - st.st_ctime >= keep_seconds:  # a directory: a person's to judge
             gone("quarantine", aside, name, name + WHY_SUFFIX)
     from git_korus_mail.store import presence
-    sessions = box.open_sub("sessions")
-    for name in sorted(sessions.names())[:MAX_EXAMINED] if sessions is not None else []:
-        if not room():
+    for sessions, name in listed("sessions"):
+        if sum(removed.values()) >= limit:
             break
-        if sessions is None or name.startswith(".") or not name.endswith(MSG_SUFFIX):
+        if not name.endswith(MSG_SUFFIX):
             continue
         rec = sessions.read_json(name)
-        try:
-            last = parse_stamp(rec.get("at")) if isinstance(rec, dict) else None
-        except ValueError:
-            last = None
-        if last is not None and now - last >= keep_seconds and isinstance(rec, dict) \
-                and presence.liveness(rec, now) not in presence.LIVE:
+        if _older(rec, "at", now, keep_seconds) and presence.liveness(rec, now) not in presence.LIVE:
             gone("sessions", sessions, name, name[:-len(MSG_SUFFIX)] + presence.ROSTER_SUFFIX)
     return removed
+
+
+def _older(rec: "Any", field: str, now: float, keep_seconds: float) -> bool:
+    """Whether the record `rec` (parsed JSON) has a time stamp `field` older than `keep_seconds`."""
+    try:
+        return isinstance(rec, dict) and now - parse_stamp(rec.get(field)) >= keep_seconds
+    except ValueError:
+        return False
 
 
 def _sent_time(msg_id: str) -> "Optional[float]":
@@ -210,7 +192,7 @@ def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
     try:
         if box.has("inbox", name):
             return False  # a move into a final state not finished: the repair completes it first
-        pending = box.ensure_sub(PRUNING)
+        pending = box.ensure_sub(PRUNING_DIR)
         try:
             # not fsynced: an fsync per message made a day's prune of 80 cost 0.6 s at a session's
             # start, and a power cut can at worst part a pair of mail delivered long ago
