@@ -1,23 +1,69 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: a venv with the package and its test
-# extras, the pinned Claude Code and Codex CLIs for the end-to-end tests, then pytest: the whole
-# suite on the main Python (.venv), then everything but the e2e tests on every other
-# CPython that requires-python claims (3.9-3.13), each in its own .venv-3.X.
-# README's test command and .ci/run both call exactly this.
+# The whole test suite, from a fresh clone. README's test command and .ci/run both call exactly
+# this. The tiers (what runs on which CPython, and why) are in docs/TESTING.md:
+#   - the main Python (.venv): every test, the end-to-end ones with the real CLIs included;
+#   - every other CPython that requires-python claims (3.9-3.13), each in its own .venv-3.X:
+#     every test but the `e2e`, `slow` and `once` tiers, which cannot break on one CPython and
+#     not another (docs/TESTING.md says why for each).
+# It ends with a table of each stage's minutes, so that every run shows the budget (CI: 90 min).
+#
 # KORUS_TEST_PYTHONS="3.9 3.13" narrows the matrix (locally; "" skips it).
+# KORUS_TEST_WORKERS=N sets pytest-xdist's workers (default: twice the cores, since most tests
+# wait on the processes they start; 0 runs in one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$python" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+workers=${KORUS_TEST_WORKERS:-$(( $(nproc) * 2 ))}
+xdist=()
+[ "$workers" -gt 0 ] && xdist=(-n "$workers")
+
+# ---- the stage table -------------------------------------------------------------------------
+stage_rows=()
+run_start=$SECONDS
+stage_start=0
+stage_name=""
+begin() { stage_name=$1; stage_start=$SECONDS; echo "tests/run.sh: --- $stage_name" >&2; }
+end() {  # end RESULT
+  local s=$(( SECONDS - stage_start ))
+  stage_rows+=("$(printf '%-46s %6d:%02d  %s' "$stage_name" $((s / 60)) $((s % 60)) "$1")")
+  stage_name=""
+}
+table() {
+  local rc=$?
+  [ -n "$stage_name" ] && end "INTERRUPTED (exit $rc)"
+  local s=$(( SECONDS - run_start ))
+  {
+    echo
+    printf '%-46s %9s  %s\n' "stage" "min:sec" "result"
+    printf '%s\n' "${stage_rows[@]}"
+    printf '%-46s %6d:%02d\n' "total" $((s / 60)) $((s % 60))
+  } >&2
+}
+trap table EXIT
+
+# ---- install ---------------------------------------------------------------------------------
+# Bytecode: every test starts the product as fresh processes, and this environment may set
+# PYTHONDONTWRITEBYTECODE, so an editable install would compile the package again in every one
+# of them (a third of the suite's time). Compile once after install, as pip does for a wheel;
+# PYTHONDONTWRITEBYTECODE only stops writing, never reading.
+install_venv() {  # install_venv VENV PYTHON
+  [ -x "$1/bin/python" ] || "$2" -m venv "$1"
+  "$1/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+  "$1/bin/python" -m compileall -q git_korus_mail tests bench >/dev/null
+}
+
+begin "install (.venv, test extras, bytecode)"
+install_venv .venv "$python"
+end ok
 
 # Shells and man tools for the completion and man-page tests, tmux for `read` on a real
-# terminal (tests/test_read_terminal.py). Installed only where we may (CI, or root with
-# apt); elsewhere those tests skip and say why.
+# terminal, strace and faketime for the store's deterministic race and clock tests. Installed
+# only where we may (CI, or root with apt); elsewhere those tests skip and say why.
+begin "system tools (apt, when missing)"
 if [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   need=()
-  for tool in zsh fish groff man tmux; do command -v "$tool" >/dev/null || need+=("$tool"); done
+  for tool in zsh fish groff man tmux strace faketime; do command -v "$tool" >/dev/null || need+=("$tool"); done
   [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
   if [ ${#need[@]} -gt 0 ]; then
     pkgs=()
@@ -26,10 +72,15 @@ if [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; 
     done
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
   fi
+  end "ok (${#need[@]} installed)"
+else
+  end "skipped (not CI as root)"
 fi
 
-# The real Claude Code CLI (pinned) for tests/e2e. With CI=true it must be there: the
-# e2e tests fail rather than skip without it.
+# The real Claude Code and Codex CLIs (pinned) for tests/e2e, cached in ~/.cache/korus-mail-e2e:
+# a machine that kept its cache installs nothing. With CI=true they must be there: the e2e
+# tests fail rather than skip without them.
+begin "pinned CLIs (Claude Code, Codex; cached)"
 if claude_bin=$(bash tests/e2e/install-claude.sh); then
   export KORUS_E2E_CLAUDE="$claude_bin"
 elif [ "${CI:-}" = true ]; then
@@ -38,8 +89,6 @@ elif [ "${CI:-}" = true ]; then
 else
   echo "tests/run.sh: no Claude Code CLI (npm missing?); the e2e tests will skip" >&2
 fi
-
-# The real Codex CLI (pinned) for the cross-client e2e tests, cached beside Claude Code.
 if codex_bin=$(bash tests/e2e/install-codex.sh); then
   export KORUS_E2E_CODEX="$codex_bin"
 elif [ "${CI:-}" = true ]; then
@@ -48,15 +97,22 @@ elif [ "${CI:-}" = true ]; then
 else
   echo "tests/run.sh: no Codex CLI (npm missing?); the Codex e2e tests will skip" >&2
 fi
+end ok
 
-# Lint first, in the log: a name that no longer exists fails here, not at pytest start-up.
+# ---- lint and types, once --------------------------------------------------------------------
+# First, in the log: a name that no longer exists fails here, not at pytest start-up. Their
+# result does not depend on the interpreter running pytest, so the `once` tests that repeat them
+# (tests/test_lint.py) know from KORUS_LINT_RAN that this run already did.
+begin "lint (ruff)"
 echo "+ ruff check ." >&2
 .venv/bin/ruff check .
-# Types, once, on the main Python (the commands and what is strict: tests/typecheck.sh).
+end ok
+begin "types (mypy, then --strict)"
 bash tests/typecheck.sh
+end ok
+export KORUS_LINT_RAN=1
 
-# Every CPython the package claims: the non-e2e suite on each other version (pyenv's, or
-# python3.X on PATH). Missing one fails under CI=true; elsewhere it is skipped, and said.
+# ---- the suite on every CPython --------------------------------------------------------------
 find_python() {
   local v=$1 root newest
   root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
@@ -70,35 +126,37 @@ find_python() {
 
 main_version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 status=0
-summary=()
 # -rs: every skip says why (a shell or tool missing here).
-if .venv/bin/python -m pytest -p no:cacheprovider -rs "$@"; then
-  summary+=("Python $main_version (.venv, whole suite): passed")
+begin "Python $main_version: every test (e2e, slow, once)"
+if .venv/bin/python -m pytest -p no:cacheprovider -rs "${xdist[@]}" "$@"; then
+  end passed
 else
-  status=1; summary+=("Python $main_version (.venv, whole suite): FAILED")
+  status=1; end FAILED
 fi
 
 for v in ${KORUS_TEST_PYTHONS-3.9 3.10 3.11 3.12 3.13}; do
   [ "$v" = "$main_version" ] && continue  # the full run above was on it
   if ! py=$(find_python "$v") || [ -z "$py" ]; then
+    begin "Python $v"
     if [ "${CI:-}" = true ]; then
       echo "tests/run.sh: Python $v is missing; CI runs the suite on every supported version" >&2
-      status=1; summary+=("Python $v: MISSING")
+      status=1; end MISSING
     else
       echo "tests/run.sh: no Python $v here; skipping its run (CI=true would fail)" >&2
-      summary+=("Python $v: skipped (not installed here)")
+      end "skipped (not installed here)"
     fi
     continue
   fi
-  venv=.venv-$v
-  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
-  echo "tests/run.sh: Python $v ($py), without the e2e tests" >&2
-  if "$venv/bin/python" -m pytest -p no:cacheprovider -rs -m "not e2e" --ignore=tests/e2e "$@"; then
-    summary+=("Python $v ($venv, without e2e): passed")
+  begin "Python $v: install .venv-$v"
+  install_venv ".venv-$v" "$py"
+  end ok
+  begin "Python $v: all but e2e, slow, once"
+  echo "tests/run.sh: Python $v ($py), without the e2e, slow and once tiers" >&2
+  if ".venv-$v/bin/python" -m pytest -p no:cacheprovider -rs "${xdist[@]}" \
+      -m "not e2e and not slow and not once" --ignore=tests/e2e "$@"; then
+    end passed
   else
-    status=1; summary+=("Python $v ($venv, without e2e): FAILED")
+    status=1; end FAILED
   fi
 done
-printf 'tests/run.sh: %s\n' "${summary[@]}" >&2
 exit "$status"

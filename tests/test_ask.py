@@ -186,6 +186,7 @@ _RACER = ("import os, sys, time\n"
           "from git_korus_mail import cli\nsys.exit(cli.main(sys.argv[2:]))\n")
 
 
+@pytest.mark.slow  # slow tier (docs/TESTING.md): many rounds of a race over the kernel's link/rename, same on every CPython
 def test_reply_and_the_automatic_answer_race_and_exactly_one_wins(clone, tmp_path):
     import subprocess
     from helpers import PYTHON

@@ -8,6 +8,8 @@ message in exactly one of seen/ and cancelled/, and the invariants must hold."""
 import multiprocessing as mp
 import os
 
+import pytest
+
 import invariants
 from helpers import no_limits, run_cli
 from install_fixtures import box_dir
@@ -44,6 +46,7 @@ def _race(ctx, common, box_name, msg_id):
     return dict(zip(("consume", "cancel"), results))
 
 
+@pytest.mark.slow  # slow tier (docs/TESTING.md): many rounds of a race over the kernel's link/rename, same on every CPython
 def test_cancel_and_consume_of_one_message_exactly_one_happens(clone):
     for _ in range(ROUNDS):
         run_cli("send", "--to", str(clone.web), "hello", cwd=clone.main, check=True)
@@ -109,6 +112,7 @@ def _gated(gate, args, cwd, stdin=None):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE), stdin
 
 
+@pytest.mark.slow  # slow tier (docs/TESTING.md): many rounds of a race over the kernel's link/rename, same on every CPython
 def test_a_real_stop_and_real_cancels_race_and_each_message_ends_cancelled_or_consumed(clone, tmp_path):
     import json
     import time

@@ -34,6 +34,7 @@ SENDERS = 16
 PER_SENDER = 200
 TIMEOUT = 300
 
+# slow tier, main Python only (docs/TESTING.md): interleavings of the kernel's rename/link/flock, same on every CPython
 pytestmark = pytest.mark.slow
 
 

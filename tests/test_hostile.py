@@ -865,6 +865,7 @@ def test_many_small_messages_fill_one_event_and_wait_for_the_next(clone):
     assert len(names(box_dir(clone) / "seen")) == 120
 
 
+# slow tier, main Python only (docs/TESTING.md): interleavings of the kernel's rename/link/flock, same on every CPython
 @pytest.mark.slow
 def test_hundred_thousand_files_in_one_inbox(clone, request):
     no_limits(clone)  # a flood on purpose: the store is measured, not the limits

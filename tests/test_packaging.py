@@ -16,6 +16,7 @@ import pytest
 
 from helpers import REPO_ROOT
 
+# slow tier, main Python only (docs/TESTING.md): a pure-Python wheel; each .venv-3.X is itself an install of this tree
 pytestmark = pytest.mark.slow
 
 
@@ -33,7 +34,7 @@ def pipx_install(tmp_path_factory):
     pipx = [sys.executable, "-m", "pipx"]
     if subprocess.run(pipx + ["--version"], capture_output=True).returncode != 0:
         if sys.version_info < (3, 10):
-            pytest.skip("pipx 1.16 (the test extra's) needs Python 3.10; tests/run.sh runs this test on 3.10+")
+            pytest.skip("pipx 1.16 (the test extra's) needs Python 3.10; tests/run.sh runs this test on the main Python")
         pytest.fail("pipx is not installed: it is part of the test extra (pip install -e '.[test]')")
     proc = subprocess.run(pipx + ["install", str(wheel)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -139,6 +139,7 @@ def test_a_foreign_hard_link_is_still_refused(clone, tmp_path):
     assert box.linked_elsewhere(msg["id"], st) is None
 
 
+# slow tier, main Python only (docs/TESTING.md): interleavings of the kernel's rename/link/flock, same on every CPython
 @pytest.mark.slow
 def test_drains_racing_publication_quarantine_nothing(clone):
     no_limits(clone)  # a flood on purpose: the store is measured, not the limits

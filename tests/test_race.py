@@ -43,6 +43,7 @@ CHAOS_SESSIONS = 6
 CHAOS_WAVE = 4
 BARRIER_TIMEOUT = 60
 
+# slow tier, main Python only (docs/TESTING.md): interleavings of the kernel's rename/link/flock, same on every CPython
 pytestmark = pytest.mark.slow
 
 
