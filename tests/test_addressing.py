@@ -365,3 +365,46 @@ def test_list_adopts_for_a_moved_worktree_and_flags_nothing(clone):
     assert new["counts"]["inbox"] == 1 and not any(r["stranded"] for r in boxes.values()), boxes
     assert files(box_of(clone, moved) / "inbox") == [msg_id + ".json"]
     assert run_cli("doctor", "--json", cwd=clone.main).stdout.count('"check": "stranded"') == 0
+
+
+# -- a forwarded/ record stands only for the move it records (issue 22, item 6) ----------------
+def test_mail_forwarded_away_and_back_goes_where_the_next_forward_says(clone):
+    import invariants
+    b, c, d = (clone.add_worktree(n) for n in ("wb", "wc", "wd"))
+    msg_id = send_id(clone, "--to", "wb", "--", "round trip")
+    for src, dst in ((b, c), (c, b), (b, d)):
+        proc = run_cli("forward", box_of(clone, src).name, "--to", str(dst), cwd=clone.main)
+        assert proc.returncode == 0 and f"forwarded 1 message from {box_of(clone, src).name} to {dst}" in proc.stdout, \
+            proc.stdout + proc.stderr
+    assert files(box_of(clone, d) / "inbox") == [msg_id + ".json"], "the last forward said d"
+    assert files(box_of(clone, b) / "inbox") == [] and files(box_of(clone, c) / "inbox") == []
+    # b's record is the b->d move now; c's is its c->b move; the first b->c record went when it came back
+    assert json.loads((box_of(clone, b) / "forwarded" / (msg_id + ".json")).read_text())["box"] == box_of(clone, d).name
+    assert json.loads((box_of(clone, c) / "forwarded" / (msg_id + ".json")).read_text())["box"] == box_of(clone, b).name
+    assert sent_fates(clone)[msg_id]["state"] == "queued"
+    assert [(r["source"], r["box"]) for r in journal(clone, "forwarded")] == [
+        (box_of(clone, b).name, box_of(clone, c).name), (box_of(clone, c).name, box_of(clone, b).name),
+        (box_of(clone, b).name, box_of(clone, d).name)]
+    invariants.check(clone.mail_root)
+    ans, _ = hook("SessionStart", d, "sess-wd")
+    assert "round trip" in context_of(ans)
+
+
+def test_a_worktree_moved_away_back_and_elsewhere_keeps_its_mail(clone):
+    import invariants
+    msg_id = send_id(clone, "--to", "web", "--", "follows the worktree")
+    p1, p2, p3 = clone.web, clone.base / "p2", clone.base / "p3"
+    for src, dst in ((p1, p2), (p2, p1), (p1, p3)):
+        git("worktree", "move", str(src), str(dst), cwd=clone.main)
+        assert run_cli("status", cwd=dst).returncode == 0  # the first command there adopts
+        assert files(box_of(clone, dst) / "inbox") == [msg_id + ".json"], f"not adopted into {dst}"
+    assert files(box_of(clone, p1) / "inbox") == [] and files(box_of(clone, p2) / "inbox") == []
+    assert [(r["source"], r["box"]) for r in journal(clone, "adopted")] == [
+        (box_of(clone, p1).name, box_of(clone, p2).name), (box_of(clone, p2).name, box_of(clone, p1).name),
+        (box_of(clone, p1).name, box_of(clone, p3).name)]
+    invariants.check(clone.mail_root)
+    ans, _ = hook("SessionStart", p3, "sess-p3")
+    assert "follows the worktree" in context_of(ans)
+    hook("Stop", p3, "sess-p3")
+    fate = sent_fates(clone)[msg_id]
+    assert fate["state"] == "consumed" and fate["moved_to"][-1] == box_of(clone, p3).name, fate

@@ -516,6 +516,30 @@ def test_killed_forwarding_a_removed_worktrees_queue(step, clone):
     assert_moved_once(c, ids, old, new, "forwarded", S1)
 
 
+@pytest.mark.parametrize("step", ["forward:recorded", "forward:copied"])
+def test_killed_forwarding_mail_back_then_forwarding_it_on(step, clone):
+    """b->c, then c->b killed with c's decision recorded (the copy not yet in b, or in b with c's
+    entry not yet unlinked): the repair completes the move to b, and b's record of its first
+    departure steers nothing, so b->d lands in d (issue 22, item 6)."""
+    c = clone
+    b_wt, c_wt, d_wt = (c.add_worktree(n) for n in ("wb", "wc", "wd"))
+    b, cc, d = (c.mail_root / "box" / keys.key_for(str(w)).name for w in (b_wt, c_wt, d_wt))
+    proc = run_cli("send", "--to", "wb", "--json", "--", "comes back", cwd=c.main, check=True)
+    msg_id = json.loads(proc.stdout)["results"][0]["id"]
+    run_cli("forward", b.name, "--to", str(c_wt), cwd=c.main, check=True)
+    proc = run_cli("forward", cc.name, "--to", str(b_wt), cwd=c.main, env=crash_env(step))
+    assert_killed(proc, step)
+    assert (b / "inbox" / (msg_id + ".json")).exists() == (step == "forward:copied")
+    assert run_cli("list", cwd=c.main).returncode == 0  # settles c's box: its repair finishes the move to b
+    assert ls(b / "inbox") == [msg_id + ".json"] and ls(cc / "inbox") == []
+    run_cli("forward", b.name, "--to", str(d_wt), cwd=c.main, check=True)
+    assert ls(d / "inbox") == [msg_id + ".json"], "b's stale record sent it back to c"
+    assert ls(b / "inbox") == [] and ls(cc / "inbox") == []
+    assert msg_id in answer_text(clean("SessionStart", d_wt, S1))
+    clean("Stop", d_wt, S1)
+    settle_and_check(c)
+
+
 @pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("send:")])
 def test_killed_sender_leaves_no_partial_message_in_any_inbox(step, clone):
     """A send to several worktrees, killed in its first publication: every inbox holds only

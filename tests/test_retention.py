@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from helpers import git, hook, run_cli
+from helpers import context_of, git, hook, run_cli
 from git_korus_mail.core import keys
 from git_korus_mail.core.retention import check
 from git_korus_mail.store import message
@@ -322,3 +322,114 @@ def test_a_box_holding_only_records_is_pruned_at_an_opening_show_once_a_day_old(
     assert names(sent) == []
     [line] = pruned_lines(clone)
     assert line["records"] == {"sent": 1} and line["count"] == 0
+
+
+# -- a clock stepped forward or back never costs queued mail (issue 22, item 4) ----------------
+def _plant(clone, body, sent_days_ago, expired_days_ago):
+    """A queued message sent `sent_days_ago` whose expiry passed `expired_days_ago`, as a box
+    nobody opened for that long holds it (or one whose clock was then stepped forward)."""
+    k = keys.key_for(str(clone.web))
+    msg = message.build(body, k.path, k.name, {"path": str(clone.main), "branch": None, "session": None},
+                        now=time.time() - sent_days_ago * DAY)
+    msg["expires_at"] = utc(time.time() - expired_days_ago * DAY)
+    d = box_dir(clone) / "inbox"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    p = d / (msg["id"] + ".json")
+    p.write_bytes(message.encode(msg))
+    os.chmod(p, 0o600)
+    return msg["id"]
+
+
+def utc(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".000000Z"
+
+
+def test_mail_expired_long_after_its_expiry_is_kept_its_days_from_that_move(clone):
+    """The opening show that expires mail tells "their bodies are kept": the same run's prune
+    must not take them, however long ago their expiry was. Kept 30 days from the move."""
+    send(clone, "makes the box")
+    late = _plant(clone, "expired 40 days ago, unread", 43, 40)
+    ans, _ = hook("SessionStart", clone.web, S1)
+    b = box_dir(clone)
+    assert names(b / "expired") == [late + ".json"], "expired and pruned in the same run"
+    assert pruned_lines(clone) == [] and (b / "pruned").is_file()  # the prune ran, and kept it
+    from git_korus_mail.store import retention
+    box = MailRoot.open(str(clone.common_dir)).box(keys.key_for(str(clone.web)).name)
+    assert retention.prune(box, 30 * DAY, now=time.time() + 29 * DAY) == {}
+    assert retention.prune(box, 30 * DAY, now=time.time() + 31 * DAY) == {"expired": [late]}
+    invariants.check(clone.mail_root)
+
+
+def test_a_prune_whose_clock_reads_earlier_than_the_stores_stamps_prunes_nothing(clone):
+    """A clock stepped back: against the box's last prune (its `pruned` stamp), or against a
+    move's stamp (a receipt's mtime), the run prunes nothing, not even mail old by every clock."""
+    from git_korus_mail.store import retention
+    maker = send(clone, "makes the box")
+    old = sent_ago(clone, "old by every clock", 50)
+    ahead = sent_ago(clone, "consumed while the clock was 40 days ahead", 45)
+    consume_all(clone)
+    backdate_receipt(clone, old, 40)
+    backdate_receipt(clone, ahead, -40)  # its consume stamped by a clock 40 days ahead
+    box = MailRoot.open(str(clone.common_dir)).box(keys.key_for(str(clone.web)).name)
+    b = box_dir(clone)
+    assert retention.prune(box, 30 * DAY, now=time.time()) == {}
+    assert (b / "seen" / (old + ".json")).exists() and (b / "receipts" / (old + ".json")).exists()
+    # the clock put right (the receipt stamped as now), a prune ran 40 days ahead, then the clock went back
+    backdate_receipt(clone, ahead, 0)
+    assert retention.prune(box, 30 * DAY, now=time.time() + 40 * DAY) == {"seen": [old, ahead, maker]}
+    again = sent_ago(clone, "old by every clock too", 50)
+    consume_all(clone, S2)
+    backdate_receipt(clone, again, 40)
+    stamp = (b / "pruned").read_text()
+    assert retention.prune(box, 30 * DAY, now=time.time()) == {}
+    assert (b / "seen" / (again + ".json")).exists() and (b / "pruned").read_text() == stamp
+    assert [line["ids"] for line in pruned_lines(clone)] == [sorted([old, ahead, maker])]
+    invariants.check(clone.mail_root)
+
+
+def _faketime_env(offset):
+    """The environment that runs a process (and its children) with its clock `offset` from the
+    system's, as `faketime` does; the file system's times stay the kernel's."""
+    import glob
+    libs = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1") + glob.glob("/usr/local/lib/faketime/libfaketime.so.1")
+                  + glob.glob("/usr/lib/faketime/libfaketime.so.1"))
+    if not libs:
+        import pytest
+        pytest.skip("libfaketime is not installed (Debian: apt-get install faketime)")
+    return {"LD_PRELOAD": libs[0], "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "DONT_FAKE_MONOTONIC": "1"}
+
+
+def test_a_clock_stepped_forward_then_back_loses_no_mail(clone):
+    """The red team's run: under `faketime +40d` one opening show expires every queued message
+    (a TTL means that) and must keep them; mail consumed then stays its 30 days from that
+    consume; once the clock is put right, a prune prunes nothing, even mail old by any clock."""
+    ahead = _faketime_env("+40d")
+    probe = subprocess.run([sys.executable, "-c", "import time; print(time.time())"], env={**os.environ, **ahead},
+                           capture_output=True, text=True, check=True)
+    assert float(probe.stdout) - time.time() > 39 * DAY, "the faked clock is not ahead"
+    queued = [send(clone, f"queued {n}") for n in range(3)]  # expire in 3 days, by the true clock
+    fresh_id = send(clone, "kept 100 days", "--ttl", str(100 * 24 * 60))
+    ans, _ = hook("SessionStart", clone.web, S1, env=ahead)
+    b = box_dir(clone)
+    assert names(b / "expired") == sorted(i + ".json" for i in queued), "expired, then pruned in the same run"
+    assert "expired" in context_of(ans) and "kept 100 days" in context_of(ans)
+    hook("Stop", clone.web, S1, env=ahead)  # consumed with the clock ahead
+    assert names(b / "seen") == [fresh_id + ".json"]
+    (b / "pruned").unlink()  # a day passed, with the clock still ahead: the next opening show prunes
+    hook("SessionStart", clone.web, S2, env=ahead)
+    assert names(b / "seen") == [fresh_id + ".json"] and names(b / "receipts") == [fresh_id + ".json"], \
+        "consumed a moment ago by its clock, pruned as 40 days old"
+    assert len(names(b / "expired")) == 3 and pruned_lines(clone) == []
+    stamp = (b / "pruned").read_text()
+
+    # the clock put right; a day later (the stamp's mtime), with mail there old by any clock
+    old = sent_ago(clone, "old by every clock", 50)
+    consume_all(clone, S3)
+    backdate_receipt(clone, old, 40)
+    t = time.time() - 2 * DAY
+    os.utime(b / "pruned", (t, t))
+    hook("SessionStart", clone.web, "5f0c3f4e-1111-4c4c-9d9d-0000000000c4")
+    assert names(b / "seen") == sorted([fresh_id + ".json", old + ".json"]), "pruned with the clock gone back"
+    assert len(names(b / "expired")) == 3 and pruned_lines(clone) == [] and (b / "pruned").read_text() == stamp
+    invariants.check(clone.mail_root)

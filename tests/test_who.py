@@ -454,3 +454,45 @@ def test_a_session_whose_ask_waits_for_its_answer_is_waiting(clone, launch):
     assert "waiting as of" in run_cli("who", cwd=clone.main).stdout
     answers.close_wait(root, "20261201T120000Z-00000000000000aa")
     assert row(who(clone), S1)["state"] == "idle"
+
+
+# -- the backlog judges what a recipient can read (issue 22, item 5) -------------------------
+def test_a_full_backlog_for_an_ended_named_session_blocks_no_one_else(clone, launch):
+    """Mail for `@builder` is filtered for its session: only it can read it. When builder ends
+    with a full backlog, the worktree's other senders and its running session go on; builder's
+    own sends stay refused, and its mail waits for its resume."""
+    from helpers import git
+    git("config", "korus-mail.backlog", "3", cwd=clone.main)  # the rule is the same at 50
+    old = launch()
+    old.hook("SessionStart", clone.web, S1)
+    old.register(S1, clone.web, "builder")
+    assert row(who(clone), S1)["name"] == "builder"
+    for n in range(3):
+        proc = send(clone, "--to", "@builder", "--", f"for builder {n}")
+        assert proc.returncode == 0, proc.stdout
+    full = send(clone, "--to", "@builder", "--", "for builder 3")  # builder's own backlog is full
+    err = json.loads(full.stdout)["results"][0]["error"]
+    assert full.returncode == 1 and "holds 3 unread" in err and "not queued" not in err, err
+    old.hook("SessionEnd", clone.web, S1)
+    old.sigkill()
+    assert row(who(clone), S1)["state"] in ("closed", "gone")
+
+    proc = send(clone, "--to", "web", "--", "for whoever works in web")
+    assert proc.returncode == 0, proc.stdout  # refused before: "send again once they are read"
+    live = launch()
+    ctx = context_of(live.hook("SessionStart", clone.web, S2)[0])
+    assert "for whoever works in web" in ctx and "held back" not in ctx and "for builder" not in ctx, ctx
+    for body in ("second for web", "third for web"):
+        proc = send(clone, "--to", "web", "--", body)
+        assert proc.returncode == 0, proc.stdout
+    ctx = context_of(live.hook("UserPromptSubmit", clone.web, S2)[0])  # builder's mail is skip-marked by now
+    assert "second for web" in ctx and "third for web" in ctx and "held back" not in ctx, ctx
+    refused = send(clone, "--to", "web", "--", "fourth for web")  # three queued that S2 can read: full
+    assert refused.returncode == 1 and "holds 3 unread messages," in json.loads(refused.stdout)["results"][0]["error"]
+    live.hook("Stop", clone.web, S2)
+
+    resumed = launch()  # `claude --resume` keeps the session id: builder's mail was waiting for it
+    ctx = context_of(resumed.hook("SessionStart", clone.web, S1)[0])
+    assert all(f"for builder {n}" in ctx for n in range(3)), ctx
+    import invariants
+    invariants.check(clone.mail_root)

@@ -150,8 +150,18 @@ def _load_batch(drain: "Drain", candidates: "List[str]", shown_dir: "LaunchMarke
     seen_path = box.path_of("seen")
     # enough to fill one event even when every message is small
     want = render.EVENT_CAP // 200
-    position = {i: n for n, i in enumerate(ids)}
-    gone = 0  # of the messages examined so far, those no longer queued: they free their place
+    # The backlog judges what this session can read (docs/DESIGN.md, "Limits"): a message's place
+    # counts the queued mail before it, less what is for another session (a `session` filter):
+    # that is never shown here, so it never holds back what is. Known from this launch's skip
+    # markers for what an earlier event read, and from the reading below for the rest.
+    from git_korus_mail.store.markers import SKIP_SUFFIX
+    marked = shown_dir.names()
+    position: Dict[str, int] = {}
+    others = 0
+    for n, i in enumerate(ids):
+        position[i] = n - others
+        others += i + SKIP_SUFFIX in marked
+    gone = 0  # of the messages examined so far, those no longer queued (or not this session's): they free their place
     for msg_id in candidates:
         if len(batch) >= want or examined >= MAX_EXAMINED or read >= READ_BUDGET:
             break
@@ -193,14 +203,16 @@ def _load_batch(drain: "Drain", candidates: "List[str]", shown_dir: "LaunchMarke
             box.expire(msg_id, msg)
             gone += 1
             continue
-        if judge.judge(msg_id, msg, position[msg_id] - gone):
+        theirs = bool(msg.get("session")) and msg["session"] != drain.session  # filtered for another session
+        if judge.judge(msg_id, msg, position[msg_id] - gone, readable=not theirs):
             gone += msg_id in judge.dropped
             continue  # dropped (told once, below) or held back (told once per new arrival)
-        msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
-        if msg.get("session") and msg["session"] != drain.session:
+        if theirs:
             shown_dir.skip(msg_id)
             skipped += 1
+            gone += 1  # not this session's to read: it takes no place in its backlog
             continue
+        msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
         batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
                       os.path.join(seen_path, msg_id + MSG_SUFFIX), view))
     behind = sum(1 for i in candidates[examined:] if position[i] - gone >= judge.limits.backlog)

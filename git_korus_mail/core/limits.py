@@ -5,7 +5,10 @@ Sender checks are advice (anyone can write an inbox), so the drain is where the 
 - rate: a message that finds `rate_count` messages or more from its sender within the
   `rate_seconds` before it is dropped (the 9th in 30 s at 8/30), until the sender lets the
   window pass;
-- backlog: a message behind `backlog` unread ones is held back (left queued, not shown).
+- backlog: a message behind `backlog` unread ones that the reading session can read is held
+  back (left queued, not shown). Mail filtered for another session (`send --to @name`,
+  `--session`) is not in that count: only its own session can read it, so it counts toward
+  that session's backlog alone, and a session that ended with 50 of them blocks no one else.
 Answers (kind `answer`) are never dropped, held or counted.
 
 Every rule is a pure function of what is published: the message, the earlier messages of the
@@ -67,14 +70,16 @@ class Judge:
         self.dropped: "Dict[str, str]" = {}  # id -> what Box.drop returned
         self.held_back: "List[Tuple[str, Optional[str]]]" = []  # (id, sender path), oldest first
 
-    def judge(self, msg_id: str, msg: "Message", position: int) -> bool:
-        """Apply the limits to a message with `position` unread ones ahead of it; True when it
-        is not to be shown now (dropped, or held back behind a full backlog)."""
+    def judge(self, msg_id: str, msg: "Message", position: int, readable: bool = True) -> bool:
+        """Apply the limits to a message with `position` unread ones ahead of it that this
+        session can read; True when it is not to be shown now (dropped, or held back behind a
+        full backlog). `readable`: False for mail filtered for another session, which the loop
+        and rate rules judge like any (they are the box's), but which no backlog here holds."""
         rule = self.verdict(msg_id, msg)
         if rule is not None:
             self.dropped[msg_id] = self.box.drop(msg_id, msg, rule[0], rule[1])
             return True
-        if self.held(position, msg):
+        if readable and self.held(position, msg):
             self.held_back.append((msg_id, sender_of(msg)[0]))
             return True
         return False
@@ -225,5 +230,5 @@ def drop_line(notes: "List[Dict[str, Any]]", kept_in: str) -> str:
 def held_line(judge: Judge, count: int) -> str:
     lim = judge.limits
     return (f"korus-mail: {count} message{'s' if count != 1 else ''} held back, not shown yet: this box holds "
-            f"more than its backlog of {lim.backlog} unread (git config korus-mail.backlog); "
+            f"more than its backlog of {lim.backlog} unread for this session (git config korus-mail.backlog); "
             f"{_by_sender([s for _, s in judge.held_back])}; shown as earlier mail is consumed")

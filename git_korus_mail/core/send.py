@@ -7,6 +7,7 @@ are refused, because mail queued into a box nobody drains is silently lost.
 
 import os
 import sys
+import time
 
 from git_korus_mail.core import keys, limitconf
 from git_korus_mail.store import message, presence, sent
@@ -285,7 +286,7 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
                                 **{"wake": None if wake else False, **(fields or {})})
             box = root.box(t.key.name, create=True, path=t.key.path, owner=owner_of(clone, t))
             assert box is not None  # for mypy: create=True makes the box or raises
-            full = _full(box, backlog)
+            full = _full(box, backlog, msg.get("session"))
             if full:
                 results.append({"to": t.dest, "ok": False, "error": f"{t.dest}: {full}"})
                 continue
@@ -313,14 +314,35 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
     return results, root.is_off()
 
 
-def _full(box: "Box", backlog: "Optional[int]") -> "Optional[str]":
-    """Why a box takes no more (its unread count is at the backlog limit), or None."""
+def _full(box: "Box", backlog: "Optional[int]", session: "Optional[str]") -> "Optional[str]":
+    """Why a box takes no more for a message filtered for `session` (None: for any session),
+    or None. What counts is the queued mail the message's reader can read, as the drain counts
+    it (core/limits.py): mail for every session, and mail for `session` itself; never mail for
+    another session, which its own session alone can read (docs/DESIGN.md, "Limits")."""
     if backlog is None:
         return None  # an answer: always accepted
-    unread = len(box.inbox_ids()[0])  # messages by their names, as the drain counts them: junk is none
+    ids = box.inbox_ids()[0]  # messages by their names: junk is none
+    if len(ids) < backlog:
+        return None  # room whoever reads: no message needs reading
+    from git_korus_mail.store.message import Invalid, expires_at
+    from git_korus_mail.store.files import NotRegular, TooLarge
+    now = time.time()
+    unread = 0
+    for msg_id in ids:
+        try:
+            queued, _st = box.load(msg_id)
+        except (OSError, MailError, Invalid, NotRegular, TooLarge):
+            continue  # gone meanwhile, or junk the drain quarantines: nobody reads it
+        if expires_at(queued) <= now:
+            continue  # expired: it leaves at the next show, unread
+        if not queued.get("session") or queued.get("session") == session:
+            unread += 1
+            if unread >= backlog:
+                break
     if unread < backlog:
         return None
-    return (f"its box holds {unread} unread messages, the limit (git config korus-mail.backlog is {backlog}); "
+    whose = f"unread messages for session {session}" if session else "unread messages"
+    return (f"its box holds {unread} {whose}, the limit (git config korus-mail.backlog is {backlog}); "
             f"nothing queued: send again once they are read")
 
 

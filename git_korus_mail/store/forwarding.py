@@ -11,7 +11,9 @@ the next reader completes (each gap is a named crash point):
 
 The id stays the same, so the sender's `status` follows forwarded/<id>.json from the
 box its sent record names to the box that holds the message now. A decision once
-recorded stands: a repair, or a later forward, completes it to the box it names.
+recorded stands for the move it records: a repair, or a later forward, completes it to
+the box it names; once the message comes back into that box, the record goes (it is
+removed before the copy lands), so the next move decides afresh (docs/STORE.md).
 Nothing here deletes a message that was not first placed in the destination.
 """
 
@@ -98,7 +100,7 @@ def _move_claimed(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
         return "gone"  # a consume or an expiry had decided it (receipt, or expired link): completed
     rec = forward_record(src, msg_id)
     if rec is not None and rec["box"] != dst.name:
-        first = src.root.box(rec["box"], create=True, path=rec.get("path"))  # the first decision stands
+        first = src.root.box(rec["box"], create=True, path=rec.get("path"))  # an unfinished decision stands
         assert first is not None  # create=True: made, or MailError raised
         dst = first
     try:
@@ -117,6 +119,7 @@ def _move_claimed(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
             pass  # there, but unreadable (we hold the claim, so no one races us): the move goes on here
         crash.point("forward:recorded")
     if not _has_trace(dst, name):
+        _forget_departure(dst, name)
         _place(dst, name, data)
     crash.point("forward:copied")
     removed = inbox.unlink_quiet(name)
@@ -134,6 +137,17 @@ def _has_trace(box: "Box", name: str) -> bool:
         if d is not None and d.exists(name):
             return True
     return False
+
+
+def _forget_departure(box: "Box", name: str) -> None:
+    """The message comes (back) into `box`: a forwarded/ record there stood only for the move
+    that took it out of `box` before, which is complete (`box` holds no trace of it), so it must
+    not steer the next move (a stale record sent b->c->b->d mail to c). Removed before the copy
+    lands: no reader ever sees the message queued here beside a record of its old departure,
+    and a crash in between leaves the source's own record, which the repair completes."""
+    d = box.open_sub(FORWARDED)
+    if d is not None:
+        d.unlink_quiet(name)
 
 
 def _place(box: "Box", name: str, data: bytes) -> None:

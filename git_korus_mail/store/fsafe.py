@@ -203,18 +203,28 @@ class Dir:
         use it for files whose readers tolerate a short read only where noted (claims use tmp+link)."""
         write_new(name, data, FILE_MODE, dir_fd=self.fd, sync=sync)
 
-    def create_staged(self, name: str, data: bytes, staging: "Dir", tag: str, sync: bool = True) -> None:
+    def create_staged(self, name: str, data: bytes, staging: "Dir", tag: str, sync: bool = True,
+                      mtime: "Optional[float]" = None) -> None:
         """Create `name` here holding `data`, complete before it is visible: written in the
         `staging` dir, then hard-linked into place. A link never replaces, so FileExistsError
         when the name exists, exactly like O_EXCL; unlike O_EXCL, a process killed mid-write
         leaves no torn file here (only a staging file, swept with tmp/). Claims, receipts and
-        display markers are made this way: their readers take a torn file for no proof."""
+        display markers are made this way: their readers take a torn file for no proof.
+        `mtime`: the file's modification time, set before it is visible (a receipt's is the
+        time of its consume by the store's own clock: store/retention.py)."""
         tmp = f"{tag}.{name}.{os.getpid()}.{os.urandom(4).hex()}"
         staging.create_exclusive(tmp, data, sync=sync)
+        if mtime is not None:
+            staging.set_mtime(tmp, mtime)
         try:
             staging.link_to(tmp, self, name)
         finally:
             staging.unlink_quiet(tmp)
+
+    def set_mtime(self, name: str, t: float) -> None:
+        """Set `name`'s access and modification times to `t` (the entry itself, never a link's
+        target). A store's own stamp on a file: what retention dates mail by (store/retention.py)."""
+        os.utime(name, (t, t), dir_fd=self.fd, follow_symlinks=False)
 
     def write_replace(self, name: str, data: bytes, staging: "Dir") -> None:
         """Atomically replace `name`: write a file in the `staging` dir (the mail root's tmp/,

@@ -64,17 +64,20 @@ class Moves:
         try:
             if not self.has("inbox", msg_id + MSG_SUFFIX):
                 return "gone"
+            now = time.time()
             receipt = {
                 "id": msg_id,
                 "session": session,
                 "launch": launch,
-                "consumed_at": utc_stamp(time.time()),
+                "consumed_at": utc_stamp(now),
                 "observed": observation,
                 "pid": owner["pid"],
             }
             try:
+                # its mtime is the consume time by this process's clock, which retention compares
+                # with its own: the file system's clock may differ (a faked clock; docs/STORE.md)
                 self.ensure_sub("receipts").create_staged(msg_id + MSG_SUFFIX, json.dumps(receipt, sort_keys=True).encode(),
-                                                   self.root.tmp, "receipt", sync=True)
+                                                   self.root.tmp, "receipt", sync=True, mtime=now)
             except FileExistsError:
                 # an interrupted consume (or, with claims bypassed, one still finishing):
                 # complete it; whoever's unlink takes the message out of the inbox journals it
@@ -99,6 +102,13 @@ class Moves:
         inbox = self.ensure_sub("inbox")
         target = self.ensure_sub(to)
         name = msg_id + MSG_SUFFIX
+        try:
+            # the store's own stamp of the move, set before the link so no final state ever holds the
+            # message without it: retention keeps mail its days from here (store/retention.py), not
+            # from its expiry, which a clock stepped forward had put long past
+            inbox.set_mtime(name, time.time())
+        except OSError:
+            pass  # gone (the link below says so), or not ours to stamp: its ctime still dates the move
         try:
             inbox.link_to(name, target, name)
         except FileExistsError:

@@ -1,8 +1,12 @@
 """Retention: mail in a final state (consumed, expired, cancelled, dropped) is kept for a while,
 then pruned with its receipt, notice and display markers. Queued mail is never pruned.
 
-A message's age here is the time it reached its final state: a receipt's mtime (written once,
-at consume), an expiry's `expires_at`, otherwise the file's ctime (its link into that state).
+A message's age here is counted from when this store moved it into its final state, by the
+mover's own clock: a consumed message by its receipt's mtime (set at consume), any other by
+its file's mtime, which the move sets (moves._finish_move), or its ctime (the link into that
+state) when later. Never by its expiry: a clock stepped forward expires mail, and the same run
+must not prune it. A clock that reads earlier than one of these stamps, or than the box's last
+prune, has gone back: the run prunes nothing (docs/STORE.md, "Retention").
 Pruning one message is a claim, a marker `pruning/<id>.json`, the unlinks (message, receipt,
 notice, display markers); once the run's journal line (counts and ids) is written, the markers
 go. A process killed in between leaves the markers, and the next prune finishes those messages
@@ -17,6 +21,7 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.errors import MailError
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
 from git_korus_mail.store.layout import DROPS, FINAL, MSG_SUFFIX, PRUNED_STAMP, PRUNING_DIR, WHY_SUFFIX
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 # crash, claims and markers: loaded by a prune only; an opening show asks Box.prune_due first (hot path)
@@ -31,15 +36,23 @@ if TYPE_CHECKING:
 MAX_PRUNED = 100      # messages one run removes: the rest wait for the next run
 MAX_EXAMINED = 2000   # files one run looks at
 MAX_RECORDS = 500     # records (sent, quarantine, sessions) one run removes
+CLOCK_SLACK = 5 * 60  # seconds a stamp may lie ahead of the clock before the clock counts as gone back
 
 
 def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
           limit: int = MAX_PRUNED) -> "Dict[str, List[str]]":
     """Remove messages that reached a final state more than `keep_seconds` ago (up to `limit`),
     with their records; first finish what a killed prune left. Returns {state: [ids removed]};
-    journals one `pruned` line with the counts; stamps the box."""
+    journals one `pruned` line with the counts; stamps the box. Prunes nothing when the clock
+    reads earlier than one of the store's own stamps (`_clock_went_back`)."""
     from git_korus_mail import crash
     now = time.time() if now is None else now
+    if _clock_went_back(box, now):
+        return {}
+    due = _due(box, keep_seconds, now, limit)
+    if due is None:
+        _stamp(box, now)  # the next try a day later; the message's own stamp stays the mark to pass
+        return {}
     done: Dict[str, List[str]] = {}
     pending = box.open_sub(PRUNING_DIR)
     for name in (pending.names() if pending is not None else []):
@@ -49,28 +62,12 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
             if _one(box, name[:-len(MSG_SUFFIX)], state if state in FINAL else None):
                 done.setdefault(state if state in FINAL else "unknown", []).append(name[:-len(MSG_SUFFIX)])
     count = sum(len(v) for v in done.values())
-    from git_korus_mail.store.message import valid_id
-    examined = 0
-    for state in FINAL:
-        d = box.open_sub(state)
-        if d is None:
-            continue
-        for name in sorted(d.names()):  # ids sort by send time: the oldest first
-            if count >= limit or examined >= MAX_EXAMINED:
-                break
-            msg_id = name[:-len(MSG_SUFFIX)]
-            if not name.endswith(MSG_SUFFIX) or not valid_id(msg_id):
-                continue  # not a message (a record beside it, junk): never taken for one
-            examined += 1
-            sent = _sent_time(msg_id)
-            if sent is not None and now - sent < keep_seconds:
-                break  # sent too recently to have reached any state long ago: so is every later id
-            at = _state_time(box, d, state, msg_id)
-            if at is None or now - at < keep_seconds:
-                continue
-            if _one(box, msg_id, state):
-                done.setdefault(state, []).append(msg_id)
-                count += 1
+    for state, msg_id in due:
+        if count >= limit:
+            break
+        if _one(box, msg_id, state):
+            done.setdefault(state, []).append(msg_id)
+            count += 1
     records = prune_records(box, keep_seconds, now)
     if done or records:
         ids = sorted(i for v in done.values() for i in v)
@@ -83,8 +80,63 @@ def prune(box: "Box", keep_seconds: float, now: "Optional[float]" = None,
     if count < limit and sum(records.values()) < MAX_RECORDS:
         # done for today; a run that hit its limit leaves no stamp, so the next opening show goes on
         # (one that only examined its fill of young mail does not: it would find the same again)
-        box.dir.write_replace(PRUNED_STAMP, f"{utc_stamp(now)}\n".encode(), box.root.tmp)
+        _stamp(box, now)
     return done
+
+
+def _stamp(box: "Box", now: float) -> None:
+    """The box's `pruned` file: its content, this run's time by the store's clock (the mark a later
+    run's clock must not fall behind: `_clock_went_back`); its mtime, when to run next (`prune_due`)."""
+    box.dir.write_replace(PRUNED_STAMP, f"{utc_stamp(now)}\n".encode(), box.root.tmp)
+
+
+def _due(box: "Box", keep_seconds: float, now: float, limit: int) -> "Optional[List[Tuple[str, str]]]":
+    """[(state, id)] of up to `limit` messages that reached their final state more than
+    `keep_seconds` ago, oldest ids first; None when one examined was moved later than `now`
+    (its stamp is the store's own: the clock went back since, so no age here can be trusted)."""
+    from git_korus_mail.store.message import valid_id
+    due: "List[Tuple[str, str]]" = []
+    examined = 0
+    for state in FINAL:
+        d = box.open_sub(state)
+        if d is None:
+            continue
+        for name in sorted(d.names()):  # ids sort by send time: the oldest first
+            if len(due) >= limit or examined >= MAX_EXAMINED:
+                break
+            msg_id = name[:-len(MSG_SUFFIX)]
+            if not name.endswith(MSG_SUFFIX) or not valid_id(msg_id):
+                continue  # not a message (a record beside it, junk): never taken for one
+            examined += 1
+            sent = _sent_time(msg_id)
+            if sent is not None and now - sent < keep_seconds:
+                break  # sent too recently to have reached any state long ago: so is every later id
+            at = _state_time(box, d, state, msg_id)
+            if at is not None and at > now + CLOCK_SLACK:
+                return None
+            if at is not None and now - at >= keep_seconds:
+                due.append((state, msg_id))
+    return due
+
+
+def _clock_went_back(box: "Box", now: float) -> bool:
+    """Whether `now` is earlier than the box's last prune by its own stamp (the `pruned` file
+    holds the time that prune ran by its clock). Then nothing is pruned: the clock was wrong
+    then or is wrong now, and either way no age measured against it can be trusted. The stamp
+    is left as it is (it stays the mark to pass) and only its mtime is set to `now`, so that
+    `Box.prune_due` asks again a day later, not at every opening show."""
+    try:
+        data, _ = box.dir.read_regular(PRUNED_STAMP, 256)
+        last = parse_stamp(data.decode("ascii", "replace").strip())
+    except (OSError, ValueError, NotRegular, TooLarge):
+        return False  # none yet, or not ours: nothing to compare with
+    if last <= now + CLOCK_SLACK:
+        return False
+    try:
+        box.dir.set_mtime(PRUNED_STAMP, now)
+    except OSError:
+        pass  # gone meanwhile: the next opening show tries again, which costs a listing
+    return True
 
 
 def prune_records(box: "Box", keep_seconds: float, now: float, limit: int = MAX_RECORDS) -> "Dict[str, int]":
@@ -160,21 +212,18 @@ def _sent_time(msg_id: str) -> "Optional[float]":
 
 
 def _state_time(box: "Box", d: "Dir", state: str, msg_id: str) -> "Optional[float]":
-    """When the message reached `state` (see the module's note); None when it cannot be told."""
+    """When the store moved the message into `state` (see the module's note); None when it
+    cannot be told. A consumed message: its receipt's mtime. Any other: the later of the
+    message file's mtime, which the move stamps by the mover's clock (moves._finish_move), and
+    its ctime, the file system's time of the link (all a message moved before that stamp has)."""
     name = msg_id + MSG_SUFFIX
     try:
         if state == "seen":
             receipts = box.open_sub("receipts")
             if receipts is not None and receipts.exists(name):
                 return receipts.lstat(name).st_mtime
-        elif state == "expired":
-            rec = d.read_json(name, limit=8 * 1024 * 1024)
-            if isinstance(rec, dict):
-                try:
-                    return parse_stamp(rec.get("expires_at"))
-                except ValueError:
-                    pass
-        return d.lstat(name).st_ctime
+        st = d.lstat(name)
+        return max(st.st_mtime, st.st_ctime)
     except FileNotFoundError:
         return None
 
