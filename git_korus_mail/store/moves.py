@@ -126,11 +126,15 @@ class Moves:
             result, holder = claims.acquire(self.root.tmp, claiming, msg_id, owner)
             if result == "won":
                 return "won"
-            if holder is not None and claims.owner_is_dead(holder):
-                if claims.break_dead(claiming, msg_id, holder):
-                    self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
-                                      owner_session=holder.get("session"))
-                    self._repair_one(msg_id)
+            # False: the claim now is a live one, or the lock is busy: wait like for a live holder
+            broke = claims.break_dead(claiming, msg_id, holder) if (
+                holder is not None and claims.owner_is_dead(holder)) else False
+            if broke:
+                self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=(holder or {}).get("pid"),
+                                  owner_session=(holder or {}).get("session"))
+                self._repair_one(msg_id)
+            elif broke is None:
+                pass  # another removed it first: try again at once
             elif time.monotonic() >= deadline:
                 return "held"
             else:
@@ -141,12 +145,7 @@ class Moves:
 
     def _release(self, msg_id: str, owner: "dict[str, Any]") -> None:
         """Drop our claim — only if it is still ours (a broken-and-reclaimed one is not)."""
-        claiming = self.ensure_sub("claiming")
-        holder = claims.read_owner(claiming, msg_id)
-        if holder is None:
-            return
-        if holder.get("pid") == owner["pid"] and holder.get("start") == owner["start"]:
-            claims.release(claiming, msg_id)
+        claims.release_own(self.ensure_sub("claiming"), msg_id, owner)
 
     # -- expire --------------------------------------------------------------
     def expire(self, msg_id: str, msg: "Optional[Message]" = None) -> bool:
