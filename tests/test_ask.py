@@ -244,7 +244,7 @@ def test_a_reply_stalled_before_its_link_never_publishes_the_answer_again(clone,
     r = Paused(tmp_path, ["reply", qid, "--", "the one answer"], clone.web, {"send:tmp-written": "r-linking"})
     assert r.reach("send:tmp-written")  # decided, checked, staged: about to link
     try:
-        p.wait(timeout=3)  # before the fix the ask is done by now; after it, it waits for the link
+        p.wait(timeout=4)  # before the fix the ask is done by now; after it, it waits (10 s) for the link
     except subprocess.TimeoutExpired:
         pass
     assert r.finish() == 0, r.err
