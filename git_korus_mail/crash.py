@@ -18,7 +18,7 @@ STEPS = (
     "consume:released",
     "expire:claimed", "expire:linked", "expire:unlinked-inbox",
     "cancel:claimed", "cancel:linked", "cancel:unlinked-inbox",
-    "break:renamed",
+    "break:judged",
     "forward:claimed", "forward:recorded", "forward:copied", "forward:unlinked",
     "prune:marked", "prune:message", "prune:receipt", "prune:journaled",
     "ask:published", "ask:delivered", "answer:decided", "answer:published",

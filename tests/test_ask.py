@@ -4,13 +4,14 @@ per question, automatic answers at the recipient's run end, failed / stopped, re
 import json
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 
 from asking import (S_MAIN, S_WEB, answers_of, ask_then_show, box_dir, queued, reply, settle_and_check,
                     start_ask, stop, wait_question)
-from helpers import context_of, hook, run_cli
+from helpers import context_of, git, hook, run_cli
 
 import invariants
 
@@ -228,3 +229,77 @@ def test_a_question_the_receivers_limits_drop_ends_the_wait_at_once(clone):
     out, _ = second.communicate(timeout=30)
     assert second.returncode == 3 and out.startswith("status dropped: question "), out
     assert "the receiver's limits dropped the question" in out
+
+
+def test_a_reply_stalled_before_its_link_never_publishes_the_answer_again(clone, tmp_path):
+    """Issue 22, item 2. The reply decides, finds its answer not yet in the asker's box, and stops
+    right before linking it (held at the crash step `send:tmp-written`, in its own process); the
+    waiting ask meanwhile sees the decision. Before the fix the ask published and consumed the
+    answer itself, and the reply's link then put it back: in inbox/ and seen/ at once, shown to
+    the asker's next prompt again. The check and the link are now one decision under the answer's
+    claim: the ask waits for the reply's link and consumes that."""
+    from pausing import Paused
+    p = start_ask(clone, "stalled reply?", timeout=60)
+    qid = wait_question(clone)[0]
+    hook("UserPromptSubmit", clone.web, S_WEB)
+    r = Paused(tmp_path, ["reply", qid, "--", "the one answer"], clone.web, {"send:tmp-written": "r-linking"})
+    assert r.reach("send:tmp-written")  # decided, checked, staged: about to link
+    try:
+        p.wait(timeout=4)  # before the fix the ask is done by now; after it, it waits (10 s) for the link
+    except subprocess.TimeoutExpired:
+        pass
+    assert r.finish() == 0, r.err
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "the one answer" in out, (out, err)
+    found = answers_of(clone, qid)
+    assert [(sub, msg["body"]) for sub, msg in found] == [("seen", "the one answer")], found
+    text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0]) or ""
+    assert "the one answer" not in text  # on the ask's stdout once, never shown again
+    s = settle_and_check(clone)
+    assert len([r for r in invariants.journal(clone.mail_root) if r.get("event") == "consumed"
+                and r.get("id") == found[0][1]["id"]]) == 1
+    assert s is not None
+
+
+def test_a_late_refused_reply_never_delivers_the_pruned_answer_again(clone):
+    """Issue 22, item 3. An answer delivered, consumed by the ask, then pruned after its
+    retention: a late `reply` is refused ("already answered") and must not queue the old answer
+    again, as it did once its fate read "gone"."""
+    p = start_ask(clone, "pruned then refused?", timeout=60)
+    qid = wait_question(clone)[0]
+    assert reply(clone, qid, "first and only").returncode == 0
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "first and only" in out, (out, err)
+    [(sub, msg)] = answers_of(clone, qid)
+    assert sub == "seen"
+    rcpt = os.path.join(box_dir(clone, clone.main), "receipts", msg["id"] + ".json")
+    git("config", "korus-mail.retention-days", "0", cwd=clone.main)  # kept no longer than until consumed
+    hook("SessionStart", clone.main, S_MAIN)  # an opening show prunes it
+    assert answers_of(clone, qid) == [] and not os.path.exists(rcpt)
+    late = reply(clone, qid, "too late")
+    assert late.returncode != 0 and "already answered" in late.stdout + late.stderr, (late.stdout, late.stderr)
+    assert answers_of(clone, qid) == []  # neither the old answer nor the new one is queued
+    text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0]) or ""
+    assert "first and only" not in text and "too late" not in text
+    invariants.check(clone.mail_root)
+
+
+def test_an_answer_whose_publisher_died_after_its_link_is_never_published_again(clone):
+    """Item 3's record when the first reply is killed after linking the answer and before
+    recording it (crash step `answer:published`), and no ask waits any more: the asker's drain
+    breaks the dead claim (that repair records the publication), shows and consumes the answer;
+    retention prunes it; a late reply is refused and queues nothing."""
+    qid = ask_then_show(clone, "killed after its link?")  # the ask gave up: nobody publishes again
+    killed = reply(clone, qid, "first and only", env={"KORUS_MAIL_CRASH_AT": "answer:published"})
+    assert killed.returncode == -9, killed.stderr
+    assert [sub for sub, _ in answers_of(clone, qid)] == ["inbox"]
+    assert "first and only" in (context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0]) or "")
+    stop(clone.main, S_MAIN, "read it")
+    assert [sub for sub, _ in answers_of(clone, qid)] == ["seen"]
+    git("config", "korus-mail.retention-days", "0", cwd=clone.main)
+    hook("SessionStart", clone.main, "sess-main-5555")  # an opening show prunes it
+    assert answers_of(clone, qid) == []
+    late = reply(clone, qid, "too late")
+    assert late.returncode != 0 and "already answered" in late.stdout + late.stderr, (late.stdout, late.stderr)
+    assert answers_of(clone, qid) == []
+    invariants.check(clone.mail_root)

@@ -35,6 +35,7 @@ LONGER = ("to wait longer, give the Bash tool call a timeout (up to 600000 ms) a
           "--timeout, e.g. timeout 600000 with --timeout=590")
 POLL_FIRST, POLL_MAX = 0.02, 0.1
 ENDED_EVERY = 0.5  # seconds between looks at the question's own state while waiting
+QUEUED_PATIENCE = 10.0  # seconds a delivered answer's ask waits for its mail to be queued
 ENDED = {"dropped": "the receiver's limits dropped the question", "expired": "it expired unanswered",
          "cancelled": "its sender cancelled it"}
 
@@ -154,18 +155,19 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
 
 
 def _consume_when_queued(root: "MailRoot", box: "Box", aid: str, session: str, obs: "Dict[str, Any]",
-                         rec: "Dict[str, Any]", tries: int = 250) -> str:
+                         rec: "Dict[str, Any]", patience: float = QUEUED_PATIENCE) -> str:
     """Consume the answer's mail. The answerer decides before it publishes, so an ask that saw
-    the decision can find the mail not queued yet: wait for it (about 5 s at most), publishing
-    it from the record meanwhile in case the answerer died between the two."""
+    the decision can find the mail not queued yet: wait for it (`patience` seconds at most: a
+    live publisher holds the answer's claim until its link is made, store/answers.py),
+    publishing it from the record meanwhile in case the answerer died between the two."""
     got = "gone"
-    for _ in range(tries):
+    deadline = time.monotonic() + patience
+    while True:
         got = box.consume(aid, session, obs)
-        if got != "gone" or box.fate(aid)[0] != "gone":
+        if got != "gone" or box.fate(aid)[0] != "gone" or time.monotonic() >= deadline:
             return got
         answers.publish_answer(root, rec)
         time.sleep(0.02)
-    return got
 
 
 def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "List[str]":

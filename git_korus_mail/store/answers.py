@@ -5,7 +5,8 @@ Three records, each written whole in tmp/ and linked into place (never torn):
   decision. Created exclusively, so of an explicit `reply` and an automatic answer racing
   (separate processes) exactly one wins; the loser reads the winner's record. It holds the
   whole answer message, so whoever finds the answer not yet in the asker's box publishes it
-  (`publish_answer`): a publish of the same id never doubles it.
+  (`publish_answer`), under the answer's claim in the asker's box, once:
+  `box/<asker>/published/<answer id>.json` records that it was.
 - `box/<asked>/asked/<question id>.json`: an index of the questions a box was asked, for
   `status` (bookkeeping: its loss costs a line of report, never a question).
 - `mail/waits/<question id>.json`: an ask blocked on its answer: asker, target, deadline and
@@ -18,6 +19,7 @@ from git_korus_mail import crash
 from git_korus_mail import fastjson as json
 from git_korus_mail.errors import MailError
 from git_korus_mail.store import claims, message
+from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store.layout import MSG_SUFFIX
 
 TYPE_CHECKING = False
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
 ANSWERS = "answers"
 ASKED = "asked"
 WAITS = "waits"
+PUBLISHED = "published"  # box/<asker>/published/<answer id>.json: this answer was put in this box once
+PUBLISH_PURPOSE = "publish-answer"  # the purpose a publisher's claim names (see Moves._repair_one)
+PUBLISH_PATIENCE = 0.5  # seconds a publisher waits for a live holder of the answer's claim
 RECORD_LIMIT = 8 * 1024 * 1024  # an answer record holds a whole message (body up to 32 KiB, escaped)
 
 
@@ -59,23 +64,58 @@ def is_answered(box: "Box", qid: str) -> bool:
 
 def publish_answer(root: "MailRoot", rec: "Dict[str, Any]") -> str:
     """Make sure the answer message of a decided record is in the asker's box, in some state.
-    Returns "published" (this call did), "there" (it already was), or "nowhere" (no box)."""
+    Returns "published" (this call did), "there" (it already was, or a live process is putting
+    it there or consuming it now), or "nowhere" (no box).
+
+    Published once, ever (issue 22): the check and the link are one decision, taken under the
+    answer's claim in the asker's box (the claim every consume, expire and prune of it takes
+    too), and `published/<answer id>.json` records it for good once made. So a publisher that
+    stalled after its check cannot link the answer again after the ask consumed it, and a late
+    losing `reply` cannot put it back after retention pruned it (the record is never pruned)."""
     msg = rec["message"]
     to = msg.get("to") or {}
     box = root.box(str(to.get("key")), create=True, path=to.get("path"))
     if box is None:
         return "nowhere"
     aid = str(msg["id"])
-    state, _ = box.fate(aid)
-    if state != "gone":
+    if box.has(PUBLISHED, aid + MSG_SUFFIX):
         return "there"
+    owner = claims.me(PUBLISH_PURPOSE)
+    if box.claim_id(aid, owner, patience=PUBLISH_PATIENCE) != "won":
+        return "there"  # a live holder: a consume of the queued answer, or another publisher
     try:
-        # again: a publisher killed between staging and linking leaves the staging file behind
-        box.publish(msg, message.encode(msg), again=True)
-    except MailError:
-        return "there"  # queued by a racing publisher: it is there
-    crash.point("answer:published")
-    return "published"
+        if box.has(PUBLISHED, aid + MSG_SUFFIX):
+            return "there"
+        result = "there"
+        if box.fate(aid)[0] == "gone":
+            try:
+                # again: a publisher killed between staging and linking leaves the staging file behind
+                box.publish(msg, message.encode(msg), again=True)
+                result = "published"
+            except MailError:
+                pass  # queued already (by a publisher of an older version): it is there
+            crash.point("answer:published")
+        mark_published(box, aid, rec.get("question"))
+        return result
+    finally:
+        box.release_id(aid, owner)
+
+
+def mark_published(box: "Box", aid: str, qid: "Any") -> None:
+    """Record for good that answer `aid` was put in `box` (its asker's): no publish after this."""
+    rec = {"id": aid, "question": qid, "at": utc_stamp(time.time())}
+    try:
+        box.ensure_sub(PUBLISHED).create_staged(aid + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
+                                                box.root.tmp, "published", sync=True)
+    except FileExistsError:
+        pass
+
+
+def finish_dead_publisher(box: "Box", aid: str, qid: "Any") -> None:
+    """A publisher died holding the answer's claim (its claim was just broken; the caller holds
+    its own): when its link was made, record the publication it did not get to record."""
+    if not box.has(PUBLISHED, aid + MSG_SUFFIX) and box.fate(aid)[0] != "gone":
+        mark_published(box, aid, qid)
 
 
 # -- questions a box was asked ---------------------------------------------------

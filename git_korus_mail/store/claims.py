@@ -17,6 +17,7 @@ gone or running a different process (start time differs).
 """
 
 import os
+import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail import crash
@@ -27,7 +28,7 @@ from git_korus_mail.store.launch import boot_id as boot_id, host, pid_ns, proc_s
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any, Callable, Optional
 
     from git_korus_mail.store.fsafe import Dir
 
@@ -122,41 +123,103 @@ def release(claiming_dir: "Dir", msg_id: str) -> bool:
     return claiming_dir.unlink_quiet(msg_id + CLAIM_SUFFIX)
 
 
-def break_dead(claiming_dir: "Dir", msg_id: str, seen_owner: "Any") -> "Optional[bool]":
-    """Remove a claim whose owner is dead — exactly that claim, not a newer live one.
+# How long a claim's remover waits for the claiming/ lock (held only for a read and an unlink).
+LOCK_PATIENCE = 2.0
 
-    Rename it aside (only one renamer can succeed), then compare what we took with
-    what we judged dead; if a live claim replaced it in between, put it back.
-    Returns True only to the process that broke it (and so repairs and journals);
-    None when another got there first; False when it was not the dead claim."""
-    name = msg_id + CLAIM_SUFFIX
-    aside = f"{name}.broken-{os.getpid()}-{os.urandom(4).hex()}"
-    try:
-        claiming_dir.rename_to(name, claiming_dir, aside)
-    except FileNotFoundError:
-        return None  # someone else broke (or released) it first: theirs to repair
-    crash.point("break:renamed")
-    try:
-        data, _st = claiming_dir.read_regular(aside, 64 * 1024)
-        taken = parse_owner(data)
-    except (OSError, NotRegular, TooLarge):
-        taken = None  # unreadable: we cannot prove it is the dead one
-    if taken != seen_owner:
+
+def _lock(claiming_dir: "Dir", exclusive: bool) -> "Optional[int]":
+    """flock(2) on a descriptor of its own of claiming/ (docs/STORE.md, "Breaking a claim"): the
+    descriptor, or None when the lock stayed busy for LOCK_PATIENCE. A lock of a killed process
+    goes with it, so a kill can leave no lock behind. -1 when this file system has no locks."""
+    import fcntl
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0), dir_fd=claiming_dir.fd)
+    mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+    pause, waited = 0.002, 0.0
+    while True:
         try:
-            claiming_dir.link_to(aside, claiming_dir, name)
-        except FileExistsError:
-            pass  # a third claimant already holds it; the receipt still admits only one consumer
-        claiming_dir.unlink_quiet(aside)
+            fcntl.flock(fd, mode)
+            return fd
+        except BlockingIOError:
+            if waited >= LOCK_PATIENCE:
+                os.close(fd)
+                return None
+        except OSError:  # ENOLCK, EOPNOTSUPP: no locking here
+            os.close(fd)
+            return -1
+        time.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.05)
+
+
+def _remove_if(claiming_dir: "Dir", msg_id: str, same: "Callable[[Optional[bytes]], bool]") -> "Optional[bool]":
+    """Unlink `claiming/<id>.claim` only if its bytes (None: unreadable) still pass `same`, read
+    under the exclusive lock. True to the one process that removed it, None when it was already
+    gone, False when it was another claim (or the lock stayed busy, or there is none: the claim
+    stays, which can refuse falsely but never grants twice).
+
+    Why this is exact: under the exclusive lock nothing can replace the file between our read
+    and our unlink. Another remover waits for the lock; an owner's release (`release_own`) holds
+    the shared one; and an acquire can only link a free name, never replace one. So the file we
+    unlink is the one we read, and the name is free only once that claim is gone: a live
+    claim is never taken aside (issue 22: the old rename-aside freed a live claim's name)."""
+    name = msg_id + CLAIM_SUFFIX
+    fd = _lock(claiming_dir, exclusive=True)
+    if fd is None or fd < 0:
         return False
-    claiming_dir.unlink_quiet(aside)
-    return True
+    data: "Optional[bytes]"
+    try:
+        try:
+            data = claiming_dir.read_regular(name, 64 * 1024)[0]
+        except FileNotFoundError:
+            return None
+        except (OSError, NotRegular, TooLarge):
+            data = None
+        if not same(data):
+            return False
+        crash.point("break:judged")
+        return True if claiming_dir.unlink_quiet(name) else None
+    finally:
+        os.close(fd)
+
+
+def break_dead(claiming_dir: "Dir", msg_id: str, seen_owner: "Any") -> "Optional[bool]":
+    """Remove a claim whose owner is dead: exactly that claim, never a newer live one (the caller
+    judged `seen_owner` dead, and death is for good). True only to the process that removed it
+    (it repairs and journals); None when another removed it first; False when the claim now is
+    another one, or the lock stayed busy (try again later)."""
+    return _remove_if(claiming_dir, msg_id, lambda data: data is not None and parse_owner(data) == seen_owner)
+
+
+def release_as_seen(claiming_dir: "Dir", msg_id: str, seen_data: "Optional[bytes]") -> "Optional[bool]":
+    """Remove a claim a person released (`git korus-mail release`), only if it still holds exactly
+    `seen_data`, the bytes they were shown (None when it could not be read). True when removed,
+    False when it had changed, None when it was already gone."""
+    return _remove_if(claiming_dir, msg_id, lambda data: data == seen_data)
+
+
+def release_own(claiming_dir: "Dir", msg_id: str, owner: "dict[str, Any]") -> bool:
+    """Drop our claim, only if it is still ours; True when removed. Read and unlinked under the
+    shared lock, so a remover (which holds the exclusive one) never reads our claim and then
+    unlinks a newer one. A busy lock leaves the claim: ours, so dead when we exit, and broken."""
+    fd = _lock(claiming_dir, exclusive=False)
+    if fd is None:
+        return False
+    try:
+        holder = read_owner(claiming_dir, msg_id)
+        if holder is None or holder.get("pid") != owner["pid"] or holder.get("start") != owner["start"]:
+            return False
+        return release(claiming_dir, msg_id)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def breaker_may_be_alive(aside_name: str) -> bool:
-    """Whether the process that renamed a claim aside (`<id>.claim.broken-<pid>-<hex>`) may still
-    be finishing its repair. While it may, nobody else repairs for it: two repairers would both
-    find the journal line missing and both add it. Unsure (an unparsable name, a reused pid)
-    means alive; the cost is only that its aside file waits, since the claim itself is gone."""
+    """Whether the process that renamed a claim aside (`<id>.claim.broken-<pid>-<hex>`, left by
+    versions before the lock) may still be finishing its repair. While it may, nobody else
+    repairs for it: two repairers would both find the journal line missing and both add it.
+    Unsure (an unparsable name, a reused pid) means alive; the cost is only that its aside file
+    waits, since the claim itself is gone."""
     tail = aside_name.rpartition(".broken-")[2]
     pid_text = tail.partition("-")[0]
     if not pid_text.isdigit() or int(pid_text) <= 0:
@@ -170,33 +233,7 @@ def breaker_may_be_alive(aside_name: str) -> bool:
     return True
 
 
-def release_as_seen(claiming_dir: "Dir", msg_id: str, seen_data: "Optional[bytes]") -> "Optional[bool]":
-    """Remove a claim a person released (`git korus-mail release`), only if it still holds exactly
-    `seen_data`, the bytes they were shown (None when it could not be read). Renamed aside first,
-    like break_dead, so a claim that changed meanwhile is put back. True when removed, False when
-    it had changed, None when it was already gone."""
-    name = msg_id + CLAIM_SUFFIX
-    aside = f"{name}.broken-{os.getpid()}-{os.urandom(4).hex()}"
-    try:
-        claiming_dir.rename_to(name, claiming_dir, aside)
-    except FileNotFoundError:
-        return None
-    try:
-        taken, _st = claiming_dir.read_regular(aside, 64 * 1024)
-    except (OSError, NotRegular, TooLarge):
-        taken = None
-    if taken != seen_data:
-        try:
-            claiming_dir.link_to(aside, claiming_dir, name)
-        except FileExistsError:
-            pass  # a newer claim holds it now; the receipt still admits only one consumer
-        claiming_dir.unlink_quiet(aside)
-        return False
-    claiming_dir.unlink_quiet(aside)
-    return True
-
-
 def is_breaker_leftover(name: str) -> bool:
-    """A claim a breaker renamed aside (`<id>.claim.broken-<pid>-<hex>`) and did not finish with."""
+    """A claim a breaker of an older version renamed aside (`<id>.claim.broken-<pid>-<hex>`) and did not finish with."""
     return CLAIM_SUFFIX + ".broken-" in name
 

@@ -125,10 +125,19 @@ class Moves:
         inbox.fsync()
         return removed
 
-    def _claim(self, msg_id: str, owner: "dict[str, Any]", patience: float = 0.0) -> str:
-        """"won" or "held". A live holder is waited for up to `patience` seconds (it is
-        usually another session's Stop finishing the same message), then we cede: a
-        false refusal leaves the message queued, a false win would deliver it twice."""
+    def claim_id(self, msg_id: str, owner: "dict[str, Any]", patience: float = 0.0) -> str:
+        """"won" or "held": the claim on an id that need not be queued (an answer's publisher
+        claims it before it is; store/answers.py). Release it with `release_id`."""
+        return self._claim(msg_id, owner, patience, queued=False)
+
+    def release_id(self, msg_id: str, owner: "dict[str, Any]") -> None:
+        self._release(msg_id, owner)
+
+    def _claim(self, msg_id: str, owner: "dict[str, Any]", patience: float = 0.0, queued: bool = True) -> str:
+        """"won" or "held" (or "gone" once the message is no longer queued, when `queued`). A
+        live holder is waited for up to `patience` seconds (it is usually another session's Stop
+        finishing the same message), then we cede: a false refusal leaves the message queued, a
+        false win would deliver it twice."""
         claiming = self.ensure_sub("claiming")
         deadline = time.monotonic() + patience
         pause = 0.005
@@ -136,27 +145,26 @@ class Moves:
             result, holder = claims.acquire(self.root.tmp, claiming, msg_id, owner)
             if result == "won":
                 return "won"
-            if holder is not None and claims.owner_is_dead(holder):
-                if claims.break_dead(claiming, msg_id, holder):
-                    self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
-                                      owner_session=holder.get("session"))
-                    self._repair_one(msg_id)
+            # False: the claim now is a live one, or the lock is busy: wait like for a live holder
+            broke = claims.break_dead(claiming, msg_id, holder) if (
+                holder is not None and claims.owner_is_dead(holder)) else False
+            if broke:
+                self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=(holder or {}).get("pid"),
+                                  owner_session=(holder or {}).get("session"))
+                self._repair_one(msg_id, holder)
+            elif broke is None:
+                pass  # another removed it first: try again at once
             elif time.monotonic() >= deadline:
                 return "held"
             else:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.05)
-            if not self.has("inbox", msg_id + MSG_SUFFIX):
+            if queued and not self.has("inbox", msg_id + MSG_SUFFIX):
                 return "gone"
 
     def _release(self, msg_id: str, owner: "dict[str, Any]") -> None:
         """Drop our claim — only if it is still ours (a broken-and-reclaimed one is not)."""
-        claiming = self.ensure_sub("claiming")
-        holder = claims.read_owner(claiming, msg_id)
-        if holder is None:
-            return
-        if holder.get("pid") == owner["pid"] and holder.get("start") == owner["start"]:
-            claims.release(claiming, msg_id)
+        claims.release_own(self.ensure_sub("claiming"), msg_id, owner)
 
     # -- expire --------------------------------------------------------------
     def expire(self, msg_id: str, msg: "Optional[Message]" = None) -> bool:
@@ -232,7 +240,7 @@ class Moves:
                 if claims.break_dead(claiming, msg_id, holder):
                     self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
                                       owner_session=holder.get("session"))
-                    self._repair_one(msg_id)
+                    self._repair_one(msg_id, holder)
                     fixed += 1
             elif ".claim.broken-" in name:
                 # a breaker died after renaming: the file holds the dead owner it judged
@@ -327,7 +335,7 @@ class Moves:
             return "consumed"
         return next((state for state in UNCONSUMED if self.has(state, name)), "gone")
 
-    def _repair_one(self, msg_id: str) -> None:
+    def _repair_one(self, msg_id: str, holder: "Any" = None) -> None:
         """After a dead owner's claim is gone: complete its move if it had decided one.
 
         Done under a claim of our own, like every other move: a repairer without one could
@@ -340,6 +348,11 @@ class Moves:
         if claims.acquire(self.root.tmp, self.ensure_sub("claiming"), msg_id, owner)[0] != "won":
             return
         try:
+            if isinstance(holder, dict) and holder.get("purpose") == "publish-answer":
+                from typing import cast  # this rare path only: typing stays off the hot path
+
+                from git_korus_mail.store import answers  # an answer's publisher died holding its claim
+                answers.finish_dead_publisher(cast("Box", self), msg_id, None)
             if not self.has("inbox", name):
                 self._journal_lost_line(msg_id)
                 return

@@ -263,9 +263,7 @@ def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
         _drop_markers(box, msg_id)
         return True
     finally:
-        holder = claims.read_owner(claiming, msg_id)
-        if holder is not None and holder.get("pid") == owner["pid"] and holder.get("start") == owner["start"]:
-            claims.release(claiming, msg_id)
+        claims.release_own(claiming, msg_id, owner)
 
 
 def _drop_markers(box: "Box", msg_id: str) -> None:
