@@ -301,7 +301,7 @@ def test_mail_sent_from_codex_names_its_session(clone, codex, codexmock, codex_h
     if sandbox != "danger-full-access":
         extra = ("-c", f'sandbox_workspace_write.writable_roots=["{clone.mail_root}"]')
     runs = []
-    for n in range(2):
+    for _n in range(2):
         codexmock.set_script([shell(IN_SHELL + "git korus-mail send --to ../api \"done $((6*7))\""), codex_text("sent")])
         runs.append(codex.run("tell api", cwd=clone.web, sandbox=sandbox, extra=extra).check())
     sessions = [r.session_id for r in runs]
