@@ -6,6 +6,7 @@ import json
 import os
 import time
 
+import invariants
 import pytest
 
 from helpers import context_of, run_cli
@@ -170,3 +171,4 @@ def test_mail_behind_an_inbox_mtime_set_back_is_shown_at_the_next_tool_call(stub
     os.utime(inbox, ns=(before, before))  # the directory's time set back, as `touch -d` or `cp -a` does
     answer, started = stub.run("PostToolUse", shell)
     assert started and "behind an old mtime" in context_of(answer)
+    invariants.check(clone.mail_root)

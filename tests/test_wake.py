@@ -12,6 +12,7 @@ from helpers import git, hook, run_cli
 from install_fixtures import install, stub_of
 
 import hermetic
+import invariants
 
 WATCH_CAP = 20  # seconds any watcher in these tests may live (its reach is shortened to this)
 
@@ -333,3 +334,4 @@ def test_mail_the_limits_drop_or_hold_back_wakes_nobody(urgent, claude):
     w = start_watcher(urgent, urgent.web, cc, sid)
     out, err = w.communicate(timeout=15)
     assert w.returncode == 2 and err.startswith(b"1 new message(s)"), err
+    invariants.check(urgent.mail_root)
