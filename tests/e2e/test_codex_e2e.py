@@ -294,12 +294,26 @@ def test_mail_sent_from_codex_names_its_session(clone, codex, codexmock, codex_h
     environment (CODEX_SESSION_ID, the hooks' session_id), so mail sent from Codex says which
     session sent it, and the receiver's limits tell two Codex sessions in one worktree apart.
     Under the sandbox (its own pid namespace, the mail root a writable root as docs/CLIENTS.md
-    says) Codex's process is hidden: the session alone; with full access the launch is proved."""
+    says) Codex's process is hidden: the session alone; with full access the launch is proved.
+    The sandboxed run's clone is outside every default writable root (not under /tmp)."""
+    if sandbox != "danger-full-access":
+        import tempfile
+        from helpers import Clone
+        base = Path(tempfile.mkdtemp(prefix="korus-e2e-", dir="/var/tmp"))
+        try:
+            clone = Clone(base)
+            clone.web = clone.add_worktree("web")
+            _sends_from_codex(clone, codex, codexmock, codex_home, codex_bin, sandbox,
+                              ("-c", f'sandbox_workspace_write.writable_roots=["{clone.mail_root}"]'))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    else:
+        _sends_from_codex(clone, codex, codexmock, codex_home, codex_bin, sandbox, ())
+
+
+def _sends_from_codex(clone, codex, codexmock, codex_home, codex_bin, sandbox, extra):
     env = codex_env(codex_home, codex_bin)
     cli("install", "--client", "codex", cwd=clone.main, env=env)
-    extra = ()
-    if sandbox != "danger-full-access":
-        extra = ("-c", f'sandbox_workspace_write.writable_roots=["{clone.mail_root}"]')
     runs = []
     for _n in range(2):
         codexmock.set_script([shell(IN_SHELL + "git korus-mail send --to ../api \"done $((6*7))\""), codex_text("sent")])
