@@ -1,5 +1,5 @@
 #!/bin/sh
-# git-korus-mail claude-hook template-version=5
+# git-korus-mail claude-hook template-version=6
 # Written by `git korus-mail install` into <git-common-dir>/mail/hooks/ and removed by
 # `git korus-mail uninstall`. Do not edit: install rewrites a stub that differs.
 #
@@ -16,8 +16,10 @@
 # The fast path (docs/HOOKS.md, "The fast path"): a tool call with nothing new for this launch
 # is answered here, without starting Python, when the drain's stamp for the launch
 # (<mail>/fast/<session id>@<pid>) was made in this very directory and the box's inbox has not
-# changed since. Any doubt (no stamp, a broken one, another directory, a changed inbox, OFF)
-# runs the drain as before. The payload is left unread: Claude Code does not need it read.
+# changed since: the same mtime, and no name in it that the stamp's names/ does not list (an
+# mtime can be set back; a name cannot hide). Any doubt (no stamp, a broken one, another
+# directory, a changed inbox, OFF) runs the drain as before. Builtins only: the payload is left
+# unread (Claude Code does not need it read).
 if [ "${1-}" = PostToolUse ] && [ -n "${CLAUDE_PID-}" ] && [ -n "${CLAUDE_CODE_SESSION_ID-}" ]; then
     case "$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" in
         .* | *[!A-Za-z0-9._@-]*) ;;
@@ -27,8 +29,16 @@ if [ "${1-}" = PostToolUse ] && [ -n "${CLAUDE_PID-}" ] && [ -n "${CLAUDE_CODE_S
             here=$PWD
             # cd -P: every test below reads one stamp, even while a drain replaces it
             if [ ! -e "$mail/OFF" ] && cd -P "$mail/fast/$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" 2>/dev/null; then
-                if [ -f seen ] && [ -d inbox ] && [ cwd -ef "$here" ] && [ ! inbox -nt seen ] && [ ! seen -nt inbox ]; then
-                    exit 0
+                if [ -f seen ] && [ -d inbox ] && [ -d names ] && [ cwd -ef "$here" ] \
+                        && [ ! inbox -nt seen ] && [ ! seen -nt inbox ]; then
+                    new=
+                    for f in inbox/*; do
+                        # (an empty inbox leaves the pattern itself, which names nothing)
+                        if [ -e "$f" ] || [ -L "$f" ]; then
+                            [ -e "names/${f#inbox/}" ] || { new=1; break; }
+                        fi
+                    done
+                    [ -n "$new" ] || exit 0
                 fi
                 cd "$here" 2>/dev/null || cd /
             fi

@@ -10,7 +10,7 @@ import os
 # Environment that would change what git or the drain does: removed for every test and bench run.
 SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
          "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-         "CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PROJECT_DIR", "KORUS_MAIL_CRASH_AT",
+         "CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PROJECT_DIR", "CODEX_SESSION_ID", "CODEX_THREAD_ID", "KORUS_MAIL_CRASH_AT",
          "KORUS_MAIL_VERIFY", "NO_COLOR", "PYTHONPYCACHEPREFIX")
 
 GITCONFIG = "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n"

@@ -32,7 +32,8 @@ import stat
 
 from git_korus_mail.store.message import Invalid, parse
 
-ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits"}
+ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits",
+              "fast"}
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
 STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
@@ -55,6 +56,23 @@ def _ls(path):
         return sorted(os.listdir(path))
     except FileNotFoundError:
         return []
+
+
+def _check_fast(fast):
+    """fast/ (store/fastpath.py): stamps `<key>` -> `<key>.<12 hex>`, each such directory holding
+    inbox ->, cwd ->, seen and names/ (empty files named like messages); a killed writer may leave
+    a generation without its symlink, or a `.link`, never anything else."""
+    for name in _ls(fast):
+        path = os.path.join(fast, name)
+        if os.path.islink(path):
+            target = os.readlink(path)
+            assert "/" not in target and target.startswith(name.removesuffix(".link") + "."), (name, target)
+            continue
+        assert os.path.isdir(path), f"fast/{name}: neither a stamp nor a stamp's directory"
+        assert set(_ls(path)) <= {"inbox", "cwd", "seen", "names"}, (name, _ls(path))
+        for entry in _ls(os.path.join(path, "names")):
+            assert entry.endswith(".json"), (name, entry)
+            assert os.path.getsize(os.path.join(path, "names", entry)) == 0, (name, entry)
 
 
 def _pid_alive(pid):
@@ -104,6 +122,7 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     assert os.path.isdir(mail_root), f"no mail root at {mail_root}"
     stray = set(_ls(mail_root)) - ROOT_NAMES
     assert not stray, f"unexpected entries in the mail root: {sorted(stray)}"
+    _check_fast(os.path.join(mail_root, "fast"))
 
     # -- tmp/: only staging files of killed processes --------------------------
     tmp = os.path.join(mail_root, "tmp")

@@ -6,6 +6,7 @@ import json
 import os
 import time
 
+import invariants
 import pytest
 
 from helpers import context_of, run_cli
@@ -142,3 +143,32 @@ def test_an_opening_show_removes_a_dead_launchs_stamp(stub, clone):
     dead.symlink_to(os.readlink(stub.stamp))
     stub.run("SessionStart")
     assert not os.path.lexists(dead) and not os.path.lexists(stub.stamp)
+
+
+@pytest.mark.parametrize("how", ["touch", "restore"])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_mail_behind_an_inbox_mtime_set_back_is_shown_at_the_next_tool_call(stub, clone, shell, how):
+    """issue 22 item 8: something sets the inbox's mtime back after mail came in (`touch -d`, or a
+    restore by `cp -a` / `rsync -a` that brings a message file and the directory's old times).
+    The stamp's `seen` then equals the inbox's mtime again, yet the next tool call must show it."""
+    import shutil
+    stub.run("PostToolUse", shell)
+    assert stub.run("PostToolUse", shell) == (None, False)
+    inbox = inbox_of(clone, clone.web)
+    before = inbox.stat().st_mtime_ns
+    if how == "touch":
+        send(clone, "behind an old mtime")
+    else:  # a message made in another clone, copied in with its times (cp -a)
+        from git_korus_mail.store import message
+        from git_korus_mail.core import keys
+        k = keys.key_for(str(clone.web))
+        msg = message.build("behind an old mtime", k.path, k.name,
+                            {"path": str(clone.main), "branch": "main", "session": None})
+        made = clone.base / f"{msg['id']}.json"
+        made.write_bytes(message.encode(msg))
+        made.chmod(0o600)
+        shutil.copy2(made, inbox / made.name)
+    os.utime(inbox, ns=(before, before))  # the directory's time set back, as `touch -d` or `cp -a` does
+    answer, started = stub.run("PostToolUse", shell)
+    assert started and "behind an old mtime" in context_of(answer)
+    invariants.check(clone.mail_root)

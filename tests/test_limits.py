@@ -169,6 +169,89 @@ def test_loop_seconds_zero_turns_the_rule_off(clone):
     assert shown_ids(clone) == set(ids)
 
 
+# -- who is one sender (issue 22 item 7): real sends, each in its own process ----------------
+def send_from(clone, body, env=None, new_session=False, via_sh=False):
+    """`send` to web as a process of its own: with `env` over a scrubbed environment (no client's
+    variables unless given), in a Unix session of its own (a terminal, a script started apart)
+    when `new_session`, and as the child of a shell that stands in for a client's process when
+    `via_sh` (its $$ is what CLAUDE_PID names when `env` says CLAUDE_PID=$$)."""
+    import subprocess
+    import sys
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_"))}
+    full.update(env or {})
+    argv = [sys.executable, "-m", "git_korus_mail", "send", "--json", "--wait=0", "--to", str(clone.web), body]
+    if via_sh:
+        if full.get("CLAUDE_PID") == "$$":
+            del full["CLAUDE_PID"]
+            argv = ["/bin/sh", "-c", 'CLAUDE_PID=$$ "$@"; exit $?', "sh", *argv]
+        else:
+            argv = ["/bin/sh", "-c", '"$@"; exit $?', "sh", *argv]  # `exit`: the shell stays the parent
+    proc = subprocess.run(argv, cwd=clone.main, env=full, capture_output=True, text=True,
+                          start_new_session=new_session)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)["results"][0]
+    assert result["ok"], result
+    return result["id"]
+
+
+def sender_field(clone, msg_id):
+    box = box_dir(clone, clone.web)
+    [path] = [p for p in (box / s / f"{msg_id}.json" for s in invariants.STATES) if p.exists()]
+    return json.loads(path.read_text())["from"]
+
+
+def test_two_shells_in_one_worktree_are_two_senders_and_one_shell_is_one(clone):
+    config(clone, "loop-seconds", "3600")  # every send below is well within it, however slow
+    a = send_from(clone, "done", new_session=True)
+    b = send_from(clone, "done", new_session=True)  # another terminal, another script: not a loop
+    assert sender_field(clone, a)["session"] is None and sender_field(clone, a)["launch"].startswith("session:")
+    assert sender_field(clone, a)["launch"] != sender_field(clone, b)["launch"]
+    show_all(clone)
+    assert shown_ids(clone) == {a, b}
+    # one Unix session (a script sending twice, or two commands typed at one terminal) stays one sender
+    c = send_from(clone, "again")
+    d = send_from(clone, "again")
+    assert sender_field(clone, c)["launch"] == sender_field(clone, d)["launch"]
+    show_all(clone)
+    assert c in shown_ids(clone) and state_of(clone, d) == "dropped"
+    invariants.check(clone.mail_root)
+
+
+def test_codex_sessions_in_one_worktree_are_told_apart_by_their_session(clone):
+    config(clone, "rate", "4/3600")  # four messages per sender, within any slowness of the test
+    ids = {sid: [send_from(clone, f"status {n}", env={"CODEX_SESSION_ID": sid, "CODEX_THREAD_ID": sid})
+                 for n in range(4)] for sid in ("019a0000-0000-7000-8000-00000000000a",
+                                                "019a0000-0000-7000-8000-00000000000b")}
+    first = ids["019a0000-0000-7000-8000-00000000000a"][0]
+    # the session Codex names in its commands' environment is the message's `from.session`
+    assert sender_field(clone, first)["session"] == "019a0000-0000-7000-8000-00000000000a"
+    texts = show_all(clone)
+    assert shown_ids(clone) == {i for v in ids.values() for i in v}  # 4 + 4: no rate drop
+    assert "session 019a0000-0000-7000-8000-00000000000a\n" in "\n".join(texts)  # not `session -`
+    invariants.check(clone.mail_root)
+
+
+def test_setting_a_sessions_variables_does_not_make_a_process_that_session(clone):
+    """A process that sets CLAUDE_CODE_SESSION_ID and CLAUDE_PID of a live Claude Code launch is
+    not that launch: CLAUDE_PID must be one of its ancestors. Its mail never gets the real
+    session's dropped as a loop."""
+    config(clone, "loop-seconds", "3600")
+    import subprocess
+    stand_in = subprocess.Popen(["sleep", "600"])  # the real session's Claude Code process
+    try:
+        env = {"CLAUDE_CODE_SESSION_ID": "s-real", "CLAUDE_PID": str(stand_in.pid)}
+        forged = send_from(clone, "done", env=env, new_session=True)
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+    real = send_from(clone, "done", env={"CLAUDE_CODE_SESSION_ID": "s-real", "CLAUDE_PID": "$$"}, via_sh=True)
+    assert sender_field(clone, forged).get("launch") is None  # a session named, no process of it proved
+    assert sender_field(clone, real)["launch"].startswith("claude:")
+    show_all(clone)
+    assert shown_ids(clone) == {forged, real}
+    invariants.check(clone.mail_root)
+
+
 # -- rate -------------------------------------------------------------------------------
 def test_the_8th_message_in_30_s_is_shown_and_the_9th_dropped(clone):
     flood = [forge(clone, f"step {n}", T0 + n * 3.6) for n in range(9)]  # the 9th at 28.8 s

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from helpers import git, run_cli
+from helpers import git, launch_dir, run_cli
 
 
 def inbox(clone, path):
@@ -23,7 +23,10 @@ def test_send_queues_one_message_with_all_fields(clone):
     [f] = inbox(clone, clone.web)
     msg = json.loads(f.read_text())
     assert msg["body"] == "schema changed" and msg["kind"] == "handoff" and msg["v"] == 1
-    assert msg["from"] == {"path": os.path.realpath(clone.main), "branch": "main", "session": "sess-a"}
+    # the launch: this pytest process stands in for Claude Code (CLAUDE_PID, the send's parent)
+    claude_launch = "claude:" + launch_dir("sess-a").split("@", 1)[1]
+    assert msg["from"] == {"path": os.path.realpath(clone.main), "branch": "main", "session": "sess-a",
+                           "launch": claude_launch}
     assert f.name == msg["id"] + ".json" and ":" not in msg["id"] and "/" not in msg["id"]
     assert msg["expires_at"] > msg["sent_at"]
     # permissions set explicitly, whatever the umask

@@ -12,6 +12,7 @@ from helpers import git, hook, run_cli
 from install_fixtures import install, stub_of
 
 import hermetic
+import invariants
 
 WATCH_CAP = 20  # seconds any watcher in these tests may live (its reach is shortened to this)
 
@@ -298,3 +299,39 @@ def test_uninstall_ends_an_armed_watcher(urgent, claude):
     run_cli("uninstall", cwd=urgent.main, check=True)
     assert w.wait(timeout=10) == 0
     send(urgent, urgent.web, "after uninstall")  # nobody is woken by it
+
+
+def test_mail_the_limits_drop_or_hold_back_wakes_nobody(urgent, claude):
+    """issue 22 item 9: a wake says the mail is in the woken turn's context, so only mail that
+    turn will show may wake: not a loop the limits drop, not mail held behind the backlog."""
+    git("config", "korus-mail.loop-seconds", "600", cwd=urgent.main)  # the loop's window spans the test
+    cc, sid = claude(), "s-limits"
+    drain("SessionStart", urgent.web, cc, sid)
+    send(urgent, urgent.web, "done")
+    answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)
+    assert "done" in hermetic.context_of(answer)
+    drain("Stop", urgent.web, cc, sid)  # consumed
+    w = start_watcher(urgent, urgent.web, cc, sid, reach=2)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    send(urgent, urgent.web, "done")  # the same text again from the same sender: a loop
+    out, err = w.communicate(timeout=15)
+    assert (w.returncode, out, err) == (0, b"", b""), err
+    answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)  # what the wake would have led to
+    text = hermetic.context_of(answer)
+    assert "dropped by its limits (1 as loop" in text and "| done" not in text, text
+    drain("Stop", urgent.web, cc, sid)
+    # the backlog: one unread message for another session fills a backlog of one
+    send(urgent, urgent.web, "for someone else", "--session", "s-other")
+    send(urgent, urgent.web, "behind the backlog")
+    git("config", "korus-mail.backlog", "1", cwd=urgent.main)  # after both: send refuses at the limit
+    w = start_watcher(urgent, urgent.web, cc, sid, reach=2)
+    out, err = w.communicate(timeout=15)
+    assert (w.returncode, out, err) == (0, b"", b""), err
+    answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)
+    assert "1 message held back" in hermetic.context_of(answer)
+    drain("Stop", urgent.web, cc, sid)
+    git("config", "korus-mail.backlog", "50", cwd=urgent.main)  # room again: now it wakes
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    out, err = w.communicate(timeout=15)
+    assert w.returncode == 2 and err.startswith(b"1 new message(s)"), err
+    invariants.check(urgent.mail_root)

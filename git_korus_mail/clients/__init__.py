@@ -52,6 +52,36 @@ def session_of(environ):
     return None
 
 
+SENDER_DEPTH = 16  # ancestors walked to find the client a command runs under (a sandbox adds a few)
+
+
+def sender_of(environ):
+    """(session, launch) of whoever runs this command, for a message's `from` (docs/DESIGN.md,
+    "Limits": the receiver's limits tell senders apart by both). `launch` is proved from /proc,
+    never taken on the environment's word: `<client>:<tag>` of the nearest ancestor that is a
+    client's process (each client module's `sender_launch` knows its own), and the session is
+    that client's. When no client process is an ancestor but the environment names a session
+    (a sandbox that runs commands in a pid namespace of their own), the session alone, launch
+    None. Outside every client, no session and `session:<tag>` of this process's Unix session
+    (a terminal, a script's, a service's)."""
+    import os
+    from git_korus_mail.store import launch as launches
+    chain = launches.ancestry(os.getpid(), SENDER_DEPTH)
+    best = None
+    for client in hook_protocols():
+        find = getattr(client, "sender_launch", None)  # a client may know no process of its own
+        got = find(environ, chain) if find is not None else None
+        if got is not None and (best is None or got[0] < best[0]):
+            best = (got[0], client, got[1])
+    if best is not None:
+        return best[1].session_of(environ), f"{best[2].client}:{best[2].tag}"
+    session = session_of(environ)
+    if session is not None:
+        return session, None
+    tag = launches.unix_session_tag()
+    return None, (f"session:{tag}" if tag else None)
+
+
 def registries():
     """The session-registry module of every client that keeps one (clients/claude/registry.py)."""
     from git_korus_mail.clients.claude import registry as claude

@@ -35,9 +35,10 @@ def run(clone, args, out):
     timeout = ask.check_timeout(None if args.timeout is None else str(args.timeout))
     body = send.read_body(args.question)
     send.check_body(body)
-    session = clients.session_of(os.environ)
+    session, sender_launch = clients.sender_of(os.environ)
     q = ask.ask(clone, args.to, body, timeout, session, clients.launch_tag(os.environ),
-                roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
+                roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],
+                sender_launch=sender_launch)
     rec = ask.wait(q)
     if rec is None:
         line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "

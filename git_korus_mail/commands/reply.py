@@ -21,7 +21,8 @@ class ReplyArgs:
 def run(clone, args, out):
     body = send.read_body(args.body)
     send.check_body(body)
-    ok, what = reply.reply(clone, args.id, body, clients.session_of(os.environ), clients.launch_tag(os.environ))
+    session, sender_launch = clients.sender_of(os.environ)
+    ok, what = reply.reply(clone, args.id, body, session, clients.launch_tag(os.environ), sender_launch)
     if args.json:
         out.write(json.dumps({"ok": ok, **_public(what)}, indent=2) + "\n")
         return 0 if ok else 1

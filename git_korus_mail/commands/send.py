@@ -64,9 +64,10 @@ def run(clone, args, out):
     send.check_body(body)
     targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees,
                            roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
+    sender_session, sender_launch = clients.sender_of(os.environ)
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
-                                sender_session=clients.session_of(os.environ), wake=args.wake)
-    verdict.settle(clone, results, args.wait, sender=clients.session_of(os.environ))
+                                sender_session=sender_session, sender_launch=sender_launch, wake=args.wake)
+    verdict.settle(clone, results, args.wait, sender=sender_session)
     if args.json:
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
     else:

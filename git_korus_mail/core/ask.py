@@ -93,16 +93,16 @@ class Question:
 
 
 def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[str]",
-        launch: "Optional[str]", roster: "Optional[Callable[[], List[Any]]]" = None) -> Question:
-    """Queue the question and open its wait; Refused when the wait could never end."""
+        launch: "Optional[str]", roster: "Optional[Callable[[], List[Any]]]" = None,
+        sender_launch: "Optional[str]" = None) -> Question:
+    """Queue the question and open its wait; Refused when the wait could never end. `launch`:
+    the client launch that waits; `sender_launch`: the asking process as `from.launch` names it."""
     t = target_of(clone, dest, roster)
     assert t.key is not None
     root = clone.mail_root(create=True)
     assert root is not None
     own_box = clone.own_box(create=True)
-    own = clone.own_worktree()
-    sender: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
-                                          "session": session}
+    sender = send.sender_record(clone, session, sender_launch)
     msg = message.build(body, t.key.path, t.key.name, sender, kind=message.KIND_QUESTION, session=t.session)
     qid = msg["id"]
     deadline = time.time() + timeout

@@ -10,6 +10,7 @@ Python run."""
 
 from git_korus_mail.errors import MailError
 from git_korus_mail.store import fastpath
+from git_korus_mail.store.layout import MSG_SUFFIX
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -35,8 +36,9 @@ def stamp(drain: "Drain", seen: "Look") -> "List[str]":
         if odd or (ids and drain._markers().unseen(ids)) or box.inbox_mtime_ns() != mtime:
             return []
         assert key is not None  # for mypy: valid_key said so
-        if not fastpath.current(root, box, key, mtime, drain.cwd):
-            fastpath.write(root, box, key, mtime, drain.cwd)
+        names = [i + MSG_SUFFIX for i in ids]  # every one shown to or skipped by this launch (above)
+        if not fastpath.current(root, box, key, mtime, drain.cwd, names):
+            fastpath.write(root, box, key, mtime, drain.cwd, names)
     except (OSError, MailError):
         pass
     return []

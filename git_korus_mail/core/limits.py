@@ -18,9 +18,12 @@ message at once agree, and a drop, made under the claim (store/drops.py), never 
 of the same message. The one exception is a message already shown to some launch (settings
 changed since, or an older version showed it): that is never dropped.
 
-The "same sender" is the `from` path (the worktree the box key hashes) plus `from.session`:
-claims the sender wrote, unverified. Limits stop accidents and loops between cooperating
-agents; anyone who can write the inbox can forge them.
+The "same sender" is the `from` path (the worktree the box key hashes) plus `from.session`
+plus `from.launch`, the sending process as `send` proved it from /proc (clients.sender_of): a
+client's launch, or outside every client the Unix session (a terminal, a script's).
+So two agents, a shell and a script in one worktree are different senders, and a process that
+only sets a session's variable is not that session. Still claims the sender wrote: limits stop
+accidents and loops between cooperating agents; anyone who can write the inbox can forge them.
 """
 
 import bisect
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.message import Message
 
-    Sender = Tuple[Optional[str], Optional[str]]
+    Sender = Tuple[Optional[str], Optional[str], Optional[str]]  # from's path, session, launch
     Text = Tuple[int, int]  # a body's length and hash(): compared within one process, never stored
     Known = Optional[Tuple[Sender, Text]]  # of a countable message; None when it is not countable
 
@@ -51,7 +54,7 @@ HISTORY = ("inbox", "seen", "expired", CANCELLED, DROPPED)  # every state a publ
 
 def sender_of(msg: "Message") -> "Sender":
     sender = msg.get("from") or {}
-    return sender.get("path"), sender.get("session")
+    return sender.get("path"), sender.get("session"), sender.get("launch")
 
 
 def exempt(msg: "Message") -> bool:

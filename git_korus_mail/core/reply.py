@@ -37,9 +37,10 @@ def find(clone: "Clone", msg_id: str) -> "Message":
 
 
 def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
-          launch: "Optional[str]") -> "Tuple[bool, Dict[str, Any]]":
+          launch: "Optional[str]", sender_launch: "Optional[str]" = None) -> "Tuple[bool, Dict[str, Any]]":
     """(sent, what): for a question, (won, the answer record); for another message, (queued,
-    the send result)."""
+    the send result). `launch`: the client launch tag a question's answer records;
+    `sender_launch`: the sending process as `from.launch` names it (clients.sender_of)."""
     original = find(clone, msg_id)
     own = clone.own_worktree()
     by: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
@@ -55,5 +56,5 @@ def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
     targets = send.resolve(clone, [sender])
     fields = {"in_reply_to": original["id"], "thread": message.thread_of(original)}
     results, _ = send.deliver(clone, targets, body, message.KIND_REPLY, message.DEFAULT_TTL_MINUTES,
-                              sender_session=session, fields=fields)
+                              sender_session=session, fields=fields, sender_launch=sender_launch)
     return bool(results[0]["ok"]), results[0]

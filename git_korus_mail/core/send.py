@@ -252,19 +252,18 @@ def _box_path(clone: "Clone", name: str) -> "Optional[str]":
 def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, ttl: int,
             session: "Optional[str]" = None,
             sender_session: "Optional[str]" = None,
-            fields: "Optional[Dict[str, Any]]" = None, wake: bool = True) -> "Tuple[List[Result], bool]":
+            fields: "Optional[Dict[str, Any]]" = None, wake: bool = True,
+            sender_launch: "Optional[str]" = None) -> "Tuple[List[Result], bool]":
     """Publish one message per resolved target; returns (results, delivery_off). `session` is
     the recipient session it is for, if any; `sender_session` the session it is sent from, as
-    the client names it (clients.session_of); `fields` the optional message fields (in_reply_to,
-    thread, wake: store/message.build).
+    the client names it, and `sender_launch` the process that sends (clients.sender_of);
+    `fields` the optional message fields (in_reply_to, thread, wake: store/message.build).
 
     Each result is {"to", "ok", "error"} for a target not queued, or {"to", "ok", "id", "path",
     "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link)."""
     root = clone.mail_root(create=True)
     assert root is not None  # for mypy: create=True makes the root or raises
-    own = clone.own_worktree()
-    sender: Dict[str, Optional[str]] = {"path": clone.own_key.path, "branch": own.branch if own else None,
-              "session": sender_session}
+    sender = sender_record(clone, sender_session, sender_launch)
     results: List[Result] = []
     # the receiver's backlog, read once (a bad setting refuses the send: MailError, one line);
     # advice only, as any writer can skip it: the drain holds back what passes it (core/limits.py)
@@ -312,6 +311,18 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
         results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
                         "session": msg.get("session"), "expires_at": msg["expires_at"], "warnings": warnings})
     return results, root.is_off()
+
+
+def sender_record(clone: "Clone", session: "Optional[str]", launch: "Optional[str]") -> "Dict[str, Optional[str]]":
+    """A message's `from`: this worktree, its branch, the sending session and launch (the last
+    written only when known, so a message without one is the file it always was). The limits
+    tell senders apart by all of path, session and launch (core/limits.py)."""
+    own = clone.own_worktree()
+    sender: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
+                                          "session": session}
+    if launch is not None:
+        sender["launch"] = launch
+    return sender
 
 
 def _full(box: "Box", backlog: "Optional[int]", session: "Optional[str]") -> "Optional[str]":

@@ -15,7 +15,7 @@ from git_korus_mail.store import claims, markers, presence, watch
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional
+    from typing import Any, Callable, Dict, List, Optional, Set
 
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.launch import AnyLaunch, Launch
@@ -59,6 +59,7 @@ class Watcher:
         self.can_wake = can_wake or (lambda: True)
         self.rec: "Optional[Dict[str, Any]]" = None
         self.spawned: "Optional[float]" = None
+        self._dropped: "Set[str]" = set()  # ids the limits drop (judged once: see _waiting)
 
     def run(self) -> "Optional[str]":
         """Wait; the wake text when mail came that may wake this launch, None otherwise (the
@@ -151,7 +152,11 @@ class Watcher:
         return wake_text(waiting)
 
     def _waiting(self, now: float) -> "List[Message]":
-        """Messages queued for this session that it has not been shown and that may wake it."""
+        """Messages queued for this session that it has not been shown, that may wake it, and
+        that the woken turn will show: the receiver's limits are judged here as the drain will
+        judge them (core/limits.py), so mail they drop or hold back behind the backlog wakes
+        nobody (the next event of the session's own tells it, as always)."""
+        from git_korus_mail.core.limits import Judge
         from git_korus_mail.store.message import expires_at, wakes
         ids, _odd = self.box.inbox_ids()
         if not ids:
@@ -160,17 +165,35 @@ class Watcher:
         if not unseen:
             return []
         woken = set(watch.wakes(self.box, self.session, self.launch)["woken"])
+        position = {i: n for n, i in enumerate(ids)}
+        judge: "Optional[Judge]" = None  # a fresh one per look: the box's history moves on
+        gone = 0  # unread ahead that the drain will not count (expired, dropped), as drain_show does
         out = []
         for msg_id in unseen[:200]:
-            if msg_id in woken:
-                continue
             try:
                 msg, _st = self.box.load(msg_id)
             except Exception:  # noqa: BLE001 - junk of any kind is the drain's to quarantine, not ours
                 continue
+            if expires_at(msg) <= now:
+                gone += 1
+                continue
+            if msg_id in self._dropped:
+                gone += 1
+                continue
+            if judge is None:
+                judge = Judge(self.box, self.box.root.common_dir, [])  # a bad setting: its default, as the drain
+            if judge.verdict(msg_id, msg) is not None:
+                # a verdict is a function of what was published before the message: it stands
+                self._dropped.add(msg_id)
+                gone += 1
+                continue
+            if judge.held(position[msg_id] - gone, msg):
+                continue  # behind a full backlog: the woken turn would not show it
+            if msg_id in woken:
+                continue
             if msg.get("session") and msg["session"] != self.session:
                 continue
-            if expires_at(msg) <= now or not wakes(msg):
+            if not wakes(msg):
                 continue
             out.append(msg)
         return out

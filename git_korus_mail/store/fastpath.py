@@ -7,11 +7,19 @@ the symlink names it:
     inbox -> the box's inbox (absolute)      cwd -> the directory the event ran in (absolute)
     seen     an empty file whose mtime is the inbox's, taken before the drain listed the inbox
              and found nothing this launch had not been shown
+    names/   one empty file per name the inbox held then (every one shown to the launch or
+             skipped by it): `<id>.json`
 
 `<key>` is the client's name for the launch, one the stub can spell from its environment alone
 (Claude Code: `<session id>@<pid>`). The stub trusts a stamp only when `cwd` is its own working
-directory and the inbox's mtime still equals `seen`'s: any change to the inbox since (a message
-linked in, one consumed, expired or moved) and the event runs Python as before.
+directory, the inbox's mtime still equals `seen`'s, and every name in the inbox is in `names/`:
+any change to the inbox since (a message linked in, one consumed, expired or moved) and the
+event runs Python as before.
+
+Why `names/` as well: an mtime can be set back (`touch -d`, a restore with `cp -a` or
+`rsync -a`), and the inbox's ctime, which cannot, is out of reach of sh's `test`. A glob of the
+inbox and one `test -e` per name are builtins: a new message's name is not in `names/`
+whatever the directory's times say (issue 22 item 8; docs/HOOKS.md, "The fast path").
 
 Why equality of mtimes is enough: a stamp is written only when the inbox's mtime lies MARGIN
 whole seconds before the look, so any later change to the inbox carries a later second, and even
@@ -25,11 +33,12 @@ from git_korus_mail.store.layout import FAST_DIR
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Optional
+    from typing import List, Optional
 
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.fsafe import Dir
 
+NAMES = "names"  # the stamp's listing of the inbox (see above)
 SWEEP = 8  # other launches' stamps judged per opening show
 MARGIN = 2  # whole seconds between the inbox's last change and the look (see above)
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
@@ -47,14 +56,19 @@ def may_stamp(inbox_mtime_ns: int, looked_at: float) -> bool:
     return inbox_mtime_ns // 1_000_000_000 + MARGIN <= int(looked_at)
 
 
-def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str) -> None:
-    """Stamp `key`: nothing new in `box` for its launch as of `inbox_mtime_ns`, seen from `cwd`.
-    OSError and MailError when it cannot be written; a stamp not written only costs Python runs."""
+def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str, names: "List[str]") -> None:
+    """Stamp `key`: nothing new in `box` for its launch as of `inbox_mtime_ns`, seen from `cwd`,
+    where the inbox held `names` (each one shown to the launch or skipped by it). OSError and
+    MailError when it cannot be written; a stamp not written only costs Python runs."""
     fast = root.dir.ensure_sub(FAST_DIR)
     gen = f"{key}.{os.urandom(6).hex()}"
     os.mkdir(gen, 0o700, dir_fd=fast.fd)
     os.symlink(box.path_of("inbox"), f"{gen}/inbox", dir_fd=fast.fd)
     os.symlink(cwd, f"{gen}/cwd", dir_fd=fast.fd)
+    os.mkdir(f"{gen}/{NAMES}", 0o700, dir_fd=fast.fd)
+    for name in names:
+        os.close(os.open(f"{gen}/{NAMES}/{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                         dir_fd=fast.fd))
     os.close(os.open(f"{gen}/seen", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                      dir_fd=fast.fd))
     os.utime(f"{gen}/seen", ns=(inbox_mtime_ns, inbox_mtime_ns), dir_fd=fast.fd, follow_symlinks=False)
@@ -67,13 +81,14 @@ def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str)
     _drop_generations(fast, key, keep=gen)
 
 
-def current(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str) -> bool:
+def current(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str, names: "List[str]") -> bool:
     """Whether `key`'s stamp already says exactly this (a rewrite would change nothing)."""
     base = os.path.join(root.path, FAST_DIR, key)
     try:
         return (os.stat(os.path.join(base, "seen")).st_mtime_ns == inbox_mtime_ns
                 and os.path.samestat(os.stat(os.path.join(base, "inbox")), os.stat(box.path_of("inbox")))
-                and os.path.samestat(os.stat(os.path.join(base, "cwd")), os.stat(cwd)))
+                and os.path.samestat(os.stat(os.path.join(base, "cwd")), os.stat(cwd))
+                and sorted(os.listdir(os.path.join(base, NAMES))) == sorted(names))
     except OSError:
         return False
 
@@ -139,6 +154,19 @@ def _remove(fast: "Dir", name: str) -> None:
             os.unlink(f"{name}/{entry}", dir_fd=fast.fd)
         except OSError:
             pass
+    try:
+        listed = os.listdir(os.path.join(fast.path, name, NAMES))
+    except OSError:
+        listed = []
+    for entry in listed:
+        try:
+            os.unlink(f"{name}/{NAMES}/{entry}", dir_fd=fast.fd)
+        except OSError:
+            pass
+    try:
+        os.rmdir(f"{name}/{NAMES}", dir_fd=fast.fd)
+    except OSError:
+        pass
     try:
         os.rmdir(name, dir_fd=fast.fd)
     except OSError:

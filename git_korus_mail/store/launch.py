@@ -49,6 +49,31 @@ def proc_start_time(pid: int) -> "Optional[int]":
         return None
 
 
+def parent_of(pid: int) -> "Optional[int]":
+    """The parent of a running process (field 4 of /proc/<pid>/stat); None when it is gone or
+    unreadable."""
+    text = _read_text(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    try:
+        return int(text[text.rfind(")") + 2:].split()[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def ancestry(pid: int, depth: int) -> "list[int]":
+    """`pid`'s parent, its parent's parent, ... up to `depth` of them, stopping before pid 1 (or
+    the init of this pid namespace) and where /proc shows no parent."""
+    out: "list[int]" = []
+    while len(out) < depth:
+        ppid = parent_of(pid)
+        if ppid is None or ppid <= 1:
+            break
+        out.append(ppid)
+        pid = ppid
+    return out
+
+
 def boot_id() -> "Optional[str]":
     return _read_text("/proc/sys/kernel/random/boot_id")
 
@@ -118,6 +143,21 @@ class NoLaunch:
 
     def record(self) -> None:
         return None
+
+
+def unix_session_tag() -> "Optional[str]":
+    """This process's Unix session as a launch tag (`<leader pid>-<start>-<boot id[:8]>`): the
+    terminal, cron job or service that started it. What tells one sender from another when no
+    client names one (a shell, a script: docs/DESIGN.md, "Limits"). A leader that is gone (or in
+    another pid namespace) leaves its start unknown; its id stays taken while the session lives."""
+    try:
+        sid = os.getsid(0)
+    except OSError:
+        return None
+    if sid <= 0:
+        return None
+    found = Launch.of_process("session", sid)
+    return found.tag if found.known else f"{sid}-x-{(boot_id() or 'x')[:8]}"
 
 
 def parse_tag(tag: str) -> "Optional[tuple[int, Optional[int], Optional[str]]]":

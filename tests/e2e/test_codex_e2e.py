@@ -279,3 +279,59 @@ def test_codex_terminal_ui_without_its_daemon(clone, codex_home, codex_bin, tmp_
     box = next(p.parent for p in (clone.mail_root / "box").glob("*/path") if p.read_text().strip() == str(clone.web))
     [rec] = [json.loads(p.read_text()) for p in (box / "sessions").glob("*.json")]
     assert rec["session"] == sent["fate"]["session"] and rec["state"] == "closed" and "SessionEnd" in rec["events"]
+
+
+def _queued_from(clone, worktree):
+    """The `from` of every message queued for `worktree` (read from its box's inbox)."""
+    from install_fixtures import box_dir
+    inbox = box_dir(clone, worktree) / "inbox"
+    return [json.loads(p.read_text())["from"] for p in sorted(inbox.glob("*.json"))]
+
+
+@pytest.mark.parametrize("sandbox", ["danger-full-access", "workspace-write"])
+def test_mail_sent_from_codex_names_its_session(clone, codex, codexmock, codex_home, codex_bin, tmp_path, sandbox):
+    """issue 25 "Who sent it" and issue 22 item 7: Codex 0.171.0 names the session in its commands'
+    environment (CODEX_SESSION_ID, the hooks' session_id), so mail sent from Codex says which
+    session sent it, and the receiver's limits tell two Codex sessions in one worktree apart.
+    Under the sandbox (its own pid namespace, the mail root a writable root as docs/CLIENTS.md
+    says) Codex's process is hidden: the session alone; with full access the launch is proved.
+    The sandboxed run's clone is outside every default writable root (not under /tmp)."""
+    if sandbox != "danger-full-access":
+        import tempfile
+        from helpers import Clone
+        base = Path(tempfile.mkdtemp(prefix="korus-e2e-", dir="/var/tmp"))
+        try:
+            clone = Clone(base)
+            clone.web = clone.add_worktree("web")
+            _sends_from_codex(clone, codex, codexmock, codex_home, codex_bin, sandbox,
+                              ("-c", f'sandbox_workspace_write.writable_roots=["{clone.mail_root}"]'))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    else:
+        _sends_from_codex(clone, codex, codexmock, codex_home, codex_bin, sandbox, ())
+
+
+def _sends_from_codex(clone, codex, codexmock, codex_home, codex_bin, sandbox, extra):
+    env = codex_env(codex_home, codex_bin)
+    cli("install", "--client", "codex", cwd=clone.main, env=env)
+    runs = []
+    for _n in range(2):
+        codexmock.set_script([shell(IN_SHELL + "git korus-mail send --to ../api \"done $((6*7))\""), codex_text("sent")])
+        runs.append(codex.run("tell api", cwd=clone.web, sandbox=sandbox, extra=extra).check())
+    sessions = [r.session_id for r in runs]
+    assert all(sessions) and sessions[0] != sessions[1], sessions
+    senders = _queued_from(clone, clone.main)
+    assert [s["session"] for s in senders] == sessions, (senders, runs[0].stdout[-2000:])
+    launches = [s.get("launch") for s in senders]
+    if sandbox == "danger-full-access":
+        assert all(str(x).startswith("codex:") for x in launches), launches
+    else:
+        assert launches == [None, None], launches
+    # both "done 42" within the loop window, from two sessions: two senders, both shown
+    shown = cli("inbox", "--json", cwd=clone.main).stdout
+    assert shown.count("done 42") == 2, shown
+    from helpers import hook, context_of
+    answer, _ = hook("UserPromptSubmit", clone.main, "s-api")
+    text = context_of(answer) or ""
+    assert text.count("| done 42") == 2 and "dropped" not in text, text
+    assert f"session {sessions[0]}" in text and "session -" not in text, text

@@ -308,6 +308,8 @@ def _deliver_a_to_b(mail: Mail, api, runner_a: Claude, runner_b: Claude):
     msg_id = mail.box_b.find(needle)
     sender = mail.box_b.read("inbox", msg_id)["from"]
     assert sender["path"] == os.path.realpath(mail.a) and sender["session"] == sid_a, sender
+    # the launch send proved: Claude Code's process (CLAUDE_PID) is an ancestor of its Bash command
+    assert sender["launch"].startswith("claude:"), sender
     never_reached(api, needle, sid=sid_a)  # the sender is not shown its own mail
 
     api.set_script([text("read my mail")])

@@ -95,6 +95,17 @@ def command_launch(environ):
     return launch_of(environ)
 
 
+def sender_launch(environ, chain):
+    """(its place in `chain`, launch) of the Claude Code process a command runs under, when
+    CLAUDE_PID names one of the command's ancestors `chain` (nearest first); None otherwise: a
+    variable anyone can set proves nothing by itself (clients.sender_of)."""
+    raw = environ.get("CLAUDE_PID") or ""
+    if not raw.isdigit() or int(raw) not in chain:
+        return None
+    launch = launch_of(environ)
+    return (chain.index(int(raw)), launch) if launch.known else None
+
+
 def account_of(environ):
     """Which Claude Code account (config dir) the session runs under, when it says."""
     return environ.get("CLAUDE_CONFIG_DIR") or None
@@ -163,7 +174,7 @@ def fast_key_of(payload, environ):
 
 def session_of(environ):
     """The session this process runs in, when Claude Code says (a Bash tool call's environment)."""
-    return environ.get("CLAUDE_CODE_SESSION_ID")
+    return environ.get("CLAUDE_CODE_SESSION_ID") or None
 
 
 def answer(event, context, notice, shown=None):

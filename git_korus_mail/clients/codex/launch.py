@@ -44,6 +44,11 @@ def _exe_name(pid):
     return os.path.basename(exe)
 
 
+def is_codex(pid):
+    """Whether process `pid` runs Codex's native binary."""
+    return _exe_name(pid) == EXECUTABLE
+
+
 def codex_ancestor(start_pid):
     """The nearest ancestor of `start_pid` (itself excluded) whose executable is Codex's native
     binary, or None within MAX_DEPTH levels."""

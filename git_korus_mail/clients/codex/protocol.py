@@ -9,8 +9,9 @@ follows (Codex CLI 0.171.0, observed):
 - Codex cuts an additionalContext over 2,500 tokens (it counts 4 UTF-8 bytes a token) to a
   head and a tail joined inside one line, which could glue a body's text onto a line of
   ours: `fit` cuts first, below that limit, at line boundaries only;
-- the session id survives `exec resume`, and hook context is replayed on resume; no
-  environment variable names the session or the process (launch.py proves the process).
+- the session id survives `exec resume`, and hook context is replayed on resume; no hook's
+  environment names the session or the process (launch.py proves the process), while the
+  model's commands get CODEX_SESSION_ID (`session_of`).
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
@@ -99,7 +100,21 @@ def drain_facts(payload, environ):
 
 
 def session_of(environ):
-    """Codex names no session in a tool call's environment: send cannot record one."""
+    """The session a command runs in: Codex names it in its tool calls' environment as
+    CODEX_SESSION_ID, equal to the hooks' session_id (0.171.0; its hooks get no such variable)."""
+    from git_korus_mail.store.layout import valid_session
+    session = environ.get("CODEX_SESSION_ID")
+    return session if valid_session(session) else None
+
+
+def sender_launch(environ, chain):
+    """(its place in `chain`, launch) of the nearest Codex process among a command's ancestors
+    `chain`; None when none is visible (the sandbox's pid namespace hides it)."""
+    from git_korus_mail.clients.codex import launch
+    for n, pid in enumerate(chain):
+        if launch.is_codex(pid):
+            found = launch.Launch.of_process(launch.CLIENT, pid)
+            return (n, found) if found.known else None
     return None
 
 
