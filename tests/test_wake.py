@@ -320,17 +320,21 @@ def test_mail_the_limits_drop_or_hold_back_wakes_nobody(urgent, claude):
     text = hermetic.context_of(answer)
     assert "dropped by its limits (1 as loop" in text and "| done" not in text, text
     drain("Stop", urgent.web, cc, sid)
-    # the backlog: one unread message for another session fills a backlog of one
+    # the backlog: one message this session was shown and has not consumed fills a backlog of one;
+    # one for another session takes no place in it (docs/DESIGN.md, "Limits"), as the drain counts
     send(urgent, urgent.web, "for someone else", "--session", "s-other")
+    send(urgent, urgent.web, "fills the backlog")
+    drain("UserPromptSubmit", urgent.web, cc, sid)  # shown, not consumed: it wakes nobody itself
     send(urgent, urgent.web, "behind the backlog")
-    git("config", "korus-mail.backlog", "1", cwd=urgent.main)  # after both: send refuses at the limit
+    git("config", "korus-mail.backlog", "1", cwd=urgent.main)  # after all three: send refuses at the limit
     w = start_watcher(urgent, urgent.web, cc, sid, reach=2)
     out, err = w.communicate(timeout=15)
     assert (w.returncode, out, err) == (0, b"", b""), err
     answer, _ = drain("UserPromptSubmit", urgent.web, cc, sid)
     assert "1 message held back" in hermetic.context_of(answer)
     drain("Stop", urgent.web, cc, sid)
-    git("config", "korus-mail.backlog", "50", cwd=urgent.main)  # room again: now it wakes
+    # room again, the backlog still one: the shown message is consumed, and the one for another
+    # session still queued ahead holds nothing back, so now it wakes
     w = start_watcher(urgent, urgent.web, cc, sid)
     out, err = w.communicate(timeout=15)
     assert w.returncode == 2 and err.startswith(b"1 new message(s)"), err

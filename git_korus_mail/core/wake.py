@@ -161,11 +161,19 @@ class Watcher:
         ids, _odd = self.box.inbox_ids()
         if not ids:
             return []
-        unseen = markers.for_launch(self.box, self.session, self.launch).unseen(ids)
+        launch_markers = markers.for_launch(self.box, self.session, self.launch)
+        unseen = launch_markers.unseen(ids)
         if not unseen:
             return []
         woken = set(watch.wakes(self.box, self.session, self.launch)["woken"])
-        position = {i: n for n, i in enumerate(ids)}
+        # a place in the backlog counts the queued mail ahead less what this launch was told to
+        # skip (another session's), exactly as drain_show._load_batch counts it
+        marked = launch_markers.names()
+        position: "Dict[str, int]" = {}
+        others = 0
+        for n, i in enumerate(ids):
+            position[i] = n - others
+            others += i + markers.SKIP_SUFFIX in marked
         judge: "Optional[Judge]" = None  # a fresh one per look: the box's history moves on
         gone = 0  # unread ahead that the drain will not count (expired, dropped), as drain_show does
         out = []
@@ -176,6 +184,9 @@ class Watcher:
                 continue
             if expires_at(msg) <= now:
                 gone += 1
+                continue
+            if msg.get("session") and msg["session"] != self.session:
+                gone += 1  # another session's alone: it takes no place in this one's backlog, as in drain_show
                 continue
             if msg_id in self._dropped:
                 gone += 1
@@ -190,8 +201,6 @@ class Watcher:
             if judge.held(position[msg_id] - gone, msg):
                 continue  # behind a full backlog: the woken turn would not show it
             if msg_id in woken:
-                continue
-            if msg.get("session") and msg["session"] != self.session:
                 continue
             if not wakes(msg):
                 continue
