@@ -135,7 +135,7 @@ class Drain:
                  surface: "Optional[str]" = None, name: "Optional[str]" = None,
                  find_launch: "Optional[Callable[[], AnyLaunch]]" = None,
                  final_text: "Optional[str]" = None, run_start: bool = False,
-                 fast_key: "Optional[str]" = None) -> None:
+                 fast_key: "Optional[str]" = None, new_context: bool = False) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -155,6 +155,10 @@ class Drain:
         self.final_text = final_text if isinstance(final_text, str) else None
         # a show that begins a run: a run before it that never reached its consume phase was cut short
         self.run_start = bool(run_start) and phase == SHOW
+        # the client started a new context under this launch (a compaction, a clear): what the
+        # launch was shown before is gone from the model, so this show offers it again
+        # (docs/HOOKS.md, "A new context under the same launch")
+        self.new_context = bool(new_context) and phase == SHOW
         self.now = time.time()
         self.faults: List[str] = []
 
@@ -254,6 +258,8 @@ class Drain:
             self.faults.append(f"presence not recorded: {exc.strerror}")
 
     def _state(self) -> "Optional[str]":
+        if self.new_context and self.prior.get("state"):
+            return None  # a compaction mid-turn: the session works on as before
         return state_after(self.phase, self.opening)
 
     def _prior_age(self) -> float:

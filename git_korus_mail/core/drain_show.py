@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 def show(drain: "Drain") -> Outcome:
     # render is imported only where something is rendered: an event with no mail never needs it
     box, root = drain.box, drain.root
+    if drain.new_context and drain.box.names("shown"):
+        # the context that held what this launch was shown is gone: forget those displays, so
+        # they are offered again now and a consume takes only what the new context was shown.
+        # Before the output: a run killed after this only shows them once more, never loses one.
+        drain._markers().forget_shown()
     box.repair()
     if drain.run_start and drain.prior.get("state") == "working" and drain.launch.known \
             and drain.prior.get("launch") == drain.launch.tag:

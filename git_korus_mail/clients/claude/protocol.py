@@ -35,6 +35,11 @@ OPENING_EVENT = "SessionStart"  # what install's self-test and doctor run the st
 TURN_EVENTS = ("UserPromptSubmit", "PostToolUse")  # a session that ran one must reach CONSUME_EVENT
 LOCAL_SETTINGS_NAME = ".claude/settings.local.json"  # where doctor points a person (install wires it)
 INLINE_LIMIT = 10_000  # Claude Code's inline limit for additionalContext / plain stdout
+# SessionStart sources that start a new context under the same launch (observed on 2.1.332:
+# `/compact` and auto-compaction both fire PreCompact, SessionStart "compact", PostCompact, with the
+# same session id; `/clear` fires SessionStart "clear" under a new id). What was shown before is
+# gone from the model: docs/HOOKS.md, "A new context under the same launch".
+NEW_CONTEXT_SOURCES = ("compact", "clear")
 MAX_CWD = 4096  # PATH_MAX on Linux: no longer path can name a directory a session runs in
 
 
@@ -135,6 +140,8 @@ def drain_facts(payload, environ):
              "find_launch": lambda: launch_of(environ), "account": account,
              "fast_key": fast_key_of(payload, environ),
              "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
+    if payload.event == OPENING_EVENT and payload.source in NEW_CONTEXT_SOURCES:
+        facts["new_context"] = True
     if payload.event in (OPENING_EVENT, END_EVENT):
         launch = facts["launch"] = launch_of(environ)  # needed now, for the name
         if launch.known:
