@@ -165,3 +165,23 @@ def test_the_same_payload_later_is_another_event(clone):
     first = hook("SessionStart", clone.web, "s1", extra=extra)[0]
     second = hook("SessionStart", clone.web, "s1", extra=extra)[0]
     assert "| twice-compacted" in context_of(first) and "| twice-compacted" in context_of(second)
+
+
+def test_install_says_and_doctor_names_a_double_wiring(clone):
+    local = run_cli("install", cwd=clone.main, check=True)
+    assert "both scopes" not in local.stdout  # one scope: nothing to say
+    user = run_cli("install", "--scope", "user", cwd=clone.main, check=True)
+    user_settings = os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "settings.json")
+    note = [line for line in user.stdout.splitlines() if line.startswith("note  ")]
+    assert note == [f"note  Claude Code is wired in both scopes for this clone (each worktree's settings "
+                    f"and {user_settings}): it runs both hooks at every event, in parallel. korus-mail "
+                    f"keeps both and answers each event once (the other hook stays silent), at the cost "
+                    f"of a second hook run per event. One scope is enough: git korus-mail uninstall "
+                    f"--scope local"], user.stdout
+    doctor = json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)
+    named = [f for f in doctor["findings"] if f["detail"].startswith("wired twice: Claude Code is wired in both")]
+    assert [f["where"] for f in named] == [user_settings], doctor["findings"]
+    assert named[0]["detail"].endswith("uninstall --scope user")
+    run_cli("uninstall", "--scope", "user", cwd=clone.main, check=True)
+    doctor = json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)
+    assert not [f for f in doctor["findings"] if "wired twice" in f["detail"]]

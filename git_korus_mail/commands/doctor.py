@@ -185,6 +185,10 @@ def _check_client_wiring(client, clone, root, record, findings):
             findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(client, label))
         else:
             findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
+    from git_korus_mail.wiring import double
+    user = double.user_file(wired)
+    if user is not None:  # handled (one answer per event), but every event runs twice: named
+        findings.add("wiring", True, user, "wired twice: " + double.said(client.NAME, user))
     for wt in skipped:
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
     for ok, where, detail, fix in client.wake_findings(record, stub, wired) if getattr(client, "WAKE_TIER", 0) else ():
