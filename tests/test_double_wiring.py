@@ -185,3 +185,22 @@ def test_install_says_and_doctor_names_a_double_wiring(clone):
     run_cli("uninstall", "--scope", "user", cwd=clone.main, check=True)
     doctor = json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)
     assert not [f for f in doctor["findings"] if "wired twice" in f["detail"]]
+
+
+def test_a_compaction_run_by_two_wirings_shows_the_lost_mail_once_and_keeps_its_proof(clone):
+    """The twin of a SessionStart(compact) must neither show the mail a second time nor drop
+    the display markers its holder just wrote (then nothing would be consumed)."""
+    mid = send(clone, "lost-in-compaction")
+    hook("SessionStart", clone.web, "s1")
+    hook("UserPromptSubmit", clone.web, "s1", extra={"prompt": "go", "prompt_id": "p1"})
+    data = payload("SessionStart", clone.web, source="compact", prompt_id="p1", model="m")
+    a, b = start(data, clone.web), start(data, clone.web)
+    time.sleep(0.3)
+    feed(a, data)
+    feed(b, data)
+    outs = [finish(a), finish(b)]
+    assert all(rc == 0 for rc, _, _ in outs), outs
+    assert copies([o for _, o, _ in outs], "lost-in-compaction") == 1, outs
+    hook("Stop", clone.web, "s1", extra={"prompt_id": "p1", "last_assistant_message": "ok"})
+    assert names(box_dir(clone, clone.web) / "seen") == [mid + ".json"]
+    invariants.check(clone.mail_root)
