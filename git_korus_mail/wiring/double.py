@@ -27,3 +27,9 @@ def said(client_name, user_path, keep="local"):
             f"event once (the other hook stays silent), at the cost of a second hook run per event. "
             f"One scope is enough: git korus-mail uninstall --scope {drop}"
             + (f" --client {client_name}" if client_name != "claude" else ""))
+
+
+def findings(client_name, wired):
+    """[(where, detail)] doctor adds for a client wired in both scopes (ok: handled, but named)."""
+    user = user_file(wired)
+    return [] if user is None else [(user, "wired twice: " + said(client_name, user))]

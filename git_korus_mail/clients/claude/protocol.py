@@ -90,8 +90,8 @@ def event_key_of(data):
     None for an empty payload."""
     if not data:
         return None
-    import hashlib  # only when an event has something to answer (never on the empty-box path)
-    return hashlib.sha256(data).hexdigest()[:32]
+    from git_korus_mail.core.keys import sha256_hex  # loaded by the drain already; not hashlib (OpenSSL)
+    return sha256_hex(data)[:32]
 
 
 def launch_of(environ):
