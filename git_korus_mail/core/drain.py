@@ -307,8 +307,6 @@ class Drain:
         return out
 
     def _stop(self) -> Outcome:
-        if (self.box.names("shown") or self.prior.get("pending_faults")) and not self._claim_event():
-            return Outcome()  # a twin of this Stop consumes (and tells): once
         self._fast_clear()
         from git_korus_mail.core.drain_consume import consume
         return consume(self)
