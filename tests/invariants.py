@@ -33,7 +33,7 @@ import stat
 from git_korus_mail.store.message import Invalid, parse
 
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits",
-              "fast"}
+              "fast"}  # fast/: the hook stub's stamps (docs/HOOKS.md, "The fast path")
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
 STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")

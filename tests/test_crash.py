@@ -458,12 +458,27 @@ def scenario_stamp(c, step):
 
 
 
+def scenario_event(c, step):
+    """The drain killed right after it claimed its hook event (store/events.py), before any
+    output: the twin of that event (the other install scope's wiring, the same stdin) takes the
+    claim over and shows the mail; nothing was marked, so nothing is consumed unseen."""
+    msg_id = send(c)
+    proc = drain("SessionStart", c.web, S1, env=crash_env(step))
+    assert_killed(proc, step)
+    assert proc.stdout == ""
+    b = box_dir(c)
+    assert len(ls(b / "events")) == 1 and not ls(b / "shown")
+    assert msg_id in answer_text(clean("SessionStart", c.web, S1))
+    clean("Stop", c.web, S1)
+    assert_consumed_once(c, msg_id, S1)
+
+
 from asking import scenario_answer, scenario_ask  # noqa: E402 - ask, reply and the automatic answer
 
 SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume, "stamp": scenario_stamp,
              "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward,
              "cancel": scenario_cancel, "prune": scenario_prune,
-             "ask": scenario_ask, "answer": scenario_answer}
+             "ask": scenario_ask, "answer": scenario_answer, "event": scenario_event}
 
 
 @pytest.mark.parametrize("step", crash.STEPS)

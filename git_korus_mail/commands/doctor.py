@@ -3,10 +3,9 @@
 Read-only: it reports and never repairs (`list` and the drain repair as they read).
 Checks, each finding with its fix:
 - the mail root: a real directory, ours, 0700 (anything else is refused by the store);
-- the wiring: install's verification again, for each worktree and the user scope;
+- the wiring: install's verification again, for each worktree and the user scope (both: named);
 - the receiver's limits (backlog, loop, rate) as the drain reads them from the git config;
-- OFF: delivery suppressed;
-- claims: held ones, and whether their owner still runs;
+- OFF (delivery suppressed); claims: held ones, and whether their owner still runs;
 - quarantine and stale staging files;
 - the journal and its lock: plain files of ours with one link, 0600 (else refused);
 - the clock, as the journal's times show it;
@@ -26,7 +25,7 @@ from git_korus_mail.core import limitconf
 from git_korus_mail.commands import doctor_store
 from git_korus_mail.store import claims, journal, presence
 from git_korus_mail.errors import MailError
-from git_korus_mail.wiring import postcheckout
+from git_korus_mail.wiring import double, postcheckout
 from git_korus_mail.wiring.files import read_bytes
 from git_korus_mail.wiring import record as install_record
 from git_korus_mail.stamps import human_age, parse_stamp, utc_stamp
@@ -185,6 +184,8 @@ def _check_client_wiring(client, clone, root, record, findings):
             findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(client, label))
         else:
             findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
+    for where, detail in double.findings(client.NAME, wired):  # both scopes: handled, but named
+        findings.add("wiring", True, where, detail)
     for wt in skipped:
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
     for ok, where, detail, fix in client.wake_findings(record, stub, wired) if getattr(client, "WAKE_TIER", 0) else ():

@@ -114,6 +114,8 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
                     not_wired.append((clone.common_dir, str(exc)))
             finally:
                 record.save()  # what was written so far must be undoable, even after a failure
+            if not only_own:
+                _say_double(client, clone, record, stub, scope, out)
         if scope == "local" and not only_own:
             for client, _stub, wired in wirings:
                 if not wired:
@@ -151,6 +153,14 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
     for cwd, why in not_wired:
         sys.stderr.write(f"git korus-mail: not wired: {cwd}: {why}\n")
     return 1 if failed or not_wired else 0
+
+
+def _say_double(client, clone, record, stub, scope, out):
+    """Both scopes now wired for this client: kept, and said (wiring/double.py)."""
+    from git_korus_mail.wiring import double
+    user = double.user_file(client.wired_files(clone, record, stub)[0])
+    if user is not None:
+        out.write(f"note  {double.said(client.NAME, user, keep=scope)}\n")
 
 
 def write_table(results, out):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.launch import AnyLaunch
     from git_korus_mail.core.shown import Shown
+    from git_korus_mail.store.events import Claim
     from git_korus_mail.store.markers import LaunchMarkers
 
     Commit = Callable[[], List[str]]  # the follow-up: returns the faults it met
@@ -135,7 +136,8 @@ class Drain:
                  surface: "Optional[str]" = None, name: "Optional[str]" = None,
                  find_launch: "Optional[Callable[[], AnyLaunch]]" = None,
                  final_text: "Optional[str]" = None, run_start: bool = False,
-                 fast_key: "Optional[str]" = None) -> None:
+                 fast_key: "Optional[str]" = None, new_context: bool = False,
+                 event_key: "Optional[Callable[[], Optional[str]]]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -155,6 +157,10 @@ class Drain:
         self.final_text = final_text if isinstance(final_text, str) else None
         # a show that begins a run: a run before it that never reached its consume phase was cut short
         self.run_start = bool(run_start) and phase == SHOW
+        # a new context under this launch (compaction, clear): offer again what it was shown (docs/HOOKS.md)
+        self.new_context = bool(new_context) and phase == SHOW
+        self.event_key = event_key  # identifies the event to all its wirings: one answers (drain_event.py)
+        self._event: "Optional[Claim]" = None
         self.now = time.time()
         self.faults: List[str] = []
 
@@ -210,14 +216,12 @@ class Drain:
         try:
             # inside the try: a refused sessions/ is a box part like inbox/, said, not a traceback
             self.prior = presence.load(self.box, self.session) or {}
-            if self.phase == CONSUME:
-                return self._stop()
-            if self.phase == END:
-                return self._end()
-            if self.phase == FAIL:
-                return self._fail()
-            if self.phase == SHOW:
-                return self._show()
+            if self.phase in PHASES:
+                out = {CONSUME: self._stop, END: self._end, FAIL: self._fail, SHOW: self._show}[self.phase]()
+                if self._event is not None:
+                    from git_korus_mail.core import drain_event
+                    drain_event.answered_first(out, self._event)  # then a twin of this event stays silent
+                return out
         except MailError as exc:
             # a box part that is a symlink, another user's, or group-writable: refused, and said
             return self._fault_outcome(f"mail box unusable: {exc}")
@@ -230,6 +234,13 @@ class Drain:
             return Outcome(notice=f"korus-mail: {text}",
                            context=f"korus-mail: {text}" if self.opening else None)
         return Outcome()
+
+    def _claim_event(self) -> bool:
+        """True when this run answers its event, False when a twin does (core/drain_event.py)."""
+        if self._event is not None or self.event_key is None:
+            return True
+        from git_korus_mail.core import drain_event
+        return drain_event.claim(self)
 
     def _record(self, extra: "Optional[Dict[str, Any]]" = None) -> None:
         self.faults.extend(self.root.take_journal_faults())
@@ -254,6 +265,8 @@ class Drain:
             self.faults.append(f"presence not recorded: {exc.strerror}")
 
     def _state(self) -> "Optional[str]":
+        if self.new_context and self.prior.get("state"):
+            return None  # a compaction mid-turn: the session works on as before
         return state_after(self.phase, self.opening)
 
     def _prior_age(self) -> float:
@@ -261,7 +274,6 @@ class Drain:
             return self.now - parse_stamp(self.prior.get("at"))
         except ValueError:
             return float("inf")
-
 
     def _report_late(self, faults: "List[str]") -> "List[str]":
         """Queue faults met after the output for the next consume notice. Returns what failed here."""
@@ -315,6 +327,8 @@ class Drain:
     def _fail(self) -> Outcome:
         """The run ended in an error: questions it was shown are answered `failed`; its other
         mail stays marked, and the next consume phase consumes it."""
+        if self.box.names("shown") and not self._claim_event():
+            return Outcome()
         if self.box.names("shown"):
             from git_korus_mail.core import answer
             answer.close_open(self, "failed", answer.FAILED_RUN_TEXT)
@@ -322,7 +336,10 @@ class Drain:
         return Outcome(notice=("korus-mail: " + "; ".join(self.faults)) if self.faults else None)
 
     def _sweep(self) -> None:
-        """Clear a few marker directories of launches that are gone: bounded work per event."""
+        """Clear a few marker directories of gone launches, and old event claims: bounded work."""
+        if self.box.names("events"):
+            from git_korus_mail.store import events
+            events.sweep(self.box, self.now)
         if not self.box.names("shown"):
             return  # no launch's directory to judge (and markers.py stays unloaded: hot path)
         from git_korus_mail.store import markers
@@ -330,7 +347,6 @@ class Drain:
             markers.sweep_box(self.box, self._markers().name, self.now)
         except (OSError, MailError):
             pass  # housekeeping only: stale markers authorize nothing, they merely wait
-
 
     def _disarm_watcher(self, end: bool = False) -> None:
         """End this launch's wake-up watcher (core/wake.py), if it has one: at a prompt, and at the
@@ -368,9 +384,11 @@ class Drain:
             drain_fast.clear(self)
 
     def _end(self) -> Outcome:
+        from git_korus_mail.store import markers
+        if markers.any_shown(self.box) and not self._claim_event():
+            return Outcome()
         self._fast_clear()
         self._disarm_watcher(end=True)
-        from git_korus_mail.store import markers
         if markers.any_shown(self.box):
             from git_korus_mail.core import answer  # questions shown and open: their askers learn it now
             answer.close_open(self, "failed", answer.ENDED_TEXT)

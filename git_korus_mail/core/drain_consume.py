@@ -38,6 +38,8 @@ def consume(drain: "Drain") -> Outcome:
         ids: List[str] = []
     else:
         ids = drain._shown_ids()
+    if (ids or faults) and not drain._claim_event():
+        return Outcome()  # another wiring of this very Stop consumes and tells: once (docs/HOOKS.md)
     record = drain.launch.record() if ids else None
     for name in ids:
         shown_dir = drain._markers()

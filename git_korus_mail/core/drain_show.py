@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 def show(drain: "Drain") -> Outcome:
     # render is imported only where something is rendered: an event with no mail never needs it
     box, root = drain.box, drain.root
+    if drain.opening and not box.nothing_to_show() and not drain._claim_event():
+        return Outcome()  # another wiring of this very event answers it (docs/HOOKS.md, "One answer per event")
+    if drain.new_context and drain.box.names("shown"):
+        # the context that held what this launch was shown is gone: forget those displays, so
+        # they are offered again now and a consume takes only what the new context was shown.
+        # Before the output: a run killed after this only shows them once more, never loses one.
+        drain._markers().forget_shown()
     box.repair()
     if drain.run_start and drain.prior.get("state") == "working" and drain.launch.known \
             and drain.prior.get("launch") == drain.launch.tag:
@@ -44,6 +51,8 @@ def show(drain: "Drain") -> Outcome:
         return Outcome()
     ids, odd = box.inbox_ids()
     candidates = drain._markers().unseen(ids) if ids else []  # an empty inbox loads no markers (hot path)
+    if candidates and not drain._claim_event():
+        return Outcome()  # another wiring of this very event shows them: once per event
     judge: "Optional[Judge]" = None
     if candidates:
         from git_korus_mail.core.limits import Judge  # only with mail to judge (hot path)

@@ -130,6 +130,11 @@ def digest(norm: str) -> str:
     return _sha256(norm.encode("utf-8", "surrogateescape")).hexdigest()[:HASH_HEX]
 
 
+def sha256_hex(data: bytes) -> str:
+    """The sha256 of `data`, in hex, without loading hashlib (see `_load_sha256`)."""
+    return _sha256(data).hexdigest()
+
+
 def _load_sha256() -> "Callable[[bytes], _Hash]":
     # hashlib loads OpenSSL (milliseconds on a cold start); the builtin module does not
     for mod in ("_sha2", "_sha256"):

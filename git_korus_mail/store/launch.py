@@ -74,6 +74,24 @@ def ancestry(pid: int, depth: int) -> "list[int]":
     return out
 
 
+def hook_start(client_pid: "Optional[int]") -> "Optional[int]":
+    """When the client started the hook process this one runs in: the start time (ticks since
+    boot) of the ancestor whose parent is `client_pid` (the client spawns `sh -c <command>`,
+    which runs the stub, which runs us); this process's own start time when no ancestor is.
+    Every wiring of one event is started at once, before any of them answers: store/events.py."""
+    pid = os.getpid()
+    if client_pid:
+        cur = pid
+        for _ in range(8):
+            parent = parent_of(cur)
+            if parent is None or parent <= 1:
+                break
+            if parent == client_pid:
+                return proc_start_time(cur)
+            cur = parent
+    return proc_start_time(pid)
+
+
 def boot_id() -> "Optional[str]":
     return _read_text("/proc/sys/kernel/random/boot_id")
 

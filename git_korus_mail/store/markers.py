@@ -121,6 +121,15 @@ class LaunchMarkers:
         if d is not None:
             d.unlink_quiet(msg_id)
 
+    def forget_shown(self) -> None:
+        """Drop every display marker of this launch (not its skips): the client started a new
+        context, so nothing shown before proves that the model still has it."""
+        d = self.existing()
+        if d is None:
+            return
+        for name in self.shown_ids():
+            d.unlink_quiet(name)
+
     def clear(self) -> None:
         """Remove this launch's directory (the end phase): whatever it showed stays queued."""
         d = self.existing()

@@ -35,16 +35,22 @@ OPENING_EVENT = "SessionStart"  # what install's self-test and doctor run the st
 TURN_EVENTS = ("UserPromptSubmit", "PostToolUse")  # a session that ran one must reach CONSUME_EVENT
 LOCAL_SETTINGS_NAME = ".claude/settings.local.json"  # where doctor points a person (install wires it)
 INLINE_LIMIT = 10_000  # Claude Code's inline limit for additionalContext / plain stdout
+# SessionStart sources that start a new context under the same launch (observed on 2.1.332:
+# `/compact` and auto-compaction both fire PreCompact, SessionStart "compact", PostCompact, with the
+# same session id; `/clear` fires SessionStart "clear" under a new id). What was shown before is
+# gone from the model: docs/HOOKS.md, "A new context under the same launch".
+NEW_CONTEXT_SOURCES = ("compact", "clear")
 MAX_CWD = 4096  # PATH_MAX on Linux: no longer path can name a directory a session runs in
 
 
 class Payload:
     """The fields of a hook payload the drain uses."""
 
-    __slots__ = ("event", "session", "cwd", "source", "raw")
+    __slots__ = ("event", "session", "cwd", "source", "raw", "data")
 
-    def __init__(self, event, session, cwd, source, raw):
+    def __init__(self, event, session, cwd, source, raw, data=b""):
         self.event, self.session, self.cwd, self.source, self.raw = event, session, cwd, source, raw
+        self.data = data  # the stdin bytes as received: what identifies the event (event_key_of)
 
 
 class BadPayload(Exception):
@@ -73,7 +79,19 @@ def read_payload(data):
     if len(cwd) > MAX_CWD:
         raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
     source = raw.get("source") if isinstance(raw.get("source"), str) else None
-    return Payload(event, session, cwd, source, raw)
+    return Payload(event, session, cwd, source, raw, data)
+
+
+def event_key_of(data):
+    """What identifies one hook event to every wiring that runs it: a digest of its stdin. Claude
+    Code 2.1.332 runs the hooks of every settings file in parallel and hands each the same
+    bytes (observed with two scopes wired: identical stdin and CLAUDE_PID at every event), and
+    two different events differ in their payload (tool_use_id, prompt_id, prompt, source, ...).
+    None for an empty payload."""
+    if not data:
+        return None
+    from git_korus_mail.core.keys import sha256_hex  # loaded by the drain already; not hashlib (OpenSSL)
+    return sha256_hex(data)[:32]
 
 
 def launch_of(environ):
@@ -145,7 +163,10 @@ def drain_facts(payload, environ):
     facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
              "find_launch": lambda: launch_of(environ), "account": account,
              "fast_key": fast_key_of(payload, environ),
+             "event_key": lambda: event_key_of(payload.data),
              "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
+    if payload.event == OPENING_EVENT and payload.source in NEW_CONTEXT_SOURCES:
+        facts["new_context"] = True
     if payload.event in (OPENING_EVENT, END_EVENT):
         launch = facts["launch"] = launch_of(environ)  # needed now, for the name
         if launch.known:

@@ -34,11 +34,12 @@ PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", 
 class Payload:
     """The fields of a hook payload the drain uses."""
 
-    __slots__ = ("event", "session", "cwd", "transcript", "last_message", "raw")
+    __slots__ = ("event", "session", "cwd", "transcript", "last_message", "raw", "data")
 
-    def __init__(self, event, session, cwd, transcript, last_message, raw):
+    def __init__(self, event, session, cwd, transcript, last_message, raw, data=b""):
         self.event, self.session, self.cwd, self.raw = event, session, cwd, raw
         self.transcript, self.last_message = transcript, last_message
+        self.data = data  # the stdin bytes: what identifies the event to every wiring (event_key)
 
 
 class BadPayload(Exception):
@@ -71,7 +72,7 @@ def read_payload(data):
         raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
     last = raw.get("last_assistant_message")
     return Payload(event, session, cwd, _optional_str(raw, "transcript_path"),
-                   last if isinstance(last, str) else None, raw)
+                   last if isinstance(last, str) else None, raw, data)
 
 
 def launch_of(payload):
@@ -91,12 +92,19 @@ def drain_facts(payload, environ):
     drain needs it (`find_launch`): an event with an empty box reads no /proc at all."""
     phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
     facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-             "find_launch": lambda: launch_of(payload), "account": account_of(environ)}
+             "find_launch": lambda: launch_of(payload), "account": account_of(environ),
+             "event_key": lambda: _event_key(payload.data)}
     if payload.event == CONSUME_EVENT:
         facts["final_text"] = payload.last_message  # the automatic answer to open questions (core/answer.py)
     elif payload.event == "UserPromptSubmit":
         facts["run_start"] = True
     return facts
+
+
+def _event_key(data):
+    """A digest of the payload: every wiring of one event gets the same bytes (store/events.py)."""
+    from git_korus_mail.clients.claude.protocol import event_key_of
+    return event_key_of(data)
 
 
 def session_of(environ):
