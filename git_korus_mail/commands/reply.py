@@ -21,6 +21,7 @@ class ReplyArgs:
 def run(clone, args, out):
     body = send.read_body(args.body)
     send.check_body(body)
+    clients.check_writable(clone)
     ok, what = reply.reply(clone, args.id, body, clients.session_of(os.environ), clients.launch_tag(os.environ))
     if args.json:
         out.write(json.dumps({"ok": ok, **_public(what)}, indent=2) + "\n")
