@@ -127,7 +127,9 @@ class Drain:
     consume, a presence rewrite), so a tool call with nothing to do reads no /proc for it.
     Without either (NoLaunch) mail is shown but never consumed. `surface` says where the session
     runs (terminal, sdk, editor: the client's word) and `name` its name (None: not said), both
-    kept in presence for `who`."""
+    kept in presence for `who`. `context_unit` ("utf-16" or "utf-8") and `context_limit` are how
+    the client measures the context it passes whole, and how much: a batch is fitted at whole
+    messages in that unit (core/render.py), so the client never has to cut one."""
 
     def __init__(self, phase: "Optional[str]", session: str, cwd: str, label: "Optional[str]" = None,
                  opening: bool = False, frequent: bool = False, repo_opt: "Optional[str]" = None,
@@ -135,7 +137,8 @@ class Drain:
                  surface: "Optional[str]" = None, name: "Optional[str]" = None,
                  find_launch: "Optional[Callable[[], AnyLaunch]]" = None,
                  final_text: "Optional[str]" = None, run_start: bool = False,
-                 fast_key: "Optional[str]" = None) -> None:
+                 fast_key: "Optional[str]" = None, context_unit: str = "utf-16",
+                 context_limit: "Optional[int]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -155,6 +158,8 @@ class Drain:
         self.final_text = final_text if isinstance(final_text, str) else None
         # a show that begins a run: a run before it that never reached its consume phase was cut short
         self.run_start = bool(run_start) and phase == SHOW
+        self.context_unit = context_unit
+        self.context_limit = context_limit
         self.now = time.time()
         self.faults: List[str] = []
 

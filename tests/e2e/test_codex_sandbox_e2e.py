@@ -172,3 +172,27 @@ def test_send_ask_and_reply_work_in_the_default_workspace_write_sandbox(world, c
 
     cli("uninstall", cwd=clone.main, env=env)
     assert (home / "config.toml").read_bytes() == before  # byte for byte
+
+
+def test_a_batch_past_codexs_byte_limit_reaches_the_model_in_whole_frames(world, codexmock, codex_bin):
+    """Item 6 with the real Codex: three CJK messages together past its 10,000 UTF-8 bytes
+    reach the model over two events, each in a frame that closes, none cut by Codex."""
+    clone, codex, home = world
+    env = codex_env(home, codex_bin)
+    cli("install", "--client", "codex", cwd=clone.main, env=env)
+    bodies = ["\n".join([f"{n} " + "漢字かな" * 25] * 10) for n in ("first", "second", "third")]
+    for body in bodies:
+        cli("send", "--to", "../web", body, cwd=clone.main)
+    codexmock.set_script([codex_text("read")])
+    codex.run("go", cwd=clone.web, sandbox=None).check()
+    texts = [t for t in developer_texts(codexmock) if "korus-mail: mail for this worktree" in t]
+    assert len(texts) == 2, codexmock.summary()  # SessionStart: two; UserPromptSubmit: the third
+    for t in texts:
+        assert "truncated" not in t and len(t.encode()) <= 10_000
+        marks = re.findall(r"^\[mail (\S+) [0-9a-f]{12} (begin|end)\]$", t, re.M)
+        assert marks and all(marks[i][1] == "begin" and marks[i + 1] == (marks[i][0], "end")
+                             for i in range(0, len(marks), 2)), marks
+    joined = "\n".join(texts)
+    for body in bodies:
+        assert "\n".join("| " + ln for ln in body.split("\n")) in joined
+    cli("uninstall", cwd=clone.main, env=env)

@@ -134,7 +134,8 @@ def drain_facts(payload, environ):
     facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
              "find_launch": lambda: launch_of(environ), "account": account,
              "fast_key": fast_key_of(payload, environ),
-             "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
+             "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT")),
+             "context_unit": "utf-16"}  # Claude Code measures its 10,000 inline limit so (core/render.py)
     if payload.event in (OPENING_EVENT, END_EVENT):
         launch = facts["launch"] = launch_of(environ)  # needed now, for the name
         if launch.known:
