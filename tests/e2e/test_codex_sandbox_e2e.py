@@ -168,6 +168,14 @@ def test_send_ask_and_reply_work_in_the_default_workspace_write_sandbox(world, c
     (home / "config.toml").write_text(text.replace(f'writable_roots = ["{root}"]', "writable_roots = []"))
     bad = cli("doctor", cwd=clone.main, env=env, check=False)
     assert bad.returncode == 1 and f"{root} is not in sandbox_workspace_write.writable_roots" in bad.stdout, bad.stdout
+    # and the model's send says, in one line, what makes it work
+    codexmock.set_script([shell(IN_SHELL + "git korus-mail send --to ../api \"no root\"; echo rc=$?"),
+                          codex_text("ok")])
+    codex.run("try", cwd=clone.web, sandbox=None).check()
+    out = tool_outputs(codexmock)[-1]
+    errors = [ln for ln in out.splitlines() if ln.startswith("git korus-mail:")]
+    assert len(errors) == 1 and "rc=1" in out and "git korus-mail: Codex's sandbox (CODEX_" in errors[0] \
+        and f"cannot write the mail root {root}" in errors[0] and "run `git korus-mail install --client codex` outside Codex" in errors[0], out
     (home / "config.toml").write_text(text)
 
     cli("uninstall", cwd=clone.main, env=env)
@@ -196,3 +204,26 @@ def test_a_batch_past_codexs_byte_limit_reaches_the_model_in_whole_frames(world,
     for body in bodies:
         assert "\n".join("| " + ln for ln in body.split("\n")) in joined
     cli("uninstall", cwd=clone.main, env=env)
+
+
+def test_install_takes_back_the_project_trust_an_earlier_install_gave_without_asking(world, codex_bin):
+    """A clone installed by an earlier version (each worktree trusted and wired in .codex/,
+    nobody asked): installing again trusts no project and leaves no project wiring behind."""
+    import json
+    clone, _codex, home = world
+    env = codex_env(home, codex_bin)
+    before = (home / "config.toml").read_bytes()
+    cli("install", "--client", "codex", "--trust-codex-config", cwd=clone.main, env=env)
+    record = clone.mail_root / "hooks" / "installed.json"
+    data = json.loads(record.read_text())
+    del data["scopes"]["local"]["codex_trust_projects"]  # as an earlier version recorded it
+    record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    proc = cli("install", "--client", "codex", cwd=clone.main, env=env)
+    config = (home / "config.toml").read_text()
+    assert "[projects." not in config and "trust_level" not in config, config
+    for wt in (clone.main, clone.web):
+        assert f'took back the trust of "{wt}" that an earlier install gave' in proc.stdout, proc.stdout
+        assert not (wt / ".codex").exists()
+    assert "PROBLEM" not in cli("doctor", cwd=clone.main, env=env).stdout
+    cli("uninstall", cwd=clone.main, env=env)
+    assert (home / "config.toml").read_bytes() == before

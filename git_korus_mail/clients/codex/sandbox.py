@@ -16,11 +16,13 @@ NETWORK_ENV = "CODEX_SANDBOX_NETWORK_DISABLED"
 
 
 def sandboxed(environ):
-    """The profile Codex names for this command's sandbox ("?" when only the network says so)."""
+    """How the environment says this command runs in Codex's sandbox (a VAR=value to quote), or
+    None. The profile is not always named: with writable_roots set in the user config, Codex
+    0.171.0 was seen to leave CODEX_PERMISSION_PROFILE out and set only the network variable."""
     profile = environ.get(PROFILE_ENV)
     if profile:
-        return profile
-    return "?" if environ.get(NETWORK_ENV) == "1" else None
+        return f"{PROFILE_ENV}={profile}"
+    return f"{NETWORK_ENV}=1" if environ.get(NETWORK_ENV) == "1" else None
 
 
 def _writable(path):
@@ -34,17 +36,19 @@ def _writable(path):
     return os.access(path, os.W_OK)
 
 
-def problem(environ, mail_root, codex_home=None):
+def problem(environ, mail_root, cwd=None):
     """None when this is no Codex sandbox or the mail root is writable; else one line naming the fix."""
-    profile = sandboxed(environ)
-    if profile is None or _writable(mail_root):
+    said = sandboxed(environ)
+    if said is None or _writable(mail_root):
         return None
-    home = codex_home or environ.get("CODEX_HOME") or "~/.codex"
+    home = environ.get("CODEX_HOME") or "~/.codex"
     config = os.path.join(home, "config.toml")
-    if profile == ":read-only":
-        return (f"Codex runs this command in its read-only sandbox ({PROFILE_ENV}={profile}), where the mail root "
+    cwd = os.getcwd() if cwd is None else cwd
+    if environ.get(PROFILE_ENV) == ":read-only" or not _writable(cwd):
+        # not even the workdir: the read-only sandbox, where no writable root helps
+        return (f"Codex runs this command in its read-only sandbox ({said}), where the mail root "
                 f"{mail_root} cannot be written: start Codex with `--sandbox workspace-write` (or trust this "
                 f"project in Codex); install has already made the mail root writable there")
-    return (f"Codex's sandbox ({PROFILE_ENV}={profile}) cannot write the mail root {mail_root}: run "
+    return (f"Codex's sandbox ({said}) cannot write the mail root {mail_root}: run "
             f"`git korus-mail install --client codex` outside Codex (it adds the mail root to "
             f"sandbox_workspace_write.writable_roots in {config}), then start a new Codex session")

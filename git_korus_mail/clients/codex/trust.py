@@ -161,12 +161,13 @@ def user_writable_roots(server):
     return None
 
 
-def trust(codex, targets, sources, commands, rec, out, writable_root=None):
+def trust(codex, targets, sources, commands, rec, out, writable_root=None, untrust_projects=False):
     """Trust each project in `targets` ([(cwd, trust the project?)]) and exactly our hooks as
     Codex lists them there, then prove it through `hooks/list`. `writable_root`: the mail root,
     added to the sandbox's writable roots so the model's `send`, `ask` and `reply` can write in
-    Codex's default sandbox (docs/CLIENTS.md, "Codex CLI: the sandbox"). `rec` is the scope's
-    record of the config. Returns [(cwd, problem)]."""
+    Codex's default sandbox (docs/CLIENTS.md, "Codex CLI: the sandbox"). `untrust_projects`:
+    take back the project trust an earlier install gave (recorded as ours) that nobody chose.
+    `rec` is the scope's record of the config. Returns [(cwd, problem)]."""
     raw, mode = _snapshot()
     if "config" not in rec:
         rec["config"] = {"path": config_path(), "original": None if raw is None else raw.decode("utf-8", "surrogateescape"),
@@ -174,6 +175,14 @@ def trust(codex, targets, sources, commands, rec, out, writable_root=None):
     keys = rec["config"]["keys"]
     problems = []
     with AppServer(codex) as server:
+        ours = [k for k in keys if k.startswith("projects.")] if untrust_projects else []
+        if ours:
+            server.call("config/batchWrite", {"edits": [{"keyPath": k, "value": None, "mergeStrategy": "replace"}
+                                                        for k in ours]})
+            for k in ours:
+                keys.remove(k)
+                out.write(f"codex config  {config_path()}  took back the trust of {k[len('projects.'):]} that an "
+                          f"earlier install gave (only --trust-codex-config trusts a project)\n")
         projects = [cwd for cwd, project in targets if project and not _project_trusted(raw, cwd)]
         if projects:
             edits = [{"keyPath": f'projects."{cwd}".trust_level', "value": "trusted", "mergeStrategy": "upsert"}
@@ -207,7 +216,7 @@ def trust(codex, targets, sources, commands, rec, out, writable_root=None):
         if edits:
             server.call("config/batchWrite", {"edits": edits})
             out.write(f"codex config  {config_path()}  trusted {len(edits)} hook(s) of ours\n")
-        if not projects and not edits and not added_root:
+        if not projects and not edits and not added_root and not ours:
             out.write(f"codex config  {config_path()}  current\n")
         for cwd, _project in targets:
             problems += [(cwd, p) for p in verify_trust(server, cwd, sources, commands)]

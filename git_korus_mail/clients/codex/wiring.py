@@ -126,12 +126,30 @@ def after_wiring(clone, scope, wired, scope_rec, out, trust_projects=False):
     repo = wired[0][1]
     projects = scope == "local" and trust_projects
     targets = [(cwd, projects) for _p, _r, cwd in wired]
+    if scope == "local" and not projects:
+        retire_project_files(scope_rec, stub_path(root), out)
     problems = trust.trust(trust.find_codex(), targets, _sources(clone, projects, wired),
                            commands(stub_path(root), repo), scope_rec.setdefault(NAME, {}), out,
-                           writable_root=os.path.realpath(root.path))
+                           writable_root=os.path.realpath(root.path), untrust_projects=scope == "local" and not projects)
     if not os.environ.get(POST_CHECKOUT_ENV):
         tell_own_configs(clone, projects, out)
     return problems
+
+
+def retire_project_files(scope_rec, stub_file, out):
+    """An earlier install wired each worktree's .codex/hooks.json and trusted it without asking:
+    take our entries out of those files (restoring their bytes where we can). Left in, they
+    would fire beside the user hooks.json the day the person trusts the project."""
+    files = scope_rec.get("files") or {}
+    for path in [p for p in files if p.endswith(os.sep + hooksfile.PROJECT_FILE)]:
+        try:
+            state = hooksfile.unwire_file(path, stub_file, files.get(path))
+        except MailError as exc:
+            out.write(f"settings  {path}  not changed: {exc}\n")
+            continue
+        files.pop(path, None)
+        out.write(f"settings  {path}  {state or 'current'} (an earlier install's project wiring; "
+                  f"Codex is wired in the user's hooks.json now)\n")
 
 
 def after_unwiring(scope_rec, out):
