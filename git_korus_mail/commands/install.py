@@ -99,11 +99,17 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
             scope_rec["codex_trust_projects"] = True
         trust_projects = bool(scope_rec.get("codex_trust_projects"))
         for client in clients.installers(names):
+            trusting = {"trust_projects": trust_projects} if getattr(client, "TRUSTS_PROJECTS", False) else {}
+            shared = getattr(client, "wired_by_other_scope", lambda *_a: None)(record, scope, trust_projects)
+            if shared:
+                # one wiring, owned by one scope: this one records nothing for the client
+                out.write(f"{client.NAME}  {shared}\n")
+                scope_rec["clients"] = [n for n in scope_rec["clients"] if n != client.NAME]
+                continue
             stub, state = client.write_stub(root, helper, force, repo=postcheckout.repo_anchor(clone))
             out.write(f"stub  {stub}  {state}  (runs {helper})\n")
             record.data["helper"] = helper
             tier = {"urgent": urgent} if getattr(client, "WAKE_TIER", False) else {}
-            trusting = {"trust_projects": trust_projects} if getattr(client, "TRUSTS_PROJECTS", False) else {}
             wired, skipped = client.settings_targets(clone, scope, only_own, **trusting)
             for wt in skipped:
                 out.write(f"skipped  {wt.path}  (prunable worktree: `git worktree prune` removes it)\n")
@@ -138,6 +144,8 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
                     out.write(line + "\n")
                 if problem:
                     out.write(f"note: {problem}\n")
+        if not scope_rec["clients"] and not scope_rec.get("files"):
+            record.drop_scope(scope)  # every client named is wired by the other scope already
         record.save()
     # the stub was run at the full install; a new worktree only needs its file read back
     results = [result for client, stub, wired in wirings

@@ -227,3 +227,25 @@ def test_install_takes_back_the_project_trust_an_earlier_install_gave_without_as
     assert "PROBLEM" not in cli("doctor", cwd=clone.main, env=env).stdout
     cli("uninstall", cwd=clone.main, env=env)
     assert (home / "config.toml").read_bytes() == before
+
+
+def test_both_scopes_share_one_codex_wiring_and_one_uninstall_leaves_the_other(world, codex_bin):
+    """Both scopes wire Codex in the user's hooks.json: the second install says the first owns
+    it and wires nothing, so no hook fires twice and its uninstall takes nothing away."""
+    clone, _codex, home = world
+    env = codex_env(home, codex_bin)
+    before = (home / "config.toml").read_bytes()
+    cli("install", "--client", "codex", cwd=clone.main, env=env)
+    wired = snapshot_files(home)
+    proc = cli("install", "--client", "codex", "--scope", "user", cwd=clone.main, env=env)
+    assert "already wired by the local scope's install (the same entries): not wired twice" in proc.stdout
+    assert snapshot_files(home) == wired
+    cli("uninstall", "--scope", "user", cwd=clone.main, env=env)
+    assert snapshot_files(home) == wired
+    assert "PROBLEM" not in cli("doctor", cwd=clone.main, env=env).stdout
+    cli("uninstall", cwd=clone.main, env=env)
+    assert (home / "config.toml").read_bytes() == before and not (home / "hooks.json").exists()
+
+
+def snapshot_files(home):
+    return {p.name: p.read_bytes() for p in (home / "config.toml", home / "hooks.json") if p.exists()}

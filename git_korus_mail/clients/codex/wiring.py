@@ -66,6 +66,21 @@ def settings_targets(clone, scope, only_own=False, trust_projects=False):
     return [(hooksfile.user_hooks_path(), anchor, anchor)], []
 
 
+def wired_by_other_scope(record, scope, trust_projects):
+    """A line when the other scope's install already wires Codex in the same user hooks.json
+    (our entries there are the same for both scopes): this scope then wires nothing, so one
+    uninstall never takes out what the other still counts on, and no hook fires twice."""
+    other = "user" if scope == "local" else "local"
+    other_rec = record.scope(other) or {}
+    if NAME not in (other_rec.get("clients") or ()):
+        return None
+    uses_user_file = (lambda s, projects: s == "user" or not projects)
+    if not (uses_user_file(scope, trust_projects) and uses_user_file(other, trusts_projects(other_rec))):
+        return None
+    return (f"{hooksfile.user_hooks_path()}  already wired by the {other} scope's install (the same entries): "
+            f"not wired twice; `git korus-mail uninstall --scope {other}` takes them out")
+
+
 def own_config_worktrees(clone):
     """[(worktree path, [its .codex/ entries that are not ours])]: worktrees whose committed
     (or local) Codex config a project trust would turn on."""
@@ -158,7 +173,15 @@ def after_unwiring(scope_rec, out):
 
 def unwire_candidates(clone, scope, recorded):
     found = [p for p, _r, _c in settings_targets(clone, scope, trust_projects=scope == "local")[0]]
-    return list(recorded) + [p for p in found if p not in recorded]
+    out = list(recorded) + [p for p in found if p not in recorded]
+    user_file = hooksfile.user_hooks_path()
+    root = clone.mail_root(create=False)
+    if user_file in out and user_file not in recorded and root is not None:
+        # the user hooks.json our other scope wires (wired_by_other_scope) is not this scope's to empty
+        from git_korus_mail.wiring import record as install_record
+        if wired_by_other_scope(install_record.Record.load(install_record.ensure_hooks_dir(root)), scope, False):
+            out.remove(user_file)
+    return out
 
 
 def calls_stub(path, stub_file):
