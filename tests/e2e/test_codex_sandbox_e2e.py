@@ -81,6 +81,7 @@ def test_install_trusts_no_project_and_mail_still_flows_in_the_default_sandbox(w
     assert not (clone.web / ".codex").exists()
     # the worktree that holds its own Codex config is named, with what install did about it
     assert f"codex trust  {clone.main}  holds its own .codex/config.toml: not trusted by install" in proc.stdout
+    assert "codex sandbox  in a project you have not trusted in Codex, its default sandbox is read-only" in proc.stdout
 
     for name, wt, other in (("main", clone.main, clone.web), ("web", clone.web, clone.main)):
         cli("send", "--to", str(wt), f"for {name}", cwd=other)

@@ -48,7 +48,7 @@ def problem(environ, mail_root, cwd=None):
         # not even the workdir: the read-only sandbox, where no writable root helps
         return (f"Codex runs this command in its read-only sandbox ({said}), where the mail root "
                 f"{mail_root} cannot be written: start Codex with `--sandbox workspace-write` (or trust this "
-                f"project in Codex); install has already made the mail root writable there")
+                f"project in Codex); `git korus-mail install --client codex` makes the mail root writable there")
     return (f"Codex's sandbox ({said}) cannot write the mail root {mail_root}: run "
             f"`git korus-mail install --client codex` outside Codex (it adds the mail root to "
             f"sandbox_workspace_write.writable_roots in {config}), then start a new Codex session")

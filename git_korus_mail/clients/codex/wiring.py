@@ -148,6 +148,10 @@ def after_wiring(clone, scope, wired, scope_rec, out, trust_projects=False):
                            writable_root=os.path.realpath(root.path), untrust_projects=scope == "local" and not projects)
     if not os.environ.get(POST_CHECKOUT_ENV):
         tell_own_configs(clone, projects, out)
+        if not projects:
+            out.write("codex sandbox  in a project you have not trusted in Codex, its default sandbox is read-only: "
+                      "the model is shown mail but cannot send, ask or reply (they say so, and how: "
+                      "`codex --sandbox workspace-write`, or trust the project in Codex)\n")
     return problems
 
 
