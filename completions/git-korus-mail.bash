@@ -39,7 +39,7 @@ __git_korus_mail_options ()
 	forward)          echo '--repo= --to= --json' ;;
 	off|on|release|cancel) echo '--repo=' ;;
 	drain)            echo '--repo= --client= --watch' ;;
-	install)          echo '--repo= --scope= --client= --urgent --force' ;;
+	install)          echo '--repo= --scope= --client= --urgent --force --trust-codex-config' ;;
 	uninstall)        echo '--repo= --scope= --purge --yes' ;;
 	esac
 }

@@ -305,6 +305,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using drain' \
             -x -l client -a 'claude codex' -d 'Whose hook protocol'
         complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Arm the wake-up tier'
+        complete -c $c -n '__git_korus_mail_using install' -f -l trust-codex-config -d 'Trust each worktree as a Codex project (turns on its .codex/ config)'
         complete -c $c -n '__git_korus_mail_using install' -f -l force -d 'Rewrite entries even when current'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l purge -d 'Also delete the mail root'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l yes -d 'Confirm --purge without asking'

@@ -198,7 +198,7 @@ options:
 """,
     "install": """\
 usage:
-  git-korus-mail install [--repo=<path>] [--scope=<scope>] [--client=<client>] [--urgent] [--force]
+  git-korus-mail install [--repo=<path>] [--scope=<scope>] [--client=<client>] [--urgent] [--force] [--trust-codex-config]
 
 Wire a client's hooks to the drain for every worktree of the clone.
 
@@ -206,6 +206,11 @@ options:
   --scope=<scope>    `local` (each worktree's .claude/ or .codex/ settings) or `user`
                      (the client's own config dir, with a repo anchor) [default: local]
   --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all` [default: claude]
+  --trust-codex-config
+                     Codex, local scope: wire each worktree's .codex/hooks.json and trust each
+                     worktree as a Codex project, which also turns on the repository's own
+                     .codex/config.toml (sandbox_mode, mcp_servers commands). Without it, Codex
+                     is wired in its user hooks.json and no project is trusted
   --urgent           arm the wake-up tier: new mail wakes an idle session (stays armed)
   --force            rewrite our entries even when they look current
   --repo=<path>      the clone to wire

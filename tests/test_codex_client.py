@@ -8,6 +8,7 @@ transcript open as Codex does. The real Codex CLI runs in tests/e2e/test_codex_e
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -161,7 +162,27 @@ def hostile_batch():
     return text
 
 
-def test_the_cut_keeps_whole_lines_within_codexs_limit_and_every_body_line_framed():
+def frames(text):
+    """[(label, "begin" or "end")] of every frame line in `text`, in order."""
+    out = []
+    for line in text.split("\n"):
+        m = re.match(r"^\[mail (\S+) [0-9a-f]{12} (begin|end)\]$", line)
+        if m:
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def balanced(text):
+    """Every frame opened is closed by the same message's end line before the next opens."""
+    marks = frames(text)
+    return (len(marks) % 2 == 0 and all(marks[i][1] == "begin" and marks[i + 1] == (marks[i][0], "end")
+                                        for i in range(0, len(marks), 2)))
+
+
+def test_the_guard_cut_keeps_whole_lines_and_whole_frames_within_codexs_limit():
+    """protocol.fit guards text the core did not fit (mail never needs it): a prefix of whole
+    lines that ends between frames, never inside one (issue 21 item 6: `[mail 1/3 … begin]`
+    was closed by `[mail 2/3 … end]`)."""
     text = hostile_batch()
     assert len(text.encode()) > protocol.CONTEXT_LIMIT  # what Codex itself would cut inside a line
     out = protocol.fit(text)
@@ -169,11 +190,60 @@ def test_the_cut_keeps_whole_lines_within_codexs_limit_and_every_body_line_frame
     original = text.split("\n")
     kept = out.split("\n")
     notes = [ln for ln in kept if ln not in original]
-    assert len(notes) == 1 and notes[0].startswith("korus-mail: ") and "cut here" in notes[0]
-    assert kept[0] == original[0] and kept[-1] == original[-1]  # head and tail
-    # no body text outside the "| " prefix: every kept line is one the core rendered whole
+    assert len(notes) == 1 and kept[-1] == notes[0] and notes[0].startswith("korus-mail: ") and "cut here" in notes[0]
+    assert kept[:-1] == original[:len(kept) - 1]  # a prefix, line for line
+    assert frames(out) and balanced(out)
     hostile = [ln for ln in kept if "approves everything" in ln or "000000000000 end" in ln]
     assert hostile and all(ln.startswith(render.BODY_PREFIX) for ln in hostile)
+
+
+def test_one_message_alone_past_the_clients_limit_is_rendered_smaller_and_says_it_was_cut():
+    now = 1_800_000_000.0
+    msg = {"id": "20270115T080000.000000Z-p1-0000000000000001", "from": {"path": "/x", "branch": "b", "session": "s"},
+           "kind": "note", "sent_at": "2027-01-15T08:00:00.000000Z", "expires_at": "2027-01-18T08:00:00.000000Z",
+           "body": "\n".join(["漢字" * 50] * 25)}
+    whole, [r_whole], _ = render.render_batch([(msg, "/i", "/s")], "/w", now, 0, now=now)
+    assert not r_whole.truncated and len(whole.encode()) > 5000
+    text, [r], deferred = render.render_batch([(msg, "/i", "/s")], "/w", now, 0, now=now,
+                                              measure=render.utf8_len, limit=5000)
+    assert len(text.encode()) <= 5000 and r.truncated and deferred == 0 and balanced(text)
+    assert "[body cut: " in text
+
+
+def test_a_batch_past_codexs_limit_is_fitted_at_whole_messages_and_the_rest_waits(clone, fake_codex, tmp_path):
+    """Issue 21 item 6: three CJK messages, each well under the core's cap and together under
+    it in UTF-16 units, but past Codex's 10,000 UTF-8 bytes. Each event shows whole messages
+    only, in frames that close, and what does not fit is shown at the next event; every receipt
+    says what the model got."""
+    transcript = tmp_path / "rollout-s6.jsonl"
+    transcript.write_text("")
+    bodies = {n: "\n".join([f"{n} " + "漢字かな" * 25] * 10) for n in ("first", "second", "third")}
+    assert all(3 * 1000 < len(b.encode()) < 3400 and render.units(b) < render.MESSAGE_CAP for b in bodies.values())
+    assert render.units("".join(bodies.values())) < render.EVENT_CAP < len("".join(bodies.values()).encode())
+    sends = " && ".join(send_line(b) for b in bodies.values())
+    start, prompt, stop = codex_session(fake_codex, clone.web, "s6", transcript, [
+        f"(cd ../api && {sends})",
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "hi"}),
+        ("Stop", {"last_assistant_message": "ok", "stop_hook_active": False})], tmp=tmp_path)
+    shown = [context(start), context(prompt)]
+    for text in shown:
+        assert len(text.encode()) <= protocol.CONTEXT_LIMIT and balanced(text), text
+        assert "cut here" not in text and "[body cut" not in text
+    assert [lb for lb, kind in frames(shown[0]) if kind == "begin"] == ["1/3", "2/3"]
+    assert "1 more message waits; the next hook event shows them." in shown[0]
+    assert [lb for lb, kind in frames(shown[1]) if kind == "begin"] == ["1/1"]
+    for name, text in (("first", shown[0]), ("second", shown[0]), ("third", shown[1])):
+        body_lines = ["| " + ln for ln in bodies[name].split("\n")]
+        lines = text.split("\n")
+        at = lines.index(body_lines[0])
+        assert lines[at:at + len(body_lines)] == body_lines  # whole, under its own frame
+    assert stop is None
+    box = box_of(clone)
+    receipts = [json.loads(p.read_text()) for p in (box / "receipts").iterdir()]
+    assert len(receipts) == 3 and list((box / "inbox").iterdir()) == []
+    shown_obs = [r["observed"] for r in receipts]
+    assert all(o.get("truncated") is False for o in shown_obs), receipts
 
 
 def test_a_context_within_the_limit_is_untouched():

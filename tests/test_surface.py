@@ -33,7 +33,7 @@ FISH_CONF_SCRIPT = ROOT / "completions" / "git-korus-mail-conf.fish"
 FOREIGN = {
     "man": {"--git-common-dir", "--mirror", "--resume", "--stat"},
     "docs": {"--show-toplevel", "--resume", "--continue", "--mirror",  # git's; claude --resume
-             "--no-daemon", "--managed-daemon",  # codex's terminal UI and its daemon
+             "--no-daemon", "--managed-daemon", "--sandbox",  # codex's terminal UI, its daemon, its sandbox
              "--print", "--input-format"},  # claude's (docs/HOOKS.md, the wake-up tier)
     "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},

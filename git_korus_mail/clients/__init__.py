@@ -6,6 +6,8 @@ wiring; the core knows none of them. Commands that need a client fact ask here. 
 free of imports at load time: the hook hot path imports this package.
 """
 
+import os
+
 NAMES = ("claude", "codex")  # in the order commands ask them; the first is the default
 DEFAULT = NAMES[0]
 
@@ -80,6 +82,23 @@ def sender_of(environ):
         return session, None
     tag = launches.unix_session_tag()
     return None, (f"session:{tag}" if tag else None)
+
+
+def sandbox_problem(environ, common_dir):
+    """One line naming the fix when a client's sandbox keeps this command from writing the mail
+    root (clients/codex/sandbox.py), else None. Only Codex sandboxes the model's commands."""
+    from git_korus_mail.clients.codex import sandbox as codex
+    from git_korus_mail.store.layout import mail_root_path
+    return codex.problem(environ, os.path.realpath(mail_root_path(common_dir)))
+
+
+def check_writable(clone):
+    """Refuse, in one line that names the fix, a write a client's sandbox forbids: before anything
+    is written, not with an errno from halfway through (issue 21 item 2)."""
+    problem = sandbox_problem(os.environ, clone.common_dir)
+    if problem:
+        from git_korus_mail.errors import MailError
+        raise MailError(problem)
 
 
 def registries():

@@ -35,6 +35,7 @@ def run(clone, args, out):
     timeout = ask.check_timeout(None if args.timeout is None else str(args.timeout))
     body = send.read_body(args.question)
     send.check_body(body)
+    clients.check_writable(clone)
     session, sender_launch = clients.sender_of(os.environ)
     q = ask.ask(clone, args.to, body, timeout, session, clients.launch_tag(os.environ),
                 roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],

@@ -35,6 +35,7 @@ class InstallArgs:
     urgent: bool = False   # arm the wake-up tier (it stays armed for the scope until uninstall)
     force: bool = False    # rewrite our entries even when they look current
     client: str = "claude"  # one of CLIENT_CHOICES
+    trust_codex_config: bool = False  # trust each worktree as a Codex project (turns on its .codex/ config)
 
 
 CLIENT_CHOICES = ("claude", "codex", "all")
@@ -54,17 +55,22 @@ def check_scope(scope):
 
 
 def run(clone, args, out):
+    names = check_client(args.client)
+    if args.trust_codex_config and ("codex" not in names or args.scope != "local"):
+        raise UsageError("--trust-codex-config goes with --client codex (or all) and the local scope")
     return run_install(clone, out, scope=check_scope(args.scope), force=args.force,
-                       names=check_client(args.client), urgent=args.urgent)
+                       names=names, urgent=args.urgent, trust_projects=args.trust_codex_config)
 
 
 SCOPES = ("local", "user")
 
 
-def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,), urgent=False):
+def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,), urgent=False,
+                trust_projects=False):
     """Wire `scope` (one of SCOPES) for the clients `names` (commands/install.py checks the arguments).
     `urgent` arms the wake-up tier (the clients that have one: WAKE_TIER); a scope armed before
-    stays armed (a new worktree's post-checkout install too)."""
+    stays armed (a new worktree's post-checkout install too). `trust_projects` is the person's
+    --trust-codex-config (clients/codex/wiring.py): recorded, so it also holds for a new worktree."""
     only_own = os.environ.get(postcheckout.POST_CHECKOUT_ENV) == "1" and scope == "local"
     if only_own:
         # from our post-checkout hook, inside `git worktree add`: one line, not the full report
@@ -89,12 +95,22 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
         urgent = bool(urgent or scope_rec.get("urgent"))
         if urgent:
             scope_rec["urgent"] = True
+        if trust_projects:
+            scope_rec["codex_trust_projects"] = True
+        trust_projects = bool(scope_rec.get("codex_trust_projects"))
         for client in clients.installers(names):
+            trusting = {"trust_projects": trust_projects} if getattr(client, "TRUSTS_PROJECTS", False) else {}
+            shared = getattr(client, "wired_by_other_scope", lambda *_a: None)(record, scope, trust_projects)
+            if shared:
+                # one wiring, owned by one scope: this one records nothing for the client
+                out.write(f"{client.NAME}  {shared}\n")
+                scope_rec["clients"] = [n for n in scope_rec["clients"] if n != client.NAME]
+                continue
             stub, state = client.write_stub(root, helper, force, repo=postcheckout.repo_anchor(clone))
             out.write(f"stub  {stub}  {state}  (runs {helper})\n")
             record.data["helper"] = helper
             tier = {"urgent": urgent} if getattr(client, "WAKE_TIER", False) else {}
-            wired, skipped = client.settings_targets(clone, scope, only_own)
+            wired, skipped = client.settings_targets(clone, scope, only_own, **trusting)
             for wt in skipped:
                 out.write(f"skipped  {wt.path}  (prunable worktree: `git worktree prune` removes it)\n")
             wirings.append((client, stub, wired))
@@ -109,7 +125,7 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
                         continue
                     out.write(f"settings  {path}  {state}\n")
                 try:
-                    not_wired += client.after_wiring(clone, scope, wired, scope_rec, out)
+                    not_wired += client.after_wiring(clone, scope, wired, scope_rec, out, **trusting)
                 except MailError as exc:
                     not_wired.append((clone.common_dir, str(exc)))
             finally:
@@ -118,17 +134,20 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
                 _say_double(client, clone, record, stub, scope, out)
         if scope == "local" and not only_own:
             for client, _stub, wired in wirings:
-                if not wired:
+                if not wired or not getattr(client, "needs_exclude", lambda rec: True)(scope_rec):
                     continue
                 path, state = exclude.add_exclude(clone, scope_rec, client.EXCLUDE_LINE, client.EXCLUDE_COVERING,
                                                   key=client.EXCLUDE_KEY)
                 out.write(f"exclude  {client.EXCLUDE_LINE} in {path}  {state}\n")
-            if any(client.NEEDS_POST_CHECKOUT for client, _s, _w in wirings):
+            if any(client.NEEDS_POST_CHECKOUT or getattr(client, "needs_post_checkout", lambda rec: False)(scope_rec)
+                   for client, _s, _w in wirings):
                 lines, problem = postcheckout.install_post_checkout(clone, helper, force, scope_rec)
                 for line in lines:
                     out.write(line + "\n")
                 if problem:
                     out.write(f"note: {problem}\n")
+        if not scope_rec["clients"] and not scope_rec.get("files"):
+            record.drop_scope(scope)  # every client named is wired by the other scope already
         record.save()
     # the stub was run at the full install; a new worktree only needs its file read back
     results = [result for client, stub, wired in wirings
@@ -139,6 +158,10 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
         for path, _repo, cwd in (w for _client, _stub, wired in wirings for w in wired):
             if all(cwd != c for c, _why in not_wired):
                 report.write(f"git korus-mail: wired {path} to the mail drain\n")
+        # a project trust is never silent, not even inside `git worktree add`
+        for line in out.getvalue().splitlines():
+            if "trusted the project" in line:
+                report.write(f"git korus-mail: {line}\n")
         if not failed and not not_wired:
             return 0
         out = report

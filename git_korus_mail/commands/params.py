@@ -45,7 +45,8 @@ def typed(command, a):
     if command == "install":
         from git_korus_mail.commands import install as cmd
         return cmd, cmd.InstallArgs(scope=a["--scope"] or "local", urgent=bool(a["--urgent"]),
-                                    force=bool(a["--force"]), client=a["--client"] or "claude")
+                                    force=bool(a["--force"]), client=a["--client"] or "claude",
+                                    trust_codex_config=bool(a["--trust-codex-config"]))
     if command == "uninstall":
         from git_korus_mail.commands import uninstall as cmd
         return cmd, cmd.UninstallArgs(scope=a["--scope"] or "local", purge=bool(a["--purge"]),

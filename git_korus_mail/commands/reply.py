@@ -21,6 +21,7 @@ class ReplyArgs:
 def run(clone, args, out):
     body = send.read_body(args.body)
     send.check_body(body)
+    clients.check_writable(clone)
     session, sender_launch = clients.sender_of(os.environ)
     ok, what = reply.reply(clone, args.id, body, session, clients.launch_tag(os.environ), sender_launch)
     if args.json:

@@ -57,6 +57,7 @@ def run(clone, args, out):
         raise UsageError(f"--kind {args.kind!r}: use a lowercase word like note, handoff, alert (≤16 chars)")
     if args.kind in message.RESERVED_KINDS:
         raise UsageError(f"--kind {args.kind}: written only by `ask` and `reply`; use one of those")
+    clients.check_writable(clone)
     ttl = send.check_ttl(args.ttl_minutes)
     if args.session is not None and not message.valid_session(args.session):
         raise UsageError(f"--session {args.session!r}: not a session id")

@@ -128,7 +128,9 @@ class Drain:
     consume, a presence rewrite), so a tool call with nothing to do reads no /proc for it.
     Without either (NoLaunch) mail is shown but never consumed. `surface` says where the session
     runs (terminal, sdk, editor: the client's word) and `name` its name (None: not said), both
-    kept in presence for `who`."""
+    kept in presence for `who`. `context_unit` ("utf-16" or "utf-8") and `context_limit` are how
+    the client measures the context it passes whole, and how much: a batch is fitted at whole
+    messages in that unit (core/render.py), so the client never has to cut one."""
 
     def __init__(self, phase: "Optional[str]", session: str, cwd: str, label: "Optional[str]" = None,
                  opening: bool = False, frequent: bool = False, repo_opt: "Optional[str]" = None,
@@ -137,7 +139,8 @@ class Drain:
                  find_launch: "Optional[Callable[[], AnyLaunch]]" = None,
                  final_text: "Optional[str]" = None, run_start: bool = False,
                  fast_key: "Optional[str]" = None, new_context: bool = False,
-                 event_key: "Optional[Callable[[], Optional[str]]]" = None) -> None:
+                 event_key: "Optional[Callable[[], Optional[str]]]" = None, context_unit: str = "utf-16",
+                 context_limit: "Optional[int]" = None) -> None:
         if phase is not None and phase not in PHASES:
             raise ValueError(f"not a drain phase: {phase!r}")
         self.phase = phase
@@ -161,6 +164,8 @@ class Drain:
         self.new_context = bool(new_context) and phase == SHOW
         self.event_key = event_key  # identifies the event to all its wirings: one answers (drain_event.py)
         self._event: "Optional[Claim]" = None
+        self.context_unit = context_unit
+        self.context_limit = context_limit
         self.now = time.time()
         self.faults: List[str] = []
 

@@ -84,8 +84,12 @@ def show(drain: "Drain") -> Outcome:
     if batch:
         from git_korus_mail.core import render
         budget = render.EVENT_CAP - sum(render.units(x) + 2 for x in lines)
+        # the client's own unit and limit too: a batch under our cap in UTF-16 units can pass a
+        # limit of 10,000 UTF-8 bytes (CJK is 3 bytes a unit); fitted here, at whole messages
+        measure = render.measure_of(drain.context_unit)
+        limit = None if drain.context_limit is None else drain.context_limit - sum(measure(x) + 2 for x in lines)
         text, blocks, deferred = render.render_batch(batch, drain.key.path, drain.now, remaining, budget=budget,
-                                                     now=drain.now)
+                                                     now=drain.now, measure=measure, limit=limit)
     if text:
         lines.append(text)
     elif drain.opening:

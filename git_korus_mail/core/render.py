@@ -23,7 +23,7 @@ from git_korus_mail.stamps import human_age, parse_stamp, utc_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, Optional, Sequence
+    from typing import Any, Callable, Optional, Sequence
 
     from git_korus_mail.store.message import Message
 
@@ -64,6 +64,23 @@ def units(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text) + sum(1 for ch in text if ch > "\uffff")
+
+
+def utf8_len(text: str) -> int:
+    """Length of `text` in UTF-8 bytes (a lone surrogate counted as its 3 bytes)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def measure_of(unit: str) -> "Callable[[str], int]":
+    """The length function of a client's unit, "utf-16" code units or "utf-8" bytes: the
+    client's facts name it (core/drain.py, docs/CLIENTS.md); the core knows no client."""
+    if unit == "utf-8":
+        return utf8_len
+    if unit == "utf-16":
+        return units
+    raise ValueError(f"not a context unit: {unit!r}")
 
 
 def _needs_escape(ch: str) -> bool:
@@ -267,32 +284,50 @@ def new_nonce() -> str:
 
 
 def render_batch(items: "Sequence[tuple[Any, ...]]", worktree_path: str, as_of: float, remaining_after: int,
-                 budget: int = EVENT_CAP, now: "Optional[float]" = None) -> "tuple[Optional[str], list[Rendered], int]":
-    """Render as many of `items` as fit in `budget` UTF-16 units, in order.
+                 budget: int = EVENT_CAP, now: "Optional[float]" = None,
+                 measure: "Optional[Callable[[str], int]]" = None,
+                 limit: "Optional[int]" = None) -> "tuple[Optional[str], list[Rendered], int]":
+    """Render as many of `items` as fit in `budget` UTF-16 units, in order, and (with `limit`)
+    in `limit` of the client's own unit, `measure` (measure_of): whole messages only. A message
+    that does not fit beside those before it waits for the next event; the first one alone is
+    rendered smaller (its body cut, and its Rendered says so) until it fits.
 
     items: [(msg, full_path, seen_path[, BodyView of a trimmed msg])]. Returns (text or None, [Rendered], deferred count).
     Nothing is dropped: what does not fit is counted as deferred."""
     now = time.time() if now is None else now
+    measure = units if measure is None else measure
     nonce = new_nonce()
     total_waiting = len(items) + remaining_after
     intro = (f"korus-mail: mail for this worktree ({field(worktree_path)}), as of {utc_stamp(as_of)}.\n"
              f"{PREAMBLE}\n")
-    tail_room = 160
+    tail_room = 160  # the closing line is ASCII: as many bytes as units
     left = budget - units(intro) - tail_room
+    room = None if limit is None else limit - measure(intro) - tail_room  # in the client's unit
     blocks: "list[Rendered]" = []
     for i, (msg, full_path, seen_path, *view) in enumerate(items):
         label = f"{i + 1}/{total_waiting}" if total_waiting < 10_000 else f"{i + 1}"
         cap = min(MESSAGE_CAP, left)
         if cap <= 0:
             break
-        r = render_message(msg, label, nonce, field(full_path, 400), field(seen_path, 400), cap, now,
-                           view=view[0] if view else None)
+        full, seen = field(full_path, 400), field(seen_path, 400)
+        body_view_ = view[0] if view else None
+        r = render_message(msg, label, nonce, full, seen, cap, now, view=body_view_)
         if r is None:
             break
         if r.truncated and blocks and cap < MESSAGE_CAP:
             break  # cut only for want of the room earlier messages took: it waits, to be shown whole or cut less
+        if room is not None and measure(r.text) + 2 > room:
+            if blocks:
+                break  # whole messages only: this one waits for the next event
+            while r is not None and measure(r.text) + 2 > room:  # alone and still too long: render it smaller
+                cap = min(cap - 1, cap * max(room - 2, 0) // max(measure(r.text), 1) - 8)
+                r = render_message(msg, label, nonce, full, seen, cap, now, view=body_view_) if cap > 0 else None
+            if r is None:
+                break
         blocks.append(r)
         left -= units(r.text) + 2
+        if room is not None:
+            room -= measure(r.text) + 2
     if not blocks:
         return None, [], len(items) + remaining_after
     deferred = len(items) - len(blocks) + remaining_after
@@ -301,6 +336,7 @@ def render_batch(items: "Sequence[tuple[Any, ...]]", worktree_path: str, as_of: 
         text += (f"\n\n{deferred} more message{'s' if deferred != 1 else ''} wait{'s' if deferred == 1 else ''};"
                  f" the next hook event shows them.")
     assert units(text) <= budget, (units(text), budget)
+    assert limit is None or measure(text) <= limit, (measure(text), limit)
     return text, blocks, deferred
 
 

@@ -102,9 +102,11 @@ class Codex:
             env["PATH"] = self.path_prefix + os.pathsep + env.get("PATH", "")
         return env
 
-    def run(self, prompt: str, cwd, resume: str | None = None, sandbox: str = "danger-full-access",
+    def run(self, prompt: str, cwd, resume: str | None = None, sandbox: str | None = "danger-full-access",
             trace: bool = False, extra: tuple = ()) -> CodexRun:
-        argv = [self.binary, "exec", "-s", sandbox, *extra]
+        # sandbox=None: no -s at all, Codex's own default (read-only in an untrusted project,
+        # workspace-write in a trusted one)
+        argv = [self.binary, "exec", *(["-s", sandbox] if sandbox else []), *extra]
         if resume:
             argv += ["resume", resume]
         argv.append(prompt)

@@ -73,12 +73,14 @@ def developer_texts(mock, needle=None):
 
 
 def test_codex_install_is_idempotent_trusted_checked_and_undone_byte_for_byte(clone, codex, codex_home, codex_bin):
+    """The project-trust wiring, which only an explicit --trust-codex-config chooses (the default
+    trusts no project: test_codex_sandbox_e2e.py)."""
     env = codex_env(codex_home, codex_bin)
     config = codex_home / "config.toml"
     before = config.read_bytes()
     exclude = clone.common_dir / "info" / "exclude"
     exclude_before = exclude.read_bytes() if exclude.exists() else None
-    proc = cli("install", "--client", "codex", cwd=clone.main, env=env)
+    proc = cli("install", "--client", "codex", "--trust-codex-config", cwd=clone.main, env=env)
     assert "trusted 5 hook(s) of ours" in proc.stdout, proc.stdout
     wired = [clone.main / ".codex" / "hooks.json", clone.web / ".codex" / "hooks.json"]
     assert all(p.is_file() for p in wired)
@@ -253,7 +255,11 @@ def test_codex_terminal_ui_without_its_daemon(clone, codex_home, codex_bin, tmp_
     try:
         subprocess.run(["unshare", "-n", "tmux", "-L", sock, "new-session", "-d", "-s", "t", "-x", "150", "-y", "40",
                         "-c", str(clone.web), pane], check=True, capture_output=True, text=True)
+        # install trusted no project: Codex asks the person, as it should (the choice is theirs)
+        _wait_screen(sock, "Trust this folder?")
+        _tmux(sock, "send-keys", "-t", "t", "C-m")  # 1. Trust and continue
         _wait_screen(sock, "Ask Codex to do anything")
+        time.sleep(1)
         _tmux(sock, "send-keys", "-t", "t", "hello")
         time.sleep(1)  # keys in one burst read as a paste, where Enter is a newline
         _tmux(sock, "send-keys", "-t", "t", "C-m")

@@ -164,7 +164,8 @@ def drain_facts(payload, environ):
              "find_launch": lambda: launch_of(environ), "account": account,
              "fast_key": fast_key_of(payload, environ),
              "event_key": lambda: event_key_of(payload.data),
-             "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT"))}
+             "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT")),
+             "context_unit": "utf-16"}  # Claude Code measures its 10,000 inline limit so (core/render.py)
     if payload.event == OPENING_EVENT and payload.source in NEW_CONTEXT_SOURCES:
         facts["new_context"] = True
     if payload.event in (OPENING_EVENT, END_EVENT):

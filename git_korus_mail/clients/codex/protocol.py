@@ -8,7 +8,8 @@ follows (Codex CLI 0.171.0, observed):
   and PostToolUse; plain stdout only at the first two, so we always answer in JSON;
 - Codex cuts an additionalContext over 2,500 tokens (it counts 4 UTF-8 bytes a token) to a
   head and a tail joined inside one line, which could glue a body's text onto a line of
-  ours: `fit` cuts first, below that limit, at line boundaries only;
+  ours: the core fits each batch below that limit at whole messages, measured in UTF-8
+  bytes (drain_facts), and `fit` guards any other text at whole lines and whole frames;
 - the session id survives `exec resume`, and hook context is replayed on resume; no hook's
   environment names the session or the process (launch.py proves the process), while the
   model's commands get CODEX_SESSION_ID (`session_of`).
@@ -93,7 +94,8 @@ def drain_facts(payload, environ):
     phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
     facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
              "find_launch": lambda: launch_of(payload), "account": account_of(environ),
-             "event_key": lambda: _event_key(payload.data)}
+             "event_key": lambda: _event_key(payload.data),
+             "context_unit": "utf-8", "context_limit": CONTEXT_LIMIT}  # Codex cuts at 10,000 UTF-8 bytes
     if payload.event == CONSUME_EVENT:
         facts["final_text"] = payload.last_message  # the automatic answer to open questions (core/answer.py)
     elif payload.event == "UserPromptSubmit":
@@ -130,29 +132,35 @@ def _utf8_len(text):
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def _frame_line(line, end):
+    return line.startswith("[mail ") and line.endswith(" end]" if end else " begin]")
+
+
 def fit(text, limit=CONTEXT_LIMIT):
-    """`text` within `limit` UTF-8 bytes: whole when it fits, else its first and last whole
-    lines around one line of ours that says how much was cut. Only whole lines are dropped,
-    so every line kept is as the core rendered it: a body line keeps its "| " prefix and no
-    body text can join a frame or a line of ours."""
+    """`text` within `limit` UTF-8 bytes. Mail never needs this: the core fits a batch at whole
+    messages in Codex's unit (drain_facts: context_unit, context_limit), so every receipt is
+    true. It guards any other text we pass: whole lines from the start, never part of a frame
+    (a frame cut open would let the next line pass as its body), then one line of ours."""
     if _utf8_len(text) <= limit:
         return text
     lines = text.split("\n")
     room = limit - 200  # the note's line
-    used, i, j = 0, 0, len(lines) - 1
-    while i <= j and used + _utf8_len(lines[i]) + 1 <= room // 2:  # the head: about half
-        used += _utf8_len(lines[i]) + 1
-        i += 1
-    while j >= i and used + _utf8_len(lines[j]) + 1 <= room:  # the tail: the rest
-        used += _utf8_len(lines[j]) + 1
-        j -= 1
-    head, tail = lines[:i], lines[j + 1:]
-    cut = lines[i:j + 1]
-    ids = [ln.split(" ", 2)[1] for ln in cut if ln.startswith("id ") and " · from " in ln]
-    note = (f"korus-mail: {sum(_utf8_len(ln) + 1 for ln in cut)} bytes cut here to fit Codex's context limit"
-            + (f"; messages partly shown: {', '.join(ids[:8])}" if ids else "")
-            + "; `git korus-mail status` lists what this worktree received")
-    return "\n".join(head + [note[:180]] + tail)
+    kept, used, open_at = [], 0, None
+    for line in lines:
+        n = _utf8_len(line) + 1
+        if used + n > room:
+            break
+        if _frame_line(line, end=False):
+            open_at = len(kept)
+        elif _frame_line(line, end=True):
+            open_at = None
+        kept.append(line)
+        used += n
+    if open_at is not None:
+        kept = kept[:open_at]
+    note = (f"korus-mail: {len(lines) - len(kept)} more lines cut here to fit Codex's context limit; "
+            f"`git korus-mail status` lists what this worktree received")
+    return "\n".join(kept + [note])
 
 
 def answer(event, context, notice, shown=None):

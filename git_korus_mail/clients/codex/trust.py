@@ -144,10 +144,30 @@ def _project_trusted(raw, project):
     return any(line.replace(" ", "") == 'trust_level="trusted"' for line in body.splitlines())
 
 
-def trust(codex, targets, sources, commands, rec, out):
+WRITABLE_ROOTS = "sandbox_workspace_write.writable_roots"
+TRUST_TURNS_ON = ("Codex then also applies that worktree's committed .codex/ files: config.toml "
+                  "(sandbox_mode, approval_policy, mcp_servers commands it starts) and hooks.json")
+
+
+def user_writable_roots(server):
+    """The user config's own `sandbox_workspace_write.writable_roots` (a list; None when unset):
+    the user layer alone, so a managed or project layer's roots are never copied into it."""
+    data = server.call("config/read", {"includeLayers": True}) or {}
+    for layer in data.get("layers") or ():
+        name = layer.get("name") or {}
+        if name.get("type") == "user":
+            roots = ((layer.get("config") or {}).get("sandbox_workspace_write") or {}).get("writable_roots")
+            return list(roots) if isinstance(roots, list) else None
+    return None
+
+
+def trust(codex, targets, sources, commands, rec, out, writable_root=None, untrust_projects=False):
     """Trust each project in `targets` ([(cwd, trust the project?)]) and exactly our hooks as
-    Codex lists them there, then prove it through `hooks/list`. `rec` is the scope's record of
-    the config. Returns [(cwd, problem)]."""
+    Codex lists them there, then prove it through `hooks/list`. `writable_root`: the mail root,
+    added to the sandbox's writable roots so the model's `send`, `ask` and `reply` can write in
+    Codex's default sandbox (docs/CLIENTS.md, "Codex CLI: the sandbox"). `untrust_projects`:
+    take back the project trust an earlier install gave (recorded as ours) that nobody chose.
+    `rec` is the scope's record of the config. Returns [(cwd, problem)]."""
     raw, mode = _snapshot()
     if "config" not in rec:
         rec["config"] = {"path": config_path(), "original": None if raw is None else raw.decode("utf-8", "surrogateescape"),
@@ -155,6 +175,14 @@ def trust(codex, targets, sources, commands, rec, out):
     keys = rec["config"]["keys"]
     problems = []
     with AppServer(codex) as server:
+        ours = [k for k in keys if k.startswith("projects.")] if untrust_projects else []
+        if ours:
+            server.call("config/batchWrite", {"edits": [{"keyPath": k, "value": None, "mergeStrategy": "replace"}
+                                                        for k in ours]})
+            for k in ours:
+                keys.remove(k)
+                out.write(f"codex config  {config_path()}  took back the trust of {k[len('projects.'):]} that an "
+                          f"earlier install gave (only --trust-codex-config trusts a project)\n")
         projects = [cwd for cwd, project in targets if project and not _project_trusted(raw, cwd)]
         if projects:
             edits = [{"keyPath": f'projects."{cwd}".trust_level', "value": "trusted", "mergeStrategy": "upsert"}
@@ -163,7 +191,19 @@ def trust(codex, targets, sources, commands, rec, out):
             for cwd in projects:
                 if f'projects."{cwd}"' not in keys:
                     keys.append(f'projects."{cwd}"')
-                out.write(f"codex config  {config_path()}  trusted the project {cwd} (trust_level = \"trusted\")\n")
+                out.write(f"codex config  {config_path()}  trusted the project {cwd} (trust_level = \"trusted\"): "
+                          f"{TRUST_TURNS_ON}\n")
+        added_root = False
+        if writable_root:
+            roots = user_writable_roots(server)
+            if writable_root not in (roots or ()):
+                added_root = True
+                server.call("config/batchWrite", {"edits": [{"keyPath": WRITABLE_ROOTS, "mergeStrategy": "upsert",
+                                                             "value": (roots or []) + [writable_root]}]})
+                rec["config"].setdefault("writable_root", writable_root)
+                rec["config"].setdefault("roots_before", roots)
+                out.write(f"codex config  {config_path()}  added {writable_root} to {WRITABLE_ROOTS}: the model's "
+                          f"send, ask and reply can write the mail root in Codex's workspace-write sandbox\n")
         edits = []
         for cwd, _project in targets:
             for hook in our_hooks(server, cwd, sources, commands).values():
@@ -176,7 +216,7 @@ def trust(codex, targets, sources, commands, rec, out):
         if edits:
             server.call("config/batchWrite", {"edits": edits})
             out.write(f"codex config  {config_path()}  trusted {len(edits)} hook(s) of ours\n")
-        if not projects and not edits:
+        if not projects and not edits and not added_root and not ours:
             out.write(f"codex config  {config_path()}  current\n")
         for cwd, _project in targets:
             problems += [(cwd, p) for p in verify_trust(server, cwd, sources, commands)]
@@ -218,13 +258,22 @@ def untrust(rec, out):
             os.chmod(path, conf.get("mode") or 0o600)
             out.write(f"codex config  {path}  restored\n")
         return
-    if raw is None or not conf.get("keys"):
+    if raw is None or not (conf.get("keys") or conf.get("writable_root")):
         return
     try:
         with AppServer(find_codex()) as server:
-            server.call("config/batchWrite", {"edits": [{"keyPath": k, "value": None, "mergeStrategy": "replace"}
-                                                        for k in conf["keys"]]})
+            edits = [{"keyPath": k, "value": None, "mergeStrategy": "replace"} for k in conf.get("keys") or ()]
+            ours = conf.get("writable_root")
+            roots = user_writable_roots(server) if ours else None
+            if ours and roots is not None and ours in roots:
+                left = [r for r in roots if r != ours]
+                # the key goes only when install made it and nothing else is in it now
+                edits.append({"keyPath": WRITABLE_ROOTS, "mergeStrategy": "replace",
+                              "value": None if not left and conf.get("roots_before") is None else left})
+            if edits:
+                server.call("config/batchWrite", {"edits": edits})
     except MailError as exc:
-        out.write(f"codex config  {path}  changed since install; left our keys {', '.join(conf['keys'])}: {exc}\n")
+        out.write(f"codex config  {path}  changed since install; left our keys "
+                  f"{', '.join(conf.get('keys') or [WRITABLE_ROOTS])}: {exc}\n")
         return
     out.write(f"codex config  {path}  changed since install: removed only our keys\n")

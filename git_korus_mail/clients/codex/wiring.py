@@ -1,13 +1,21 @@
 """Codex CLI's install wiring, in the terms install, uninstall and doctor ask every client for
 (clients.installers), plus the trust step Codex needs (trust.py).
 
-Per scope (docs/CLIENTS.md, "Codex CLI: what install writes"):
-- local: `.codex/hooks.json` in every worktree, each worktree's path a trusted project (Codex
-  0.171.0 loads a linked worktree's hooks from the main worktree's file, and only when the
-  linked worktree is trusted and has a .codex/ of its own: the same file in each covers both);
-- user: `$CODEX_HOME/hooks.json`, each entry with the repo anchor (`--repo`).
-Either way the user's `$CODEX_HOME/config.toml` gets the trust of exactly our hooks (and, for
-local, of the project), written by Codex's app-server and recorded so uninstall undoes it.
+Installing korus-mail never changes what a repository's own files may do (issue 21). In Codex,
+trusting a project (`[projects."<path>"] trust_level = "trusted"`) loads its `.codex/hooks.json`
+but also applies its committed `.codex/config.toml`: a sandbox_mode, the commands of its
+mcp_servers. So, per scope (docs/CLIENTS.md, "Codex CLI: what install writes"):
+- local, the default: our entries in the user's `$CODEX_HOME/hooks.json` with the repo anchor
+  (`--repo`): Codex loads user hooks in every project, trusted or not, and the anchor keeps
+  them to this clone's worktrees. No project is trusted;
+- local with `--trust-codex-config` (the person's explicit choice, recorded): `.codex/hooks.json`
+  in every worktree and each worktree's path a trusted project (Codex 0.171.0 loads a linked
+  worktree's hooks from the main worktree's file, and only when the linked worktree is trusted
+  and has a .codex/ of its own); a new worktree's post-checkout trusts it with a line that says so;
+- user: `$CODEX_HOME/hooks.json`, each entry with the repo anchor.
+Every scope trusts exactly our hooks (their hashes) in `$CODEX_HOME/config.toml`, and adds the
+mail root to `sandbox_workspace_write.writable_roots` (the model's send, ask and reply write
+there), both written by Codex's app-server and recorded so uninstall undoes them.
 """
 
 import os
@@ -16,10 +24,12 @@ from git_korus_mail.clients.codex import hooksfile, stub, trust
 from git_korus_mail.clients.codex import protocol as codex_protocol
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import hookdoc, selftest
-from git_korus_mail.wiring.postcheckout import repo_anchor
+from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
 
 NAME = "codex"
-NEEDS_POST_CHECKOUT = True  # a new worktree needs its .codex/ and its project trust
+NEEDS_POST_CHECKOUT = False  # user hooks cover every worktree; with --trust-codex-config, see needs_post_checkout
+TRUSTS_PROJECTS = True  # install passes trust_projects (--trust-codex-config) to settings_targets and after_wiring
+TRUST_KEY = "codex_trust_projects"  # where installed.json records that choice (the local scope's record)
 EXCLUDE_KEY = "exclude_codex"
 EXCLUDE_LINE = hooksfile.EXCLUDE_LINE
 EXCLUDE_COVERING = hooksfile.EXCLUDE_COVERING
@@ -32,20 +42,89 @@ wire_file = hooksfile.wire_file
 unwire_file = hooksfile.unwire_file
 
 
-def settings_targets(clone, scope, only_own=False):
+def trusts_projects(scope_rec):
+    """Did the person choose --trust-codex-config for this scope (recorded at install)?"""
+    return bool((scope_rec or {}).get(TRUST_KEY))
+
+
+def needs_post_checkout(scope_rec):
+    """A new worktree needs wiring only when each worktree has its own .codex/hooks.json."""
+    return trusts_projects(scope_rec)
+
+
+needs_exclude = needs_post_checkout  # .codex/hooks.json is written into worktrees only then
+
+
+def settings_targets(clone, scope, only_own=False, trust_projects=False):
     """([(hooks.json path, repo anchor or None, cwd)], skipped worktrees) for `scope`."""
-    if scope == "local":
+    if scope == "local" and trust_projects:
         targets, skipped = hookdoc.worktree_targets(clone, hooksfile.PROJECT_FILE, only_own)
         return [(path, None, wt.path) for path, wt in targets], skipped
+    if only_own:
+        return [], []  # a new worktree: the user's hooks.json and its anchor cover it already
     anchor = repo_anchor(clone)
     return [(hooksfile.user_hooks_path(), anchor, anchor)], []
 
 
-def _sources(clone, scope, wired):
-    """Every hooks.json of ours Codex may list for this scope (all worktrees' files for local)."""
+def wired_by_other_scope(record, scope, trust_projects):
+    """A line when the other scope's install already wires Codex in the same user hooks.json
+    (our entries there are the same for both scopes): this scope then wires nothing, so one
+    uninstall never takes out what the other still counts on, and no hook fires twice."""
+    other = "user" if scope == "local" else "local"
+    other_rec = record.scope(other) or {}
+    if NAME not in (other_rec.get("clients") or ()):
+        return None
+    uses_user_file = (lambda s, projects: s == "user" or not projects)
+    if not (uses_user_file(scope, trust_projects) and uses_user_file(other, trusts_projects(other_rec))):
+        return None
+    return (f"{hooksfile.user_hooks_path()}  already wired by the {other} scope's install (the same entries): "
+            f"not wired twice; `git korus-mail uninstall --scope {other}` takes them out")
+
+
+def own_config_worktrees(clone):
+    """[(worktree path, [its .codex/ entries that are not ours])]: worktrees whose committed
+    (or local) Codex config a project trust would turn on."""
+    out = []
+    for wt in clone.worktrees:
+        d = os.path.join(wt.path, ".codex")
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        theirs = [n for n in names if n != "hooks.json" or not _only_ours(os.path.join(d, n))]
+        if theirs:
+            out.append((wt.path, theirs))
+    return out
+
+
+def _only_ours(path):
+    try:
+        _raw, data = hooksfile.read(path)
+    except MailError:
+        return False
+    if data is None:
+        return True
+    return all(hooksfile.stub_of(h) for gs in (data.get("hooks") or {}).values()
+               for g in gs for h in g.get("hooks") or ())
+
+
+def tell_own_configs(clone, trusted, out):
+    """Name each worktree that holds Codex config of its own, and what install did about it."""
+    for path, names in own_config_worktrees(clone):
+        what = ", ".join(f".codex/{n}" for n in names)
+        if trusted:
+            out.write(f"codex trust  {path}  holds its own {what}: trusted by your --trust-codex-config, "
+                      f"so Codex applies it\n")
+        else:
+            out.write(f"codex trust  {path}  holds its own {what}: not trusted by install, so Codex leaves it "
+                      f"off until you trust that project yourself\n")
+
+
+def _sources(clone, projects, wired):
+    """Every hooks.json of ours Codex may list (all worktrees' files when each has its own)."""
     paths = {p for p, _r, _c in wired}
-    if scope == "local":
-        paths |= {p for p, _r, _c in settings_targets(clone, "local")[0]}
+    if projects:
+        paths |= {p for p, _r, _c in settings_targets(clone, "local", trust_projects=True)[0]}
     return paths
 
 
@@ -53,15 +132,43 @@ def commands(stub_file, repo):
     return [h["command"] for g in hooksfile.wanted_groups(stub_file, repo).values() for h in g["hooks"]]
 
 
-def after_wiring(clone, scope, wired, scope_rec, out):
-    """Trust what was wired (trust.py); [(cwd, problem)] for what Codex does not trust."""
+def after_wiring(clone, scope, wired, scope_rec, out, trust_projects=False):
+    """Trust what was wired (trust.py); [(cwd, problem)] for what Codex does not trust. Projects
+    are trusted only with --trust-codex-config, and every such trust is said, with what it turns on."""
     if not wired:
         return []
     root = clone.mail_root(create=False)
     repo = wired[0][1]
-    targets = [(cwd, scope == "local") for _p, _r, cwd in wired]
-    return trust.trust(trust.find_codex(), targets, _sources(clone, scope, wired),
-                       commands(stub_path(root), repo), scope_rec.setdefault(NAME, {}), out)
+    projects = scope == "local" and trust_projects
+    targets = [(cwd, projects) for _p, _r, cwd in wired]
+    if scope == "local" and not projects:
+        retire_project_files(scope_rec, stub_path(root), out)
+    problems = trust.trust(trust.find_codex(), targets, _sources(clone, projects, wired),
+                           commands(stub_path(root), repo), scope_rec.setdefault(NAME, {}), out,
+                           writable_root=os.path.realpath(root.path), untrust_projects=scope == "local" and not projects)
+    if not os.environ.get(POST_CHECKOUT_ENV):
+        tell_own_configs(clone, projects, out)
+        if not projects:
+            out.write("codex sandbox  in a project you have not trusted in Codex, its default sandbox is read-only: "
+                      "the model is shown mail but cannot send, ask or reply (they say so, and how: "
+                      "`codex --sandbox workspace-write`, or trust the project in Codex)\n")
+    return problems
+
+
+def retire_project_files(scope_rec, stub_file, out):
+    """An earlier install wired each worktree's .codex/hooks.json and trusted it without asking:
+    take our entries out of those files (restoring their bytes where we can). Left in, they
+    would fire beside the user hooks.json the day the person trusts the project."""
+    files = scope_rec.get("files") or {}
+    for path in [p for p in files if p.endswith(os.sep + hooksfile.PROJECT_FILE)]:
+        try:
+            state = hooksfile.unwire_file(path, stub_file, files.get(path))
+        except MailError as exc:
+            out.write(f"settings  {path}  not changed: {exc}\n")
+            continue
+        files.pop(path, None)
+        out.write(f"settings  {path}  {state or 'current'} (an earlier install's project wiring; "
+                  f"Codex is wired in the user's hooks.json now)\n")
 
 
 def after_unwiring(scope_rec, out):
@@ -69,8 +176,16 @@ def after_unwiring(scope_rec, out):
 
 
 def unwire_candidates(clone, scope, recorded):
-    found = [p for p, _r, _c in settings_targets(clone, scope)[0]]
-    return list(recorded) + [p for p in found if p not in recorded]
+    found = [p for p, _r, _c in settings_targets(clone, scope, trust_projects=scope == "local")[0]]
+    out = list(recorded) + [p for p in found if p not in recorded]
+    user_file = hooksfile.user_hooks_path()
+    root = clone.mail_root(create=False)
+    if user_file in out and user_file not in recorded and root is not None:
+        # the user hooks.json our other scope wires (wired_by_other_scope) is not this scope's to empty
+        from git_korus_mail.wiring import record as install_record
+        if wired_by_other_scope(install_record.Record.load(install_record.ensure_hooks_dir(root)), scope, False):
+            out.remove(user_file)
+    return out
 
 
 def calls_stub(path, stub_file):
@@ -80,14 +195,18 @@ def calls_stub(path, stub_file):
 def wired_files(clone, record, stub_file):
     """([(path, repo, cwd)] wired for this clone, skipped, local wired?): as record or disk say."""
     wired = []
-    targets, skipped = settings_targets(clone, "local")
-    local = recorded(record, "local") or any(calls_stub(p, stub_file) for p, _r, _c in targets)
-    if local:
+    rec = record.scope("local") or {}
+    targets, skipped = settings_targets(clone, "local", trust_projects=True)
+    projects = trusts_projects(rec) or any(calls_stub(p, stub_file) for p, _r, _c in targets)
+    if projects:
         wired += targets
+    else:
+        skipped = []
     user = settings_targets(clone, "user")[0]
-    if recorded(record, "user") or any(calls_stub(p, stub_file) for p, _r, _c in user):
-        wired += user
-    return wired, skipped, local
+    if recorded(record, "user") or any(calls_stub(p, stub_file) for p, _r, _c in user) or recorded(record, "local"):
+        wired += user if not projects or recorded(record, "user") else []
+    # "local" tells doctor to want a post-checkout hook: only worktree files need one
+    return wired, skipped, projects
 
 
 def recorded(record, scope):
@@ -102,6 +221,20 @@ def run_stub_once(stub_file, repo, cwd):
                                 "SessionStart", None,
                                 selftest.GIT_VARS, codex_protocol.check_answer,
                                 silent="the stub printed nothing at SessionStart")
+
+
+def _sandbox_problems(server, root):
+    """[problem] when the model's send, ask and reply cannot write the mail root in Codex's
+    workspace-write sandbox: the mail root is not among the user config's writable roots."""
+    mail = os.path.realpath(root.path)
+    try:
+        roots = trust.user_writable_roots(server) or []
+    except MailError as exc:
+        return [f"cannot read Codex's writable roots: {exc}"]
+    if mail in roots:
+        return []
+    return [f"{mail} is not in {trust.WRITABLE_ROOTS}: in Codex's sandbox the model cannot send, ask or reply; "
+            f"run `git korus-mail install --client codex`"]
 
 
 def check(root, stub_file, wired, run_stub=True):
@@ -136,6 +269,8 @@ def check(root, stub_file, wired, run_stub=True):
                 except MailError as exc:
                     problems.append(str(exc))
             results.append((path, problems))
+        if server is not None and wired:
+            results.append((f"{trust.config_path()} ({trust.WRITABLE_ROOTS})", _sandbox_problems(server, root)))
     finally:
         if server is not None:
             server.close()
