@@ -150,7 +150,8 @@ message id, a prefix only one message has, or its end as the person's line shows
 options:
   --repo=<path>   the clone whose queue to read
   --json          machine-readable, every detail
-  --raw           write the body's bytes unchanged (for a pipe), nothing else
+  --raw           write the body's bytes unchanged, nothing else: to a pipe or file,
+                  never a terminal (refused)
 """,
     "cancel": """\
 usage:
