@@ -258,25 +258,25 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
     thread, wake: store/message.build).
 
     Each result is {"to", "ok", "error"} for a target not queued, or {"to", "ok", "id", "path",
-    "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link)."""
+    "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link).
+
+    All or nothing: every target is checked before the first is published, and one that cannot
+    be mailed means none is (issue 21, item 8: a retry of a half-queued send doubled the rest)."""
+    # the receiver's backlog, read once (a bad setting refuses the send: MailError, one line);
+    # advice only, as any writer can skip it: the drain holds back what passes it (core/limits.py)
+    backlog = None if kind == limitconf.ANSWER else limitconf.read(clone.common_dir).backlog
+    refused = _refusals(clone, targets, session, backlog)
+    if refused:
+        root = clone.mail_root()
+        return _none_queued(targets, refused), bool(root is not None and root.is_off())
     root = clone.mail_root(create=True)
     assert root is not None  # for mypy: create=True makes the root or raises
     own = clone.own_worktree()
     sender: Dict[str, Optional[str]] = {"path": clone.own_key.path, "branch": own.branch if own else None,
               "session": sender_session}
     results: List[Result] = []
-    # the receiver's backlog, read once (a bad setting refuses the send: MailError, one line);
-    # advice only, as any writer can skip it: the drain holds back what passes it (core/limits.py)
-    backlog = None if kind == limitconf.ANSWER else limitconf.read(clone.common_dir).backlog
     for t in targets:
-        if t.error:
-            results.append({"to": t.dest, "ok": False, "error": t.error})
-            continue
-        assert t.key is not None  # for mypy: resolve gives a key to every Target without an error
-        if t.session and session and t.session != session:
-            results.append({"to": t.dest, "ok": False, "error": f"{t.dest} is session {t.session}, "
-                                                                 f"but --session says {session}"})
-            continue
+        assert t.key is not None  # for mypy: every target here resolved (_refusals checked each)
         msg: Optional[Message] = None
         box: Optional[Box] = None
         try:
@@ -311,6 +311,38 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
         results.append({"to": t.dest, "ok": True, "id": msg["id"], "path": t.path, "box": t.key.name,
                         "session": msg.get("session"), "expires_at": msg["expires_at"], "warnings": warnings})
     return results, root.is_off()
+
+
+def _refusals(clone: "Clone", targets: "Sequence[Target]", session: "Optional[str]",
+              backlog: "Optional[int]") -> "Dict[int, str]":
+    """{index: why} for each target that cannot be mailed now, checked before anything is queued:
+    it did not resolve, its session name contradicts --session, or its box is full."""
+    out: "Dict[int, str]" = {}
+    root = clone.mail_root()
+    for i, t in enumerate(targets):
+        if t.error:
+            out[i] = t.error
+        elif t.session and session and t.session != session:
+            out[i] = f"{t.dest} is session {t.session}, but --session says {session}"
+        elif root is not None and t.key is not None:
+            try:
+                box = root.box(t.key.name)
+                full = _full(box, backlog) if box is not None else None
+            except (MailError, OSError):
+                full = None  # a box that cannot be read now is refused, if at all, when publishing
+            if full:
+                out[i] = f"{t.dest}: {full}"
+    return out
+
+
+def _none_queued(targets: "Sequence[Target]", refused: "Dict[int, str]") -> "List[Result]":
+    """The results of a send refused as a whole: each refused target with its reason, every other
+    one not queued because of them (named, so the sender knows what to fix or drop)."""
+    bad = ", ".join(targets[i].dest for i in sorted(refused))
+    return [{"to": t.dest, "ok": False,
+             "error": refused.get(i) or f"{t.dest}: nothing is queued while {bad} cannot be mailed; "
+                                        f"fix or drop it, then send again"}
+            for i, t in enumerate(targets)]
 
 
 def _full(box: "Box", backlog: "Optional[int]") -> "Optional[str]":
