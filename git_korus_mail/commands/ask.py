@@ -42,7 +42,7 @@ def run(clone, args, out):
     if rec is None:
         line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
                 f"mail ({ask.LONGER})")
-        seen = verdict.judge(q.target, q.id)  # delivered only on the drain's proof (docs/HOOKS.md)
+        seen = verdict.judge(q.target, q.id, q.msg.get("session"))  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
                                   "note": line, **seen}, indent=2) + "\n")

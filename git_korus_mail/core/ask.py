@@ -61,6 +61,8 @@ def target_of(clone: "Clone", dest: str, roster: "Optional[Callable[[], List[Any
     if dest == "all":
         raise UsageError("--to all: a question goes to exactly one worktree")
     t = send.resolve(clone, [dest], roster=roster)[0]
+    if t.stopped is not None and t.path is not None:
+        raise MailError(send.stopped_session(dest, t.stopped, t.path, "ask"))
     if t.error:
         raise MailError(t.error)
     assert t.key is not None

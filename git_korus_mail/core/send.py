@@ -32,15 +32,17 @@ SIZE_PROBE_BYTES = 64 * 1024 * 1024
 
 
 class Target:
-    __slots__ = ("dest", "key", "path", "error", "git_dir", "session", "nomatch")
+    __slots__ = ("dest", "key", "path", "error", "git_dir", "session", "nomatch", "stopped")
 
     def __init__(self, dest: str, key: "Optional[keys.Key]" = None, path: "Optional[str]" = None,
                  error: "Optional[str]" = None, git_dir: "Optional[str]" = None,
-                 session: "Optional[str]" = None, nomatch: bool = False) -> None:
+                 session: "Optional[str]" = None, nomatch: bool = False,
+                 stopped: "Optional[Session]" = None) -> None:
         self.dest, self.key, self.path, self.error = dest, key, path, error
         self.git_dir = git_dir  # the worktree's admin dir (common dir for main): its identity
         self.session = session  # a session name's session id: the filter (the address stays the path)
         self.nomatch = nomatch  # dest named no worktree, worktree name or box key at all
+        self.stopped = stopped  # the roster row of a named session that no longer runs (the refusal's why)
 
 
 def read_body(arg: "Optional[str]") -> str:
@@ -184,8 +186,25 @@ def _by_session_name(dest: str, name: str, wt_keys: "WorktreeKeys", sessions: "L
         if k.name == one["box"]:
             if wt.prunable:
                 return Target(dest, error=f"{dest}: session {name}'s worktree {wt.path} is prunable (its directory is gone)")
+            if one["state"] not in roster.LIVE_STATES:
+                # Mail for a session that no longer runs is shown only to a resume of it: a new
+                # session in that worktree never sees it (issue 21, item 9). The sender chooses.
+                return Target(dest, path=wt.path, error=stopped_session(dest, one, wt.path, "send"), stopped=one)
             return Target(dest, k, wt.path, git_dir=wt.admin_dir, session=one["session"])
     return Target(dest, error=f"{dest}: session {name} ran in {one['worktree']}, which is no worktree of this clone now")
+
+
+def stopped_session(dest: str, row: "Session", path: str, command: str) -> str:
+    """The refusal of a session name whose session no longer runs: one line that names the two
+    choices, mail the worktree or keep it for a resume of that session (send has both)."""
+    since = f" since {row['as_of']}" if row.get("as_of") else ""
+    head = (f"{dest}: session {row.get('name')} ({row['session']}) is {row['state']}{since}; "
+            f"nothing {'asked' if command == 'ask' else 'queued'}: ")
+    if command == "ask":
+        return head + (f"ask --to {path} asks whoever runs there (or the next session to start), "
+                       f"or resume that session and ask it again")
+    return head + (f"--to {path} mails the worktree (any session there), or --to {path} --session "
+                   f"{row['session']} keeps it for a resume of that session alone")
 
 
 def _resolve_one(clone: "Clone", dest: str, wt_keys: "WorktreeKeys", box_names: "List[str]",
