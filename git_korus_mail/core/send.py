@@ -189,22 +189,9 @@ def _by_session_name(dest: str, name: str, wt_keys: "WorktreeKeys", sessions: "L
             if one["state"] not in roster.LIVE_STATES:
                 # Mail for a session that no longer runs is shown only to a resume of it: a new
                 # session in that worktree never sees it (issue 21, item 9). The sender chooses.
-                return Target(dest, path=wt.path, error=stopped_session(dest, one, wt.path, "send"), stopped=one)
+                return Target(dest, path=wt.path, error=roster.stopped(dest, one, wt.path, "send"), stopped=one)
             return Target(dest, k, wt.path, git_dir=wt.admin_dir, session=one["session"])
     return Target(dest, error=f"{dest}: session {name} ran in {one['worktree']}, which is no worktree of this clone now")
-
-
-def stopped_session(dest: str, row: "Session", path: str, command: str) -> str:
-    """The refusal of a session name whose session no longer runs: one line that names the two
-    choices, mail the worktree or keep it for a resume of that session (send has both)."""
-    since = f" since {row['as_of']}" if row.get("as_of") else ""
-    head = (f"{dest}: session {row.get('name')} ({row['session']}) is {row['state']}{since}; "
-            f"nothing {'asked' if command == 'ask' else 'queued'}: ")
-    if command == "ask":
-        return head + (f"ask --to {path} asks whoever runs there (or the next session to start), "
-                       f"or resume that session and ask it again")
-    return head + (f"--to {path} mails the worktree (any session there), or --to {path} --session "
-                   f"{row['session']} keeps it for a resume of that session alone")
 
 
 def _resolve_one(clone: "Clone", dest: str, wt_keys: "WorktreeKeys", box_names: "List[str]",
@@ -284,10 +271,10 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
     # the receiver's backlog, read once (a bad setting refuses the send: MailError, one line);
     # advice only, as any writer can skip it: the drain holds back what passes it (core/limits.py)
     backlog = None if kind == limitconf.ANSWER else limitconf.read(clone.common_dir).backlog
-    refused = _refusals(clone, targets, session, backlog)
-    if refused:
+    refused = _refused(clone, targets, session, backlog)
+    if refused is not None:
         root = clone.mail_root()
-        return _none_queued(targets, refused), bool(root is not None and root.is_off())
+        return refused, bool(root is not None and root.is_off())
     root = clone.mail_root(create=True)
     assert root is not None  # for mypy: create=True makes the root or raises
     own = clone.own_worktree()
@@ -295,7 +282,7 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
               "session": sender_session}
     results: List[Result] = []
     for t in targets:
-        assert t.key is not None  # for mypy: every target here resolved (_refusals checked each)
+        assert t.key is not None  # for mypy: every target here resolved (_refused checked each)
         msg: Optional[Message] = None
         box: Optional[Box] = None
         try:
@@ -332,36 +319,22 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
     return results, root.is_off()
 
 
-def _refusals(clone: "Clone", targets: "Sequence[Target]", session: "Optional[str]",
-              backlog: "Optional[int]") -> "Dict[int, str]":
-    """{index: why} for each target that cannot be mailed now, checked before anything is queued:
-    it did not resolve, its session name contradicts --session, or its box is full."""
-    out: "Dict[int, str]" = {}
+def _refused(clone: "Clone", targets: "Sequence[Target]", session: "Optional[str]",
+             backlog: "Optional[int]") -> "Optional[List[Result]]":
+    """None when every target can be mailed now; else the results of a send refused as a whole:
+    each target that cannot (unresolved, its name contradicts --session, its box full) with its
+    reason, every other one naming those (so the sender knows what to fix or drop)."""
+    why: "Dict[int, str]" = {}
     root = clone.mail_root()
     for i, t in enumerate(targets):
-        if t.error:
-            out[i] = t.error
-        elif t.session and session and t.session != session:
-            out[i] = f"{t.dest} is session {t.session}, but --session says {session}"
-        elif root is not None and t.key is not None:
-            try:
-                box = root.box(t.key.name)
-                full = _full(box, backlog) if box is not None else None
-            except (MailError, OSError):
-                full = None  # a box that cannot be read now is refused, if at all, when publishing
-            if full:
-                out[i] = f"{t.dest}: {full}"
-    return out
-
-
-def _none_queued(targets: "Sequence[Target]", refused: "Dict[int, str]") -> "List[Result]":
-    """The results of a send refused as a whole: each refused target with its reason, every other
-    one not queued because of them (named, so the sender knows what to fix or drop)."""
-    bad = ", ".join(targets[i].dest for i in sorted(refused))
-    return [{"to": t.dest, "ok": False,
-             "error": refused.get(i) or f"{t.dest}: nothing is queued while {bad} cannot be mailed; "
-                                        f"fix or drop it, then send again"}
-            for i, t in enumerate(targets)]
+        box = root.box(t.key.name) if root is not None and t.key is not None and not t.error else None
+        full = _full(box, backlog) if box is not None else None
+        if t.error or full or (t.session and session and t.session != session):
+            why[i] = t.error or (f"{t.dest}: {full}" if full else
+                                 f"{t.dest} is session {t.session}, but --session says {session}")
+    bad = ", ".join(targets[i].dest for i in sorted(why))
+    return [{"to": t.dest, "ok": False, "error": why.get(i) or f"{t.dest}: nothing is queued while {bad} "
+             f"cannot be mailed; fix or drop it, then send again"} for i, t in enumerate(targets)] if why else None
 
 
 def _full(box: "Box", backlog: "Optional[int]") -> "Optional[str]":

@@ -21,7 +21,8 @@ DEFAULT_WAIT = 2.0  # seconds send waits for the proof by default
 POLL = 0.05
 
 
-def _launch_alive(tag: "Optional[str]") -> bool:
+def launch_alive(tag: "Optional[str]") -> bool:
+    """Whether the client launch of this tag (store/launch.py) still runs."""
     parsed = parse_tag(tag) if isinstance(tag, str) else None
     if parsed is None:
         return False
@@ -45,7 +46,7 @@ def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None) -> "Dict[st
         return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": {"session": session},
                 "why": f"consumed by session {session}"}
     for shown in markers.shown_by(box, msg_id):
-        if _launch_alive(shown.get("launch")):
+        if launch_alive(shown.get("launch")):
             return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": shown,
                     "why": f"shown to session {shown.get('session')} at {shown.get('event')}"}
     if state not in (None, "queued"):
