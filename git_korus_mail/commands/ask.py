@@ -1,8 +1,9 @@
 """`ask`: queue a question for one worktree and wait for its answer (core/ask.py does the work).
 
 Exit status: 0 answered (explicitly, or automatically with the recipient's final message);
-2 no answer in time (it arrives later as ordinary mail); 3 the question ended unanswered
-(status failed or stopped); 1 an error, nothing asked."""
+2 no answer in time, or none can come soon (no session there can answer or be woken, or the
+one shown the question stopped running): it arrives later as ordinary mail; 3 the question
+ended unanswered (status failed or stopped); 1 an error, nothing asked."""
 
 import json
 import os
@@ -44,10 +45,21 @@ def run(clone, args, out):
     if rec is None:
         line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
                 f"mail ({ask.LONGER})")
-        seen = verdict.judge(q.target, q.id)  # delivered only on the drain's proof (docs/HOOKS.md)
+        seen = verdict.judge(q.target, q.id, q.msg.get("session"))  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
                                   "note": line, **seen}, indent=2) + "\n")
+        else:
+            out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
+        out.flush()
+        return EXIT_TIMEOUT
+    if rec.get("left_queued"):  # nobody there can answer soon: not waited out (core/ask.py)
+        line = (f"question {q.id} is queued, and no answer can come soon: {safe(rec['how'])}; "
+                f"the answer will arrive later as ordinary mail")
+        seen = verdict.judge(q.target, q.id, q.msg.get("session"))
+        if args.json:
+            out.write(json.dumps({"question": q.id, "status": "queued", "reason": rec["how"], "note": line,
+                                  **seen}, indent=2) + "\n")
         else:
             out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
         out.flush()

@@ -8,15 +8,20 @@ box as mail. A killed ask loses nothing: its wait's owner is dead, so the wait s
 counting, and the answer waits in the box as ordinary mail. When the answer has been
 written and flushed, `delivered` consumes that mail (a receipt naming this ask), so the drain
 does not show it again; an ask that dies before that leaves it for the drain to show.
+
+A wait nobody can end is not waited out (omp-mail's rules, issue 21 item 10): when no session
+there can answer soon (one working, or idle and wakeable), the question stays queued and `wait`
+returns at once; and when the session that was shown it stops running, or no session runs
+there any more, the wait ends at once. Either way the answer comes later as ordinary mail.
 """
 
 import os
 import time
 
-from git_korus_mail.core import send
+from git_korus_mail.core import send, verdict
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store import answers, message, sent
+from git_korus_mail.store import answers, markers, message, presence, sent
 from git_korus_mail import crash
 
 TYPE_CHECKING = False
@@ -62,6 +67,9 @@ def target_of(clone: "Clone", dest: str, roster: "Optional[Callable[[], List[Any
     if dest == "all":
         raise UsageError("--to all: a question goes to exactly one worktree")
     t = send.resolve(clone, [dest], roster=roster)[0]
+    if t.stopped is not None and t.path is not None:
+        from git_korus_mail.core.roster import stopped
+        raise MailError(stopped(dest, t.stopped, t.path, "ask"))
     if t.error:
         raise MailError(t.error)
     assert t.key is not None
@@ -87,9 +95,11 @@ def _path_of(root: "MailRoot", key_name: str) -> str:
 class Question:
     """One asked question: what `wait` and `delivered` need."""
 
-    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float) -> None:
+    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float,
+                 nobody: "Optional[str]" = None) -> None:
         self.root, self.target, self.msg, self.deadline = root, target, msg, deadline
         self.id = str(msg["id"])
+        self.nobody = nobody  # why no session there could answer when it was asked (nobody_to_answer)
 
 
 def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[str]",
@@ -115,6 +125,9 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
         raise Refused(_refusal(chain, root))
     box = root.box(t.key.name, create=True, path=t.key.path, owner=send.owner_of(clone, t))
     assert box is not None
+    # judged before the question is queued: a wake-up watcher disarms as soon as it sees new
+    # mail, so the moment after, the session it is waking would look idle and unwakeable
+    nobody = nobody_to_answer(box, t.session)
     try:
         box.publish(msg, message.encode(msg))
     except BaseException:
@@ -127,15 +140,56 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     except (OSError, MailError):
         pass  # bookkeeping for status: the question is queued and its wait open all the same
     root.journal("asked", id=qid, box=t.key.name, sender=clone.own_key.path, timeout=timeout)
-    return Question(root, box, msg, deadline)
+    return Question(root, box, msg, deadline, nobody)
+
+
+def nobody_to_answer(box: "Box", only_for: "Optional[str]") -> "Optional[str]":
+    """Why no session in `box` (only session `only_for`, when the question is filtered to one)
+    can answer soon, or None when one can: a session working is shown the question at its next
+    tool call, and an idle one the wake-up tier can wake is woken by it. An idle session that
+    cannot be woken sees it only when a person prompts it: nothing to wait for either."""
+    records = [r for r in presence.sessions(box) if only_for is None or r.get("session") == only_for]
+    live = [r for r in records if r["liveness"] in presence.LIVE]
+    for r in live:
+        if r["liveness"] == "working" or presence.wakeable_until(box, r):
+            return None
+    if not live:
+        return f"session {only_for} does not run there" if only_for else "no session runs there"
+    who = f"session {only_for}" if only_for else "the session there" if len(live) == 1 else "the sessions there"
+    return (f"{who} {'is' if len(live) == 1 else 'are'} idle and cannot be woken (install --urgent arms "
+            f"the wake-up tier); the question is shown at the next prompt")
+
+
+def holder_stopped(q: "Question") -> "Optional[str]":
+    """Why the wait can end now although nothing answered: every launch that was shown the
+    question has stopped running (a killed or exited session runs no Stop, so no automatic
+    answer comes), or no session (of the filter) runs there any more. None while one may answer."""
+    only_for = q.msg.get("session")
+    shown = markers.shown_by(q.target, q.id)
+    if shown and not any(verdict.launch_alive(m.get("launch")) for m in shown):
+        return f"session {shown[0].get('session')}, which was shown it, stopped running"
+    if not any(r["liveness"] in presence.LIVE for r in presence.sessions(q.target)
+               if only_for is None or r.get("session") == only_for):
+        return f"session {only_for} stopped running" if only_for else "no session runs there any more"
+    return None
+
+
+def _left_queued(q: "Question", why: str) -> "Dict[str, Any]":
+    answers.close_wait(q.root, q.id)
+    return {"question": q.id, "status": "queued", "how": why, "left_queued": True}
 
 
 def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optional[Dict[str, Any]]":
     """The answer record once one is decided; None at the deadline (the wait is then closed). A
     question that can no longer be answered (the receiver's limits dropped it, it expired, its
-    sender cancelled it) ends the wait at once with a record of that state and no message."""
+    sender cancelled it) ends the wait at once with a record of that state and no message. A
+    question nobody could answer soon when asked (`nobody_to_answer`: at once), or whose holder
+    stopped (`holder_stopped`, while waiting) ends it with {"status": "queued", "how": <why>, "left_queued": True}: the question
+    stays queued and its answer comes as mail."""
     delay = POLL_FIRST
     checked = time.time()
+    if q.nobody is not None and answers.answer_of(q.target, q.id) is None:
+        return _left_queued(q, q.nobody)
     while True:
         rec = answers.answer_of(q.target, q.id)
         if rec is not None:
@@ -146,6 +200,9 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
             if state in ENDED:
                 answers.close_wait(q.root, q.id)
                 return {"question": q.id, "status": state, "how": ENDED[state], "detail": detail}
+            why = holder_stopped(q)
+            if why is not None and answers.answer_of(q.target, q.id) is None:
+                return _left_queued(q, why)
         left = q.deadline - time.time()
         if left <= 0:
             answers.close_wait(q.root, q.id)

@@ -225,3 +225,16 @@ def pick(hits: "List[Session]") -> "Tuple[Optional[Session], List[Session]]":
     if len(pool) == 1:
         return pool[0], []
     return None, pool
+
+
+def stopped(dest: str, row: "Session", path: str, command: str) -> str:
+    """The refusal of a session name whose session no longer runs: one line that names the two
+    choices, mail the worktree or keep it for a resume of that session (send has both)."""
+    since = f" since {row['as_of']}" if row.get("as_of") else ""
+    head = (f"{dest}: session {row.get('name')} ({row['session']}) is {row['state']}{since}; "
+            f"nothing {'asked' if command == 'ask' else 'queued'}: ")
+    if command == "ask":
+        return head + (f"ask --to {path} asks whoever runs there (or the next session to start), "
+                       f"or resume that session and ask it again")
+    return head + (f"--to {path} mails the worktree (any session there), or --to {path} --session "
+                   f"{row['session']} keeps it for a resume of that session alone")

@@ -21,7 +21,8 @@ DEFAULT_WAIT = 2.0  # seconds send waits for the proof by default
 POLL = 0.05
 
 
-def _launch_alive(tag: "Optional[str]") -> bool:
+def launch_alive(tag: "Optional[str]") -> bool:
+    """Whether the client launch of this tag (store/launch.py) still runs."""
     parsed = parse_tag(tag) if isinstance(tag, str) else None
     if parsed is None:
         return False
@@ -33,8 +34,9 @@ def _launch_alive(tag: "Optional[str]") -> bool:
                          "boot": mine["boot"]})[0] == "alive"
 
 
-def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
-    """{"verdict", "as_of", "why", "shown_to"?} for a queued message, as things are now."""
+def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None) -> "Dict[str, Any]":
+    """{"verdict", "as_of", "why", "shown_to"?} for a queued message, as things are now;
+    `only_for` is the message's session filter (only that session is ever shown it)."""
     now = time.time()
     try:
         state, session = box.fate(msg_id)
@@ -44,16 +46,24 @@ def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
         return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": {"session": session},
                 "why": f"consumed by session {session}"}
     for shown in markers.shown_by(box, msg_id):
-        if _launch_alive(shown.get("launch")):
+        if launch_alive(shown.get("launch")):
             return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": shown,
                     "why": f"shown to session {shown.get('session')} at {shown.get('event')}"}
     if state not in (None, "queued"):
         return {"verdict": "queued", "as_of": utc_stamp(now), "why": f"not delivered: it is {state}"}
-    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box)}
+    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, only_for)}
 
 
-def _why_queued(box: "Box") -> str:
-    live = [r for r in presence.sessions(box) if r["liveness"] in ("working", "idle")]
+def _why_queued(box: "Box", session: "Optional[str]" = None) -> str:
+    records = presence.sessions(box)
+    if session is not None:
+        # mail filtered to one session waits for that session alone: never "when one starts"
+        # when a new session there would not be shown it (issue 21, item 9)
+        records = [r for r in records if r.get("session") == session]
+        if not any(r["liveness"] in ("working", "idle") for r in records):
+            return (f"for session {session} alone, which is not running: it is shown only when that "
+                    f"session is resumed; no other session there is shown it")
+    live = [r for r in records if r["liveness"] in ("working", "idle")]
     if not live:
         return "no live session there; it is shown when one starts"
     if any(r["liveness"] == "working" for r in live):
@@ -93,19 +103,19 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: "Opti
         if box is None:
             r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "its box is gone"})
             continue
-        r.update(judge(box, r["id"]))
+        r.update(judge(box, r["id"], r.get("session")))
         if r["verdict"] == "queued" and wait > 0 and worth_waiting(box, sender, working):
             pending.append((r, box))
     while pending and time.time() < deadline:
         time.sleep(POLL)
         still = []
         for r, box in pending:
-            r.update(judge(box, r["id"]))
+            r.update(judge(box, r["id"], r.get("session")))
             if r["verdict"] == "queued":
                 still.append((r, box))
         pending = still
     for r, box in pending:
-        r.update(judge(box, r["id"]))
+        r.update(judge(box, r["id"], r.get("session")))
 
 
 def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: "Optional[float]",

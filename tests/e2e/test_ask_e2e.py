@@ -63,6 +63,24 @@ def qid_in(req) -> str:
     return m.group(1)
 
 
+def wait_working(mail: Mail, timeout: float = 60) -> None:
+    """Until b's session is at work (its presence says so): an ask to a worktree where no
+    session can answer or be woken leaves the question queued and returns at once (core/ask.py)."""
+    import json
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = mail.box_b.dir
+        for f in (d / "sessions").glob("*.json") if d is not None and (d / "sessions").is_dir() else []:
+            try:
+                if json.loads(f.read_text()).get("state") == "working":
+                    return
+            except ValueError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError("b's session never reached work")
+
+
 def tool_result_after(api: MockAPI, needle: str) -> str:
     """The decoded text of the first request whose body holds `needle` (a tool result)."""
     hits = [r for r in api.agent_requests() if r.contains(needle)]
@@ -81,6 +99,7 @@ def test_busy_recipient_replies_and_the_answer_is_the_askers_tool_result(mail, p
     ])
     api_a.set_script([bash(ask_cmd(mail.b, "what is six times seven?")), text("got it")])
     pb = b.start("work on the schema", mail.b)
+    wait_working(mail)
     ra = a.run("ask b", mail.a, timeout=120)
     rb = pb.finish(120)
     assert ra.rc == 0 and rb.rc == 0, (ra.describe(), rb.describe())
@@ -101,6 +120,7 @@ def test_recipient_that_never_replies_answers_with_its_final_message(mail, pair)
     api_b.set_script([bash(wait_for_question(mail, mail.b)), text("The final answer is 42, see schema.sql.")])
     api_a.set_script([bash(ask_cmd(mail.b, "what did you find?")), text("ok")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     ra = a.run("ask b", mail.a, timeout=120)
     pb.finish(120)
     result = tool_result_after(api_a, "ask-exit=")
@@ -114,6 +134,7 @@ def test_recipient_whose_run_fails_ends_the_wait_with_failed(mail, pair):
     api_b.set_script([bash(wait_for_question(mail, mail.b))] + [too_long] * 8)
     api_a.set_script([bash(ask_cmd(mail.b, "are you there?")), text("ok")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     a.run("ask b", mail.a, timeout=120)
     pb.finish(120)
     result = tool_result_after(api_a, "ask-exit=")
@@ -141,6 +162,7 @@ def test_cli_ask_from_a_plain_shell_prints_the_answer(mail, pair):
     api_b.set_script([bash(wait_for_question(mail, mail.b)),
                       lambda req: bash(f"{HELPER} reply {qid_in(req)} -- 'from b'"), text("done")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     proc = subprocess.run([HELPER, "ask", f"--to={mail.b}", "--timeout=60", "--", "cli question?"],
                           cwd=str(mail.a), capture_output=True, text=True, timeout=120,
                           env={k: v for k, v in __import__("os").environ.items() if not k.startswith("CLAUDE")})
@@ -165,6 +187,7 @@ def test_stop_continued_by_another_hook_answers_with_the_first_stops_text(mail, 
     api_b.set_script([bash(wait_for_question(mail, mail.b)), text("first final"), text("second final")])
     api_a.set_script([bash(ask_cmd(mail.b, "which final?")), text("ok")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     a.run("ask b", mail.a, timeout=120)
     pb.finish(120)
     stops = [_json.loads(line) for line in log.read_text().splitlines() if line.strip()]
@@ -190,6 +213,7 @@ def test_user_interrupt_ends_the_wait_with_stopped_at_the_next_prompt(mail, pair
         t.wait_until(lambda: "shift+tab" in t.screen_text(), 60, "the prompt")
         t.type("work on it")
         t.type("\r")
+        wait_working(mail)
         pa = a.start("ask b", mail.a)
         t.wait_until(lambda: any("time.sleep(60)" in r.reply for r in api_b.agent_requests()), 60, "the slow tool call")
         time.sleep(1.5)
