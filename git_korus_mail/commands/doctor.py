@@ -235,7 +235,7 @@ def _check_claims(box, findings):
                 continue  # released while we looked
             who = (f"pid {_e(owner.get('pid'))} ({_e(owner.get('purpose') or '?')}, "
                    f"session {_e(owner.get('session') or '-')})")
-            verdict, known = claims.judge(owner)
+            verdict, known = claims.judge(owner, box.root)
             if verdict == "dead":
                 findings.add("claims", False, where, f"claim {shown} is held by {who}, which is dead: {_e(known)}",
                              "git korus-mail list (reading a box finishes or undoes a dead owner's move)")

@@ -106,8 +106,10 @@ def asked(box: "Box") -> "List[Dict[str, Any]]":
 def open_wait(root: "MailRoot", qid: str, asker: str, target: str, deadline: float,
               launch: "Optional[str]") -> None:
     """Record that this process now waits for the answer to `qid` (asker and target: box keys)."""
+    from git_korus_mail.store import life
+    life.hold(root)  # so its owner is proven alive or dead from any pid namespace (Codex's sandbox)
     rec = {"question": qid, "asker": asker, "target": target, "deadline": deadline, "launch": launch,
-           "owner": claims.me("ask")}
+           "owner": claims.me("ask", root=root)}
     root.dir.ensure_sub(WAITS).create_staged(qid + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
                                              root.tmp, "wait", sync=False)
 
@@ -120,7 +122,8 @@ def close_wait(root: "MailRoot", qid: str) -> None:
 
 def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[str, Any]]":
     """Every open wait whose owner may still run and whose deadline has not passed. A wait whose
-    owner is provably dead (killed by the tool's timeout, the user's Esc) is removed here."""
+    owner is provably dead (killed by the tool's timeout, the user's Esc, its pid namespace gone:
+    the one liveness rule, claims.judge) is removed here."""
     now = time.time() if now is None else now
     d = root.dir.open_sub(WAITS)
     if d is None:
@@ -132,7 +135,7 @@ def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[st
         rec = d.read_json(name)
         if not isinstance(rec, dict) or not isinstance(rec.get("asker"), str) or not isinstance(rec.get("target"), str):
             continue
-        if claims.owner_is_dead(rec.get("owner")):
+        if claims.owner_is_dead(rec.get("owner"), root):
             d.unlink_quiet(name)
             continue
         deadline = rec.get("deadline")

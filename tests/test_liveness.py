@@ -1,0 +1,202 @@
+"""Is the owner alive? One liveness rule for every record that names a process (docs/STORE.md,
+"Liveness"): claims, an ask's wait, a watcher and its launch, the launch an ask answers.
+
+Real processes throughout: a real zombie (a parent that never reaps its child), a real separate
+pid namespace (`unshare --pid --fork --mount-proc`, as Codex's sandbox runs the model's commands)
+killed with SIGKILL, and a stand-in for the client's process that is SIGKILLed mid-ask.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from asking import queued, settle_and_check
+from helpers import PYTHON, proc_start_ticks, run_cli
+
+# A parent that never reaps: it forks (and, with argv, execs) a child, prints the child's pid
+# and sleeps. Once the child exits it stays a zombie until this parent is killed.
+NON_REAPING_PARENT = r"""
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    if len(sys.argv) > 1:
+        os.execvpe(sys.argv[1], sys.argv[1:], os.environ)
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def wait_for(pred, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def zombies():
+    """zombie(*argv, env=None, cwd=None) -> (pid of a zombie child, its start ticks): the child
+    runs argv (or exits at once) and is never reaped while the test runs."""
+    parents = []
+
+    def make(*argv, env=None, cwd=None):
+        parent = subprocess.Popen([PYTHON, "-c", NON_REAPING_PARENT, *argv], stdout=subprocess.PIPE, text=True,
+                                  env=env, cwd=cwd)
+        parents.append(parent)
+        pid = int(parent.stdout.readline())
+        start = proc_start_ticks(pid)
+        wait_for(lambda: _state(pid) == "Z", what=f"pid {pid} to be a zombie")
+        return pid, start
+    yield make
+    for p in parents:
+        p.kill()
+        p.wait()
+
+
+def owner_of(pid, start):
+    from git_korus_mail.store import claims
+    owner = claims.me("consume", "s-z")
+    owner.update(pid=pid, start=start)
+    return owner
+
+
+# -- a zombie is dead (issue 22, item 10) -----------------------------------------------------
+def test_the_one_rule_judges_a_zombie_dead_everywhere(zombies):
+    from git_korus_mail.store import claims, launch
+    pid, start = zombies()
+    assert os.kill(pid, 0) is None  # kill(pid, 0) still succeeds on a zombie: it is no proof
+    verdict, known = claims.judge(owner_of(pid, start))
+    assert verdict == "dead" and "zombie" in known, (verdict, known)
+    assert claims.process_runs(pid, start)[0] is False
+    assert claims.breaker_may_be_alive(f"x.claim.broken-{pid}-0a1b2c3d") is False
+    boot = launch.boot_id()
+    assert launch.ended(f"{pid}-{start}-{boot[:8]}") is True
+    # and a live process stays alive by the same rule
+    me = os.getpid()
+    assert claims.judge(owner_of(me, proc_start_ticks(me)))[0] == "alive"
+    assert launch.ended(f"{me}-{proc_start_ticks(me)}-{boot[:8]}") is False
+
+
+def test_a_zombie_launch_ends_its_watcher(clone, tmp_path):
+    """The launch (a stand-in for Claude Code) is SIGKILLed and its parent does not reap it: the
+    watcher must end with it, not wait out its reach."""
+    from install_fixtures import install
+    from test_wake import armed, claim_path, fake_claude, start_watcher
+    install(clone.main, "--urgent")
+    cc, sid = fake_claude(tmp_path), "s-zombie"
+    try:
+        w = start_watcher(clone, clone.web, cc, sid, reach=60)
+        wait_for(armed(clone, clone.web, sid, cc), what="the watcher's claim")
+        claim = claim_path(clone, clone.web, sid, cc)
+        os.kill(cc.pid, signal.SIGKILL)  # and not reaped: pytest is its parent, and waits below only
+        wait_for(lambda: _state(cc.pid) == "Z", what="the launch to be a zombie")
+        try:
+            rc = w.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()
+            raise AssertionError("the watcher of a zombie launch kept running") from None
+        assert rc == 0 and list(claim.parent.iterdir()) == []
+    finally:
+        cc.kill()
+        cc.wait()
+
+
+def test_a_claim_held_by_a_zombie_is_broken(clone, zombies):
+    """`cancel`, killed while it holds the claim, is a zombie: the next mover breaks its claim."""
+    mid = run_cli("send", "--to", "../web", "to withdraw", cwd=clone.main, check=True).stdout.split()[1]
+    env = dict(os.environ, KORUS_MAIL_CRASH_AT="cancel:claimed")
+    pid, _ = zombies(PYTHON, "-m", "git_korus_mail", "cancel", mid, env=env, cwd=str(clone.main))
+    claim = [p for p in clone.mail_root.glob("box/*/claiming/*.claim")]
+    assert [p.name for p in claim] == [f"{mid}.claim"] and json.loads(claim[0].read_text())["pid"] == pid
+    again = run_cli("cancel", mid, cwd=clone.main)
+    assert again.returncode == 0, again.stderr
+    assert queued(clone, clone.web) == [] and list(clone.mail_root.glob(f"box/*/cancelled/{mid}.json"))
+    settle_and_check(clone)
+
+
+# -- another pid namespace (issue 21, item 3) -------------------------------------------------
+def _unshare_works():
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+needs_pidns = pytest.mark.skipif(not _unshare_works(), reason="needs unshare --pid (root, or user namespaces)")
+
+
+def in_pidns(argv, cwd, env=None):
+    """argv in a new pid namespace with its own /proc, as Codex's sandbox runs a command. Not
+    its init: the namespace's pid 1 is a shell, so the command can be SIGKILLed (even by itself)."""
+    full = dict(os.environ, **(env or {}))
+    script = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv) + "; exit $?"
+    return subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script], cwd=str(cwd),
+                            env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def kill_namespace(unshare):
+    """SIGKILL the namespace's init: the kernel then kills every process in it."""
+    with open(f"/proc/{unshare.pid}/task/{unshare.pid}/children") as f:
+        init = int(f.read().split()[0])
+    os.kill(init, signal.SIGKILL)
+    unshare.communicate(timeout=30)
+
+
+def waits(clone):
+    d = clone.mail_root / "waits"
+    return [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))] if d.exists() else []
+
+
+def ask_back(clone):
+    """web asks main, and gives up after 1 s: refused (1) while main's wait counts, else 2."""
+    return run_cli("ask", f"--to={clone.main}", "--timeout=1", "--", "are you free?", cwd=clone.web)
+
+
+@needs_pidns
+def test_an_ask_killed_in_another_pid_namespace_no_longer_refuses_asks(clone):
+    my_ns = os.readlink("/proc/self/ns/pid")
+    ask = in_pidns([PYTHON, "-m", "git_korus_mail", "ask", f"--to={clone.web}", "--timeout=600", "--", "q?"],
+                   cwd=clone.main)
+    try:
+        wait_for(lambda: waits(clone), what="the sandboxed ask's wait")
+        [w] = waits(clone)
+        assert w["owner"]["pidns"] != my_ns and w["owner"]["pid"] < 10  # a pid as seen inside
+        assert isinstance(w["owner"].get("life"), str), w["owner"]
+        live = ask_back(clone)  # its owner provably runs: the cycle is refused
+        assert live.returncode == 1 and f"refused: {clone.main} is waiting on an answer" in live.stderr, live.stderr
+    finally:
+        kill_namespace(ask)
+    dead = ask_back(clone)
+    assert dead.returncode == 2 and "refused" not in dead.stderr, (dead.returncode, dead.stderr)
+    assert waits(clone) == []  # the dead ask's wait was swept by the next reader
+    settle_and_check(clone)
+
+
+@needs_pidns
+def test_a_claim_left_in_another_pid_namespace_is_broken(clone):
+    mid = run_cli("send", "--to", "../web", "to withdraw", cwd=clone.main, check=True).stdout.split()[1]
+    p = in_pidns([PYTHON, "-m", "git_korus_mail", "cancel", mid], cwd=clone.main,
+                 env={"KORUS_MAIL_CRASH_AT": "cancel:claimed"})
+    p.communicate(timeout=60)
+    [claim] = clone.mail_root.glob("box/*/claiming/*.claim")
+    owner = json.loads(claim.read_text())
+    assert owner["pidns"] != os.readlink("/proc/self/ns/pid") and "life" in owner
+    again = run_cli("cancel", mid, cwd=clone.main)
+    assert again.returncode == 0, again.stderr
+    assert list(clone.mail_root.glob(f"box/*/cancelled/{mid}.json"))
+    settle_and_check(clone)
