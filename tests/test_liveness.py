@@ -14,8 +14,10 @@ import time
 
 import pytest
 
-from asking import queued, settle_and_check
+from asking import queued, reply, settle_and_check, start_ask, wait_question
 from helpers import PYTHON, proc_start_ticks, run_cli
+
+import invariants
 
 # A parent that never reaps: it forks (and, with argv, execs) a child, prints the child's pid
 # and sleeps. Once the child exits it stays a zombie until this parent is killed.
@@ -200,3 +202,58 @@ def test_a_claim_left_in_another_pid_namespace_is_broken(clone):
     assert again.returncode == 0, again.stderr
     assert list(clone.mail_root.glob(f"box/*/cancelled/{mid}.json"))
     settle_and_check(clone)
+
+
+def _write_wait(clone, qid, owner):
+    from git_korus_mail.core import keys
+    rec = {"question": qid, "asker": keys.key_for(str(clone.main)).name, "target": keys.key_for(str(clone.web)).name,
+           "deadline": time.time() + 3600, "launch": None, "owner": owner}
+    d = clone.mail_root / "waits"
+    d.mkdir(mode=0o700, exist_ok=True)
+    (d / f"{qid}.json").write_text(json.dumps(rec))
+    os.chmod(d / f"{qid}.json", 0o600)
+
+
+def test_a_wait_whose_question_is_answered_counts_for_nothing(clone):
+    p = start_ask(clone, "answered while nobody waits?", timeout=1)
+    p.communicate(timeout=30)
+    qid = wait_question(clone)[0]
+    assert reply(clone, qid, "yes").returncode == 0
+    # a wait on that answered question, owned by a process that provably runs
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        _write_wait(clone, qid, owner_of(sleeper.pid, proc_start_ticks(sleeper.pid)))
+        back = ask_back(clone)
+        assert back.returncode == 2 and "refused" not in back.stderr, back.stderr
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_release_frees_a_wait_nothing_can_prove_dead(clone):
+    from git_korus_mail.store import claims
+    qid = "20260101T000000.000000Z-p72-0123456789abcdef"
+    owner = claims.me("ask")
+    owner.update(pid=72, pidns="pid:[4026599999]")  # an older record: another namespace, no life lock
+    run_cli("send", "--to", "../web", "the store exists", cwd=clone.main, check=True)
+    _write_wait(clone, qid, owner)
+    assert ask_back(clone).returncode == 1
+    rel = run_cli("release", qid, cwd=clone.web)
+    assert rel.returncode == 0, rel.stderr
+    assert rel.stdout.startswith(f"released the wait on question {qid}, held by ask pid 72") \
+        and "not provably dead" in rel.stdout
+    assert waits(clone) == [] and ask_back(clone).returncode == 2
+    assert [e for e in invariants.journal(str(clone.mail_root)) if e["event"] == "wait-released"][0]["id"] == qid
+
+
+def test_release_refuses_the_wait_of_a_running_ask(clone):
+    p = start_ask(clone, "still waiting?", timeout=60)
+    try:
+        qid = wait_question(clone)[0]
+        wait_for(lambda: waits(clone), what="the ask's wait")
+        rel = run_cli("release", qid, cwd=clone.web)
+        assert rel.returncode == 1 and "not released: the wait on question" in rel.stderr, rel.stderr
+        assert "holds its life lock" in rel.stderr and waits(clone)
+    finally:
+        p.kill()
+        p.communicate(timeout=30)

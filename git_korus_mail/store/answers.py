@@ -121,9 +121,10 @@ def close_wait(root: "MailRoot", qid: str) -> None:
 
 
 def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[str, Any]]":
-    """Every open wait whose owner may still run and whose deadline has not passed. A wait whose
-    owner is provably dead (killed by the tool's timeout, the user's Esc, its pid namespace gone:
-    the one liveness rule, claims.judge) is removed here."""
+    """Every open wait whose owner may still run, whose deadline has not passed and whose question
+    is not answered yet. A wait whose owner is provably dead (killed by the tool's timeout, the
+    user's Esc, its pid namespace gone: the one liveness rule, claims.judge) is removed here; one
+    whose question has its answer waits on nothing, so it is passed over (its ask removes it)."""
     now = time.time() if now is None else now
     d = root.dir.open_sub(WAITS)
     if d is None:
@@ -141,8 +142,37 @@ def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[st
         deadline = rec.get("deadline")
         if isinstance(deadline, (int, float)) and deadline < now:
             continue
+        if _answered(root, rec):
+            continue
         out.append(rec)
     return out
+
+
+def _answered(root: "MailRoot", wait: "Dict[str, Any]") -> bool:
+    qid, target = wait.get("question"), wait["target"]
+    if not message.valid_id(qid) or "/" in target or target in ("", ".", ".."):
+        return False  # not a record we wrote: a name that is no single box
+    try:
+        box = root.box(target)
+    except (OSError, MailError):
+        return False
+    return box is not None and is_answered(box, str(qid))
+
+
+def release_wait(root: "MailRoot", qid: str, seen: "Dict[str, Any]") -> bool:
+    """Remove the wait on `qid` that a person released, only while it is still the record `seen`
+    they were shown (a new ask of the same id cannot be: ids are unique). True when removed."""
+    if read_wait(root, qid) != seen:
+        return False
+    d = root.dir.open_sub(WAITS)
+    return d is not None and d.unlink_quiet(qid + MSG_SUFFIX)
+
+
+def read_wait(root: "MailRoot", qid: str) -> "Optional[Dict[str, Any]]":
+    """The open wait on question `qid` (`release`), or None."""
+    d = root.dir.open_sub(WAITS)
+    rec = d.read_json(qid + MSG_SUFFIX) if d is not None else None
+    return rec if isinstance(rec, dict) else None
 
 
 def cycle(waits: "List[Dict[str, Any]]", asker: str, target: str) -> "Optional[List[Dict[str, Any]]]":
