@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from asking import queued, reply, settle_and_check, start_ask, wait_question
-from helpers import PYTHON, proc_start_ticks, run_cli
+from asking import S_MAIN, answers_of, queued, reply, settle_and_check, start_ask, wait_question
+from helpers import PYTHON, context_of, hook, proc_start_ticks, run_cli
 
 import invariants
 
@@ -257,3 +257,33 @@ def test_release_refuses_the_wait_of_a_running_ask(clone):
     finally:
         p.kill()
         p.communicate(timeout=30)
+
+
+# -- an ask whose launch ended keeps its answer as mail (issue 21, item 4) -------------------
+def test_an_ask_whose_launch_was_killed_leaves_the_answer_for_the_resumed_launch(clone, tmp_path):
+    """The client's process (a stand-in) is SIGKILLed while its `ask` waits, as Claude Code's
+    Bash command outlives a SIGKILLed claude; the orphaned ask gets the answer but must not
+    consume it: the session's next launch is shown it."""
+    launch = subprocess.Popen(["sleep", "600"])
+    try:
+        env = {"CLAUDE_PID": str(launch.pid), "CLAUDE_CODE_SESSION_ID": S_MAIN}
+        p = start_ask(clone, "still there after the kill?", timeout=60, env=env)
+        qid = wait_question(clone)[0]
+        os.kill(launch.pid, signal.SIGKILL)
+        launch.wait()
+        assert reply(clone, qid, "the answer survives").returncode == 0
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 0 and out.endswith("the answer survives\n"), (out, err)
+        assert "the launch that asked" in err and "has ended" in err
+    finally:
+        launch.kill()
+        launch.wait()
+    [(sub, ans)] = answers_of(clone, qid)
+    assert sub == "inbox", sub  # not consumed by the orphaned ask
+    # the resumed launch (this pytest process is every drain's CLAUDE_PID) is shown it
+    text = context_of(hook("SessionStart", clone.main, S_MAIN, extra={"source": "resume"})[0])
+    assert text and "the answer survives" in text and f"answer to {qid}" in text
+    events = [e["event"] for e in invariants.journal(str(clone.mail_root))]
+    assert "answer-kept" in events and "answer-delivered" not in events
+    settle_and_check(clone)
+    assert [s for s, _ in answers_of(clone, qid)] == ["seen"]

@@ -8,6 +8,11 @@ box as mail. A killed ask loses nothing: its wait's owner is dead, so the wait s
 counting, and the answer waits in the box as ordinary mail. When the answer has been
 written and flushed, `delivered` consumes that mail (a receipt naming this ask), so the drain
 does not show it again; an ask that dies before that leaves it for the drain to show.
+
+It consumes only while the launch that asked still runs. Claude Code runs a Bash command in a
+process group of its own with its output in a file, so a SIGKILLed claude leaves its `ask`
+running: that ask's stdout reaches no model. Then the answer stays mail in the asker's box, and
+the session's next launch (a `--resume`) is shown it (docs/DESIGN.md, "Liveness").
 """
 
 import os
@@ -16,7 +21,7 @@ import time
 from git_korus_mail.core import send
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store import answers, message, sent
+from git_korus_mail.store import answers, launch as launches, message, sent
 from git_korus_mail import crash
 
 TYPE_CHECKING = False
@@ -86,9 +91,11 @@ def _path_of(root: "MailRoot", key_name: str) -> str:
 class Question:
     """One asked question: what `wait` and `delivered` need."""
 
-    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float) -> None:
+    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float,
+                 launch: "Optional[str]" = None) -> None:
         self.root, self.target, self.msg, self.deadline = root, target, msg, deadline
         self.id = str(msg["id"])
+        self.launch = launch  # the tag of the client process that asked; None outside any client
 
 
 def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[str]",
@@ -126,7 +133,7 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     except (OSError, MailError):
         pass  # bookkeeping for status: the question is queued and its wait open all the same
     root.journal("asked", id=qid, box=t.key.name, sender=clone.own_key.path, timeout=timeout)
-    return Question(root, box, msg, deadline)
+    return Question(root, box, msg, deadline, launch)
 
 
 def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optional[Dict[str, Any]]":
@@ -172,12 +179,21 @@ def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "
     """The answer is on the asker's stdout: consume its mail in the asker's box (so no drain
     shows it again) and close the wait. Returns what could not be done (warnings)."""
     warnings: "List[str]" = []
+    kept = False
     answers.close_wait(q.root, q.id)
     try:
         answers.publish_answer(q.root, rec)  # a killed answerer may have decided it only
         to = rec["message"].get("to") or {}
         box = q.root.box(str(to.get("key")))
         aid = str(rec["message"]["id"])
+        # looked at after the answer was written, just before its consume: a launch that ended
+        # by then read nothing of this command's output (its model is gone with it)
+        kept = launches.ended(q.launch)
+        if kept:
+            q.root.journal("answer-kept", id=q.id, answer=aid, launch=q.launch)
+            warnings.append(f"the launch that asked ({q.launch}) has ended: answer {aid} stays queued in this "
+                            f"worktree's box, and the session's next launch is shown it")
+            box = None
         if box is not None:
             obs = {"by": "ask", "question": q.id, "pid": os.getpid(), "at": utc_stamp(time.time())}
             got = _consume_when_queued(q.root, box, aid, session or "ask", obs, rec)
@@ -188,5 +204,6 @@ def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "
     except (OSError, MailError) as exc:
         warnings.append(f"answer not marked delivered ({exc}); the drain will show it again")
     crash.point("ask:delivered")
-    q.root.journal("answer-delivered", id=q.id, answer=rec["message"].get("id"), to="ask")
+    if not kept:
+        q.root.journal("answer-delivered", id=q.id, answer=rec["message"].get("id"), to="ask")
     return warnings + q.root.take_journal_faults()
