@@ -115,6 +115,7 @@ def test_a_zombie_launch_ends_its_watcher(clone, tmp_path):
     finally:
         cc.kill()
         cc.wait()
+    invariants.check(clone.mail_root)
 
 
 def test_a_claim_held_by_a_zombie_is_broken(clone, zombies):
@@ -228,6 +229,7 @@ def test_a_wait_whose_question_is_answered_counts_for_nothing(clone):
     finally:
         sleeper.kill()
         sleeper.wait()
+    settle_and_check(clone)
 
 
 def test_release_frees_a_wait_nothing_can_prove_dead(clone):
@@ -244,6 +246,7 @@ def test_release_frees_a_wait_nothing_can_prove_dead(clone):
         and "not provably dead" in rel.stdout
     assert waits(clone) == [] and ask_back(clone).returncode == 2
     assert [e for e in invariants.journal(str(clone.mail_root)) if e["event"] == "wait-released"][0]["id"] == qid
+    settle_and_check(clone)
 
 
 def test_release_refuses_the_wait_of_a_running_ask(clone):
@@ -257,6 +260,7 @@ def test_release_refuses_the_wait_of_a_running_ask(clone):
     finally:
         p.kill()
         p.communicate(timeout=30)
+    settle_and_check(clone)
 
 
 # -- an ask whose launch ended keeps its answer as mail (issue 21, item 4) -------------------
