@@ -240,6 +240,10 @@ def test_release_frees_a_wait_nothing_can_prove_dead(clone):
     run_cli("send", "--to", "../web", "the store exists", cwd=clone.main, check=True)
     _write_wait(clone, qid, owner)
     assert ask_back(clone).returncode == 1
+    doctor = json.loads(run_cli("doctor", "--json", cwd=clone.main).stdout)
+    [named] = [f for f in doctor["findings"] if f["check"] == "waits"]
+    assert not named["ok"] and f"question {qid}: ask pid 72 waits until" in named["detail"]
+    assert "another pid namespace" in named["detail"] and named["fix"].endswith(f"git korus-mail release {qid}")
     rel = run_cli("release", qid, cwd=clone.web)
     assert rel.returncode == 0, rel.stderr
     assert rel.stdout.startswith(f"released the wait on question {qid}, held by ask pid 72") \

@@ -168,6 +168,17 @@ def release_wait(root: "MailRoot", qid: str, seen: "Dict[str, Any]") -> bool:
     return d is not None and d.unlink_quiet(qid + MSG_SUFFIX)
 
 
+def open_waits(root: "MailRoot") -> "List[Dict[str, Any]]":
+    """Every wait record as it is, with `answered` set (doctor): nothing is judged or swept."""
+    d = root.dir.open_sub(WAITS)
+    out: "List[Dict[str, Any]]" = []
+    for name in sorted(d.names()) if d is not None else []:
+        rec = d.read_json(name) if name.endswith(MSG_SUFFIX) else None
+        if isinstance(rec, dict) and isinstance(rec.get("asker"), str) and isinstance(rec.get("target"), str):
+            out.append({**rec, "answered": _answered(root, rec)})
+    return out
+
+
 def read_wait(root: "MailRoot", qid: str) -> "Optional[Dict[str, Any]]":
     """The open wait on question `qid` (`release`), or None."""
     d = root.dir.open_sub(WAITS)
