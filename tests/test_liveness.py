@@ -205,6 +205,51 @@ def test_a_claim_left_in_another_pid_namespace_is_broken(clone):
     settle_and_check(clone)
 
 
+LIFE_OWNER = r"""
+import os, sys, time
+from git_korus_mail.store import life
+from git_korus_mail.store.files import MailRoot
+print(life.hold(MailRoot.open(sys.argv[1], create=True)), flush=True)
+if os.fork() == 0:  # a child that outlives its parent, without exec: it must not keep the lock
+    time.sleep(600)
+    os._exit(0)
+time.sleep(600)
+"""
+
+
+def test_a_life_lock_dies_with_its_owner_and_not_with_a_child_it_left(clone):
+    """The lock is the process's own (POSIX, not flock): a forked child that outlives its parent
+    does not keep a dead owner looking alive. Judged as a record from another pid namespace."""
+    from git_korus_mail.store import claims, life
+    from git_korus_mail.store.files import MailRoot
+    owner_proc = subprocess.Popen([PYTHON, "-c", LIFE_OWNER, str(clone.common_dir)], stdout=subprocess.PIPE, text=True)
+    tok = owner_proc.stdout.readline().strip()
+    root = MailRoot.open(str(clone.common_dir))
+    owner = owner_of(owner_proc.pid, proc_start_ticks(owner_proc.pid))
+    owner.update(pidns="pid:[4026599999]", life=tok)
+    child = []
+    try:
+        assert life.valid(tok) and (clone.mail_root / "live" / tok).is_file()
+        assert claims.judge(owner, root) == ("alive", f"pid {owner_proc.pid} runs: it holds its life lock")
+        assert claims.judge(owner)[0] == "unknown"  # without the root, the pid alone: another namespace
+        child = [int(c) for c in open(f"/proc/{owner_proc.pid}/task/{owner_proc.pid}/children").read().split()]
+        os.kill(owner_proc.pid, signal.SIGKILL)
+        owner_proc.wait()
+        assert child and _state(child[0]) not in (None, "Z")  # the child still runs
+        assert claims.judge(owner, root) == ("dead", f"pid {owner_proc.pid} has ended: its life lock is free")
+    finally:
+        for c in child:
+            os.kill(c, signal.SIGKILL)
+        owner_proc.kill()
+        owner_proc.wait()
+    # the next lock taken sweeps the dead owner's file
+    assert subprocess.run([PYTHON, "-c", "import sys\nfrom git_korus_mail.store import life\n"
+                           "from git_korus_mail.store.files import MailRoot\n"
+                           "assert life.hold(MailRoot.open(sys.argv[1]))", str(clone.common_dir)]).returncode == 0
+    assert [p.name for p in (clone.mail_root / "live").iterdir()] == []
+    invariants.check(clone.mail_root)
+
+
 def _write_wait(clone, qid, owner):
     from git_korus_mail.core import keys
     rec = {"question": qid, "asker": keys.key_for(str(clone.main)).name, "target": keys.key_for(str(clone.web)).name,

@@ -172,7 +172,9 @@ def open_waits(root: "MailRoot") -> "List[Dict[str, Any]]":
     """Every wait record as it is, with `answered` set (doctor): nothing is judged or swept."""
     d = root.dir.open_sub(WAITS)
     out: "List[Dict[str, Any]]" = []
-    for name in sorted(d.names()) if d is not None else []:
+    if d is None:
+        return out
+    for name in sorted(d.names()):
         rec = d.read_json(name) if name.endswith(MSG_SUFFIX) else None
         if isinstance(rec, dict) and isinstance(rec.get("asker"), str) and isinstance(rec.get("target"), str):
             out.append({**rec, "answered": _answered(root, rec)})

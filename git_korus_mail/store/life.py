@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 LIVE_DIR = "live"
 SWEEP = 8  # other owners' files judged per lock taken: bounded work
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_held: "dict[str, tuple[str, int]]" = {}  # mail root path -> (token, descriptor) of our lock there
+_held: "dict[str, tuple[str, int, Dir]]" = {}  # mail root path -> (token, locked descriptor, live/) there
 _owner_pid = 0  # a forked child is not the owner: it holds none of these locks (they are per process)
 
 
@@ -59,38 +59,40 @@ def hold(root: "MailRoot") -> "Optional[str]":
     pid = os.getpid()
     start = proc_start_time(pid)
     name = f"{pid}-{'x' if start is None else start}-{os.urandom(4).hex()}"
+    from git_korus_mail.errors import MailError
     try:
         live = root.dir.ensure_sub(LIVE_DIR)
         tmp = root.tmp
         staged = f"live.{name}.{pid}.{os.urandom(4).hex()}"  # a staging name like create_staged's
         fd = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, 0o600, dir_fd=tmp.fd)
-    except OSError:
-        return None
+    except (OSError, MailError):
+        return None  # a read-only root (a sandbox), a planted symlink: the command goes on without
     try:
+        os.fchmod(fd, 0o600)  # whatever the umask: judges (this user) must open it to read
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         tmp.link_to(staged, live, name)
     except OSError:
         os.close(fd)
         tmp.unlink_quiet(staged)
+        live.close()
         return None
     tmp.unlink_quiet(staged)
-    _held[root.path] = (name, fd)
+    _held[root.path] = (name, fd, live)
     _sweep(live, name)
-    live.close()
     import atexit
-    atexit.register(_release, root.path, name)
+    atexit.register(_release, root.path)
     return name
 
 
-def _release(root_path: str, name: str) -> None:
+def _release(root_path: str) -> None:
     """At a normal exit: remove our file while the lock is still ours (a judge then finds no
     file, which also reads as ended). A killed process leaves it to the sweep."""
-    if _owner_pid != os.getpid():
-        return
-    try:
-        os.unlink(os.path.join(root_path, LIVE_DIR, name))
-    except OSError:
-        pass
+    held = _held.get(root_path) if _owner_pid == os.getpid() else None
+    if held is not None:
+        try:
+            held[2].unlink_quiet(held[0])
+        except OSError:
+            pass  # the mail root was purged meanwhile (uninstall --purge)
 
 
 def valid(tok: "object") -> bool:
