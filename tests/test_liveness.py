@@ -340,3 +340,51 @@ def test_an_ask_whose_launch_was_killed_leaves_the_answer_for_the_resumed_launch
     assert "answer-kept" in events and "answer-delivered" not in events
     settle_and_check(clone)
     assert [s for s, _ in answers_of(clone, qid)] == ["seen"]
+
+
+def _answered_ask(clone, launch, body):
+    """An ask run by `launch` (a stand-in for Claude Code) in session S_MAIN, answered by reply."""
+    env = {"CLAUDE_PID": str(launch.pid), "CLAUDE_CODE_SESSION_ID": S_MAIN}
+    p = start_ask(clone, "and now?", timeout=60, env=env)
+    qid = wait_question(clone)[0]
+    assert reply(clone, qid, body).returncode == 0
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0 and out.endswith(body + "\n") and err == "", (out, err)
+    [(sub, ans)] = answers_of(clone, qid)
+    return qid, sub, ans, env
+
+
+def test_an_ask_marks_its_answer_shown_to_its_launch_and_that_launchs_stop_consumes_it(clone):
+    launch = subprocess.Popen(["sleep", "600"])
+    try:
+        qid, sub, ans, env = _answered_ask(clone, launch, "consumed at the asker's Stop")
+        assert sub == "inbox"  # shown to the asking launch (its tool output), not consumed yet
+        # that launch's next event does not show it again; its Stop consumes it, naming it
+        assert context_of(hook("PostToolUse", clone.main, S_MAIN, env=env)[0]) is None
+        hook("Stop", clone.main, S_MAIN, env=env, extra={"last_assistant_message": "ok", "stop_hook_active": False})
+        [(sub, _)] = answers_of(clone, qid)
+        assert sub == "seen"
+        receipt = json.loads(next(clone.mail_root.glob(f"box/*/receipts/{ans['id']}.json")).read_text())
+        assert receipt["session"] == S_MAIN and receipt["launch"]["pid"] == launch.pid
+        assert receipt["observed"]["event"] == "ask" and receipt["observed"]["question_of"] == qid
+    finally:
+        launch.kill()
+        launch.wait()
+    settle_and_check(clone)
+
+
+def test_a_launch_killed_after_its_ask_returned_but_before_its_stop_leaves_the_answer_to_the_next(clone):
+    """The window `answer-kept` alone cannot close: the launch dies after the ask printed the
+    answer (its model may never have read it). Its marker authorizes nothing: the next launch
+    of the session is shown the answer, and consumes it."""
+    launch = subprocess.Popen(["sleep", "600"])
+    try:
+        qid, sub, ans, _env = _answered_ask(clone, launch, "shown again after the kill")
+        assert sub == "inbox"
+    finally:
+        launch.kill()
+        launch.wait()
+    text = context_of(hook("SessionStart", clone.main, S_MAIN, extra={"source": "resume"})[0])
+    assert text and "shown again after the kill" in text
+    settle_and_check(clone)
+    assert [s for s, _ in answers_of(clone, qid)] == ["seen"]

@@ -6,13 +6,18 @@ end is refused before it starts: A asking B while B waits on A, or a longer cycl
 The answer is decided in the asked box (core/answer.py) and also published to the asker's
 box as mail. A killed ask loses nothing: its wait's owner is dead, so the wait stops
 counting, and the answer waits in the box as ordinary mail. When the answer has been
-written and flushed, `delivered` consumes that mail (a receipt naming this ask), so the drain
-does not show it again; an ask that dies before that leaves it for the drain to show.
+written and flushed, `delivered` settles that mail so the drain does not show it again; an
+ask that dies before that leaves it for the drain to show.
 
-It consumes only while the launch that asked still runs. Claude Code runs a Bash command in a
-process group of its own with its output in a file, so a SIGKILLed claude leaves its `ask`
-running: that ask's stdout reaches no model. Then the answer stays mail in the asker's box, and
-the session's next launch (a `--resume`) is shown it (docs/DESIGN.md, "Liveness").
+The asking launch's model has the answer only once that launch reads this command's output.
+Claude Code runs a Bash command in a process group of its own with its output in a file, so a
+SIGKILLed claude leaves its `ask` running, and that ask's stdout reaches no model. So an ask
+run by a known launch of a known session does not consume: it marks the answer shown to that
+launch, exactly as its drain marks what it shows (docs/DESIGN.md R7), and the launch's own Stop
+consumes it. A launch killed before its Stop leaves a marker that authorizes nothing, and the
+session's next launch (a `--resume`) is shown the answer. A launch already ended when the
+answer came gets no marker at all (journal: answer-kept). Outside any client, the ask consumes
+the answer itself (a receipt naming it), as there is no other reader to wait for (R5a).
 """
 
 import os
@@ -21,7 +26,7 @@ import time
 from git_korus_mail.core import send
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store import answers, launch as launches, message, sent
+from git_korus_mail.store import answers, launch as launches, markers, message, sent
 from git_korus_mail import crash
 
 TYPE_CHECKING = False
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.launch import Launch
 
 # Claude Code 2.1.332's Bash tool kills a command after 120 s unless the call gives a longer
 # `timeout` (up to 600 s); measured in docs/HOOKS.md, "Questions". The default wait ends well
@@ -175,9 +181,32 @@ def _consume_when_queued(root: "MailRoot", box: "Box", aid: str, session: str, o
     return got
 
 
-def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "List[str]":
-    """The answer is on the asker's stdout: consume its mail in the asker's box (so no drain
-    shows it again) and close the wait. Returns what could not be done (warnings)."""
+def _mark_shown(root: "MailRoot", box: "Box", aid: str, rec: "Dict[str, Any]", session: str, launch: "Launch",
+                qid: str, tries: int = 250) -> bool:
+    """Mark the answer shown to the asking launch, once its mail is queued (the answerer decides
+    before it publishes: wait for it, about 5 s at most, publishing it from the record meanwhile).
+    False when it never was queued: the caller consumes it as outside a client."""
+    from git_korus_mail.core.drain import session_dir_name
+    for _ in range(tries):
+        state = box.fate(aid)[0]
+        if state == "queued":
+            obs = {"session": session, "launch": launch.tag, "event": "ask", "question_of": qid,
+                   "at": utc_stamp(time.time())}
+            markers.for_launch(box, session_dir_name(session), launch).mark(aid, obs)
+            return True
+        if state != "gone":
+            return False
+        answers.publish_answer(root, rec)
+        time.sleep(0.02)
+    return False
+
+
+def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]",
+              launch: "Optional[Launch]" = None) -> "List[str]":
+    """The answer is on the asker's stdout: settle its mail in the asker's box (so no drain shows
+    it again) and close the wait: marked shown to the asking `launch` of `session`, whose Stop
+    consumes it, or consumed here outside a client (see the module's note). Returns what could
+    not be done (warnings)."""
     warnings: "List[str]" = []
     kept = False
     answers.close_wait(q.root, q.id)
@@ -194,6 +223,9 @@ def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "
             warnings.append(f"the launch that asked ({q.launch}) has ended: answer {aid} stays queued in this "
                             f"worktree's box, and the session's next launch is shown it")
             box = None
+        if box is not None and launch is not None and session and launch.tag == q.launch \
+                and _mark_shown(q.root, box, aid, rec, session, launch, q.id):
+            box = None  # the launch's Stop consumes it
         if box is not None:
             obs = {"by": "ask", "question": q.id, "pid": os.getpid(), "at": utc_stamp(time.time())}
             got = _consume_when_queued(q.root, box, aid, session or "ask", obs, rec)

@@ -93,8 +93,12 @@ def test_busy_recipient_replies_and_the_answer_is_the_askers_tool_result(mail, p
     first = api_a.agent_requests()[0]
     assert first.contains("`timeout` is in milliseconds: default 120000, max 600000 for a foreground command.")
     assert first.contains("Optional timeout in milliseconds (max 600000 for a foreground command)")
-    # delivered by ask: the answer's mail is consumed, so a's Stop showed nothing more
+    # delivered by ask: the answer was marked shown to a's launch (its tool result), so a's drain
+    # showed it no more, and a's own Stop consumed it (docs/DESIGN.md R5a)
     assert mail.box_a.ids("inbox") == []
+    [receipt] = mail.box_a.receipts().values()
+    assert receipt["observed"]["event"] == "ask" and receipt["session"] == ra.session_id
+    assert receipt["launch"]["client"] == "claude"
 
 
 def test_recipient_that_never_replies_answers_with_its_final_message(mail, pair):
