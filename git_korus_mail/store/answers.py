@@ -107,7 +107,7 @@ def open_wait(root: "MailRoot", qid: str, asker: str, target: str, deadline: flo
               launch: "Optional[str]") -> None:
     """Record that this process now waits for the answer to `qid` (asker and target: box keys)."""
     from git_korus_mail.store import life
-    life.hold(root)  # so its owner is proven alive or dead from any pid namespace (Codex's sandbox)
+    life.hold(root)  # so its owner is proven alive or dead from any pid namespace (a sandbox's)
     rec = {"question": qid, "asker": asker, "target": target, "deadline": deadline, "launch": launch,
            "owner": claims.me("ask", root=root)}
     root.dir.ensure_sub(WAITS).create_staged(qid + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),

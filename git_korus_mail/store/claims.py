@@ -86,7 +86,7 @@ def judge(owner: "Any", root: "Optional[MailRoot]" = None) -> "tuple[str, str]":
         if held == "alive":
             return "alive", f"pid {owner.get('pid')!r} runs: it holds its life lock"
     if owner.get("pidns") != mine["pidns"]:
-        # another pid namespace (a container, Codex's sandbox) and no life lock to go by
+        # another pid namespace (a container, a client's sandbox) and no life lock to go by
         return "unknown", f"it was taken in another pid namespace ({owner.get('pidns')!r}) and holds no life lock"
     pid = owner.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:

@@ -1,8 +1,8 @@
 """Life locks: proof that a process runs, valid in any pid namespace (docs/STORE.md, "Liveness").
 
-A pid names a process only inside its own pid namespace: Codex runs the model's commands in a
-namespace of their own (docs/CLIENTS.md), so an `ask` or a `reply` there records a pid that
-means nothing to the hooks outside it. A process that may own a record others must judge (a
+A pid names a process only inside its own pid namespace: a client may run the model's commands
+in a namespace of their own (docs/DESIGN.md R5a), so an `ask` or a `reply` there records a pid
+that means nothing to the hooks outside it. A process that may own a record others must judge (a
 wait, a claim) therefore takes a life lock first: `mail/live/<pid>-<start>-<hex>`, a file it
 holds an exclusive POSIX record lock on (fcntl F_SETLK, `lockf`) for its whole life. The kernel
 drops the lock when the process exits, however it dies and whatever namespace it ran in, and
