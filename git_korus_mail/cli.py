@@ -248,6 +248,8 @@ Release the claim on message <id>, for a claim whose owner you know is gone: one
 doctor says cannot be proven dead (taken on another host, in another pid namespace,
 or with a mangled record). The store never does this by itself. The release is
 journaled, and a claim whose owner is running on this machine is refused.
+With a question's id, release the wait of the ask that asked it, so asks back to its
+worktree are no longer refused; a wait whose ask still runs is refused.
 
 options:
   --repo=<path>   the clone whose queue to use

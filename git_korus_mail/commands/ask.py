@@ -38,7 +38,8 @@ def run(clone, args, out):
     send.check_body(body)
     clients.check_writable(clone)
     session, sender_launch = clients.sender_of(os.environ)
-    q = ask.ask(clone, args.to, body, timeout, session, clients.launch_tag(os.environ),
+    launch = clients.command_launch(os.environ)
+    q = ask.ask(clone, args.to, body, timeout, session, launch.tag if launch is not None else None,
                 roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],
                 sender_launch=sender_launch)
     rec = ask.wait(q)
@@ -73,7 +74,7 @@ def run(clone, args, out):
         return EXIT_UNANSWERED
     _write(out, q, rec, args.json)
     out.flush()  # only now is the answer the asker's: then its mail is marked delivered
-    for w in ask.delivered(q, rec, session):
+    for w in ask.delivered(q, rec, session, launch):
         sys.stderr.write(f"git korus-mail: warning: {w}\n")
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
 

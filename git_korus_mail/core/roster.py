@@ -93,9 +93,9 @@ def _verified_entries(registry: "Registry", roots: "List[Tuple[str, str]]") -> "
     seen: "set[Tuple[int, int]]" = set()
     for root in roots:
         for e in registry(root[1] or None, root[0] or None):
-            start = claims.proc_start_time(e["pid"])
-            # (Claude Code's pidDomain names a boot, but not by /proc's boot_id: not compared)
-            if e.get("start") is None or start != e["start"]:
+            # the one liveness rule (a zombie client has ended); Claude Code's pidDomain names a
+            # boot, but not by /proc's boot_id: not compared
+            if e.get("start") is None or not claims.process_runs(e["pid"], e["start"])[0]:
                 ghosts[root] = ghosts.get(root, 0) + 1
                 continue
             if (e["pid"], e["start"]) not in seen:  # one process, listed under two spellings of a root
