@@ -351,6 +351,7 @@ def test_a_reply_stalled_before_its_link_never_publishes_the_answer_again(clone,
     the asker's next prompt again. The check and the link are now one decision under the answer's
     claim: the ask waits for the reply's link and consumes that."""
     from pausing import Paused
+    working(clone)  # a session at work there, so the ask waits (core/ask.py)
     p = start_ask(clone, "stalled reply?", timeout=60)
     qid = wait_question(clone)[0]
     hook("UserPromptSubmit", clone.web, S_WEB)
@@ -377,6 +378,7 @@ def test_a_late_refused_reply_never_delivers_the_pruned_answer_again(clone):
     """Issue 22, item 3. An answer delivered, consumed by the ask, then pruned after its
     retention: a late `reply` is refused ("already answered") and must not queue the old answer
     again, as it did once its fate read "gone"."""
+    working(clone)  # a session at work there, so the ask waits (core/ask.py)
     p = start_ask(clone, "pruned then refused?", timeout=60)
     qid = wait_question(clone)[0]
     assert reply(clone, qid, "first and only").returncode == 0

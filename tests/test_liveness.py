@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from asking import S_MAIN, answers_of, queued, reply, settle_and_check, start_ask, wait_question
+from asking import S_MAIN, answers_of, queued, reply, settle_and_check, start_ask, wait_question, working
 from helpers import PYTHON, context_of, hook, proc_start_ticks, run_cli
 
 import invariants
@@ -172,6 +172,7 @@ def ask_back(clone):
 
 @needs_pidns
 def test_an_ask_killed_in_another_pid_namespace_no_longer_refuses_asks(clone):
+    working(clone)  # a session at work in web, so an ask to it waits (core/ask.py)
     my_ns = os.readlink("/proc/self/ns/pid")
     ask = in_pidns([PYTHON, "-m", "git_korus_mail", "ask", f"--to={clone.web}", "--timeout=600", "--", "q?"],
                    cwd=clone.main)
@@ -299,6 +300,7 @@ def test_release_frees_a_wait_nothing_can_prove_dead(clone):
 
 
 def test_release_refuses_the_wait_of_a_running_ask(clone):
+    working(clone)  # a session at work in web, so an ask to it waits (core/ask.py)
     p = start_ask(clone, "still waiting?", timeout=60)
     try:
         qid = wait_question(clone)[0]
@@ -317,6 +319,7 @@ def test_an_ask_whose_launch_was_killed_leaves_the_answer_for_the_resumed_launch
     """The client's process (a stand-in) is SIGKILLed while its `ask` waits, as Claude Code's
     Bash command outlives a SIGKILLed claude; the orphaned ask gets the answer but must not
     consume it: the session's next launch is shown it."""
+    working(clone)  # a session at work in web, so an ask to it waits (core/ask.py)
     launch = subprocess.Popen(["sleep", "600"])
     try:
         env = {"CLAUDE_PID": str(launch.pid), "CLAUDE_CODE_SESSION_ID": S_MAIN}
@@ -355,6 +358,7 @@ def _answered_ask(clone, launch, body):
 
 
 def test_an_ask_marks_its_answer_shown_to_its_launch_and_that_launchs_stop_consumes_it(clone):
+    working(clone)  # a session at work in web, so an ask to it waits (core/ask.py)
     launch = subprocess.Popen(["sleep", "600"])
     try:
         qid, sub, ans, env = _answered_ask(clone, launch, "consumed at the asker's Stop")
@@ -377,6 +381,7 @@ def test_a_launch_killed_after_its_ask_returned_but_before_its_stop_leaves_the_a
     """The window `answer-kept` alone cannot close: the launch dies after the ask printed the
     answer (its model may never have read it). Its marker authorizes nothing: the next launch
     of the session is shown the answer, and consumes it."""
+    working(clone)  # a session at work in web, so an ask to it waits (core/ask.py)
     launch = subprocess.Popen(["sleep", "600"])
     try:
         qid, sub, ans, _env = _answered_ask(clone, launch, "shown again after the kill")

@@ -177,10 +177,14 @@ def holder_stopped(q: "Question") -> "Optional[str]":
     question has stopped running (a killed or exited session runs no Stop, so no automatic
     answer comes), or no session (of the filter) runs there any more. None while one may answer."""
     only_for = q.msg.get("session")
+    records = presence.sessions(q.target)
+    mine = launches.pid_ns()
+    if any(r.get("pidns") not in (None, mine) for r in records):
+        return None  # the sessions' pids count in another pid namespace (a sandbox): not provable here
     shown = markers.shown_by(q.target, q.id)
     if shown and not any(verdict.launch_alive(m.get("launch")) for m in shown):
         return f"session {shown[0].get('session')}, which was shown it, stopped running"
-    if not any(r["liveness"] in presence.LIVE for r in presence.sessions(q.target)
+    if not any(r["liveness"] in presence.LIVE for r in records
                if only_for is None or r.get("session") == only_for):
         return f"session {only_for} stopped running" if only_for else "no session runs there any more"
     return None

@@ -44,6 +44,7 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
         "client": launch.client if launch is not None and launch.known else rec.get("client"),
         "launch": launch.tag if launch is not None else rec.get("launch"),
         "boot": rec.get("boot") or _boot_id(),
+        "pidns": _pid_ns(),  # whose pids `claude_pid` counts in (liveness)
         "last_event": event,
         "at": utc_stamp(now),
         "state": state or rec.get("state", "idle"),
@@ -58,6 +59,11 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
 def _boot_id() -> "Optional[str]":
     from git_korus_mail.store.launch import boot_id
     return boot_id()
+
+
+def _pid_ns() -> "Optional[str]":
+    from git_korus_mail.store.launch import pid_ns
+    return pid_ns()
 
 
 def load(box: "Box", session: str) -> "Optional[dict[str, Any]]":
@@ -110,6 +116,11 @@ def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
     from git_korus_mail.store.launch import parse_tag
     pid = rec.get("claude_pid")
     mine = claims.me("check")
+    if rec.get("pidns") and mine["pidns"] and rec["pidns"] != mine["pidns"] and rec.get("boot") == mine["boot"]:
+        # its pid counts in another pid namespace (a command in Codex's sandbox reads a record
+        # the hooks wrote outside it): nothing here can judge it, and unknown is not dead
+        # (docs/STORE.md, "Liveness")
+        return state
     if isinstance(pid, int) and pid > 0 and rec.get("boot") == mine["boot"]:
         # the launch tag holds the process's start time: a pid reused by a newer process is gone too
         launch = parse_tag(rec["launch"]) if isinstance(rec.get("launch"), str) else None

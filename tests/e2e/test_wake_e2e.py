@@ -45,10 +45,12 @@ def armed(mail: Mail) -> list[str]:
     return [n for n in os.listdir(d) if not n.endswith(".wakes") and not n.startswith(".")]
 
 
-def watcher_pids(launch: int | None = None) -> list[int]:
+def watcher_pids(launch: int | None = None, mail: Mail | None = None) -> list[int]:
     """Live `git-korus-mail drain --watch` processes (the watchers), from /proc; with `launch`,
-    those of that Claude Code process only (their CLAUDE_PID)."""
+    those of that Claude Code process only (their CLAUDE_PID); with `mail`, those working in
+    that test's clone only (their cwd): other tests run beside this one under pytest-xdist."""
     out = []
+    under = os.path.realpath(mail.b).rsplit(os.sep, 1)[0] + os.sep if mail is not None else None
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -60,6 +62,12 @@ def watcher_pids(launch: int | None = None) -> list[int]:
         except OSError:
             continue
         if state != b"Z" and b"drain" in argv and b"--watch" in argv:
+            if under is not None:
+                try:
+                    if not (os.readlink(f"/proc/{d}/cwd") + os.sep).startswith(under):
+                        continue
+                except OSError:
+                    continue
             if launch is not None:
                 try:
                     with open(f"/proc/{d}/environ", "rb") as f:
@@ -110,12 +118,12 @@ def test_idle_stream_session_is_woken_and_its_next_request_carries_the_mail(urge
         # the woken turn said only "noted", and its Stop consumed the mail and re-armed a watcher
         wait_until(lambda: urgent.box_b.state()["seen"] == [msg_id], what="the consume at the woken Stop")
         wait_until(lambda: len(armed(urgent)) == 1, what="a watcher re-armed by the woken turn's Stop")
-        assert len(watcher_pids()) == 1
+        assert len(watcher_pids(mail=urgent)) == 1
         t0 = time.monotonic()
         rc = s.close()
     # closing the input ends the session at once: its watcher saw that it can no longer wake it
     assert rc == 0 and time.monotonic() - t0 < 10
-    wait_until(lambda: not watcher_pids(), timeout=5, what="no watcher left")
+    wait_until(lambda: not watcher_pids(mail=urgent), timeout=5, what="no watcher left")
     assert urgent.box_b.receipts()[msg_id]["observed"]["event"] == "UserPromptSubmit"
 
 
@@ -124,7 +132,7 @@ def test_print_mode_does_not_hang_and_a_closed_session_gets_mail_at_resume(urgen
     mockapi.set_script([text("one shot")])
     run = acct.run("hello", cwd=urgent.b, timeout=60).check()
     assert run.duration < 30, run.describe()  # the watcher's reach is 900 s: it ended at once
-    assert not watcher_pids() and not armed(urgent)
+    assert not watcher_pids(mail=urgent) and not armed(urgent)
     needle = f"RESUME-{_uid()}"
     msg_id, _ = send(urgent, f"{needle} for a closed session")
     time.sleep(1.0)
