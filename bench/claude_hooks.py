@@ -9,6 +9,9 @@ Each run is one `claude -p` session making `--calls` Bash tool calls in a worktr
 clone; only the PostToolUse hook differs between the three (SessionStart, UserPromptSubmit and
 Stop run the installed stub in all of them, so the launch is stamped as it would be). Prints
 the median, p90 and count of the reported times for each, and the ratios of the medians.
+
+`--fresh`: each run in a new worktree that never got mail (its box has no inbox/; docs/HOOKS.md,
+"A box without an inbox"), where "before" is what every such tool call cost until then.
 """
 
 import argparse
@@ -38,6 +41,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--calls", type=int, default=12)
+    ap.add_argument("--fresh", action="store_true", help="each run in a new worktree that never got mail")
     args = ap.parse_args(argv)
     claude_bin = os.environ.get("KORUS_E2E_CLAUDE")
     if not claude_bin:
@@ -86,15 +90,18 @@ def main(argv=None):
             settings = {"hooks": {ev: [{"hooks": [{"type": "command", "command": c}]}] for ev, c in cmd.items()}}
             settings["hooks"]["PostToolUse"] = [{"matcher": "*", "hooks": [
                 {"type": "command", "command": claude.hook_command(str(ptu), "PostToolUse")}]}]
-            (web / ".claude").mkdir(exist_ok=True)
-            (web / ".claude" / "settings.local.json").write_text(json.dumps(settings))
+            wt = web
+            if args.fresh:
+                wt = hermetic.add_worktree(main_wt, base / f"fresh-{name}-{r}", f"fresh-{name}-{r}", git)
+            (wt / ".claude").mkdir(exist_ok=True)
+            (wt / ".claude" / "settings.local.json").write_text(json.dumps(settings))
             then = time.time_ns() - 10 * 1_000_000_000
             os.utime(inbox, ns=(then, then))  # its last change (the last run's Stop) is old: stamps at once
             debug = base / f"debug-{name}-{r}.txt"
             script = [bash("true") for _ in range(args.calls)] + [text("done")]
             with MockAPI(script) as api:
                 run = Claude(claude_bin, api, config_dir=config_dir).run(
-                    "go", cwd=web, args=["--debug-file", str(debug)])
+                    "go", cwd=wt, args=["--debug-file", str(debug)])
             if run.rc != 0:
                 raise SystemExit(f"claude -p failed ({name}): {run.describe()}")
             got = [int(ms) for c, ms in REPORTED.findall(debug.read_text()) if str(ptu) in c]
@@ -102,7 +109,8 @@ def main(argv=None):
                 raise SystemExit(f"{name}: {len(got)} PostToolUse reports, expected {args.calls}")
             times[name] += got
     print(f"Claude Code {subprocess.run([claude_bin, '--version'], capture_output=True, text=True).stdout.strip()}, "
-          f"{args.rounds} rounds x {args.calls} tool calls")
+          f"{args.rounds} rounds x {args.calls} tool calls" + (", each run in a worktree that never got mail"
+                                                                if args.fresh else ""))
     med = {}
     for name, xs in times.items():
         xs.sort()

@@ -1,5 +1,5 @@
 #!/bin/sh
-# git-korus-mail claude-hook template-version=6
+# git-korus-mail claude-hook template-version=7
 # Written by `git korus-mail install` into <git-common-dir>/mail/hooks/ and removed by
 # `git korus-mail uninstall`. Do not edit: install rewrites a stub that differs.
 #
@@ -17,9 +17,11 @@
 # is answered here, without starting Python, when the drain's stamp for the launch
 # (<mail>/fast/<session id>@<pid>) was made in this very directory and the box's inbox has not
 # changed since: the same mtime, and no name in it that the stamp's names/ does not list (an
-# mtime can be set back; a name cannot hide). Any doubt (no stamp, a broken one, another
-# directory, a changed inbox, OFF) runs the drain as before. Builtins only: the payload is left
-# unread (Claude Code does not need it read).
+# mtime can be set back; a name cannot hide). Or the box has no inbox at all (a worktree that
+# never got mail): the stamp's inbox link still names nothing, and a publication makes the inbox
+# before it links a message in, so nothing is queued (no clock involved). Any doubt (no stamp,
+# a broken one, another directory, a changed inbox, OFF) runs the drain as before. Builtins
+# only: the payload is left unread (Claude Code does not need it read).
 if [ "${1-}" = PostToolUse ] && [ -n "${CLAUDE_PID-}" ] && [ -n "${CLAUDE_CODE_SESSION_ID-}" ]; then
     case "$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" in
         .* | *[!A-Za-z0-9._@-]*) ;;
@@ -29,16 +31,20 @@ if [ "${1-}" = PostToolUse ] && [ -n "${CLAUDE_PID-}" ] && [ -n "${CLAUDE_CODE_S
             here=$PWD
             # cd -P: every test below reads one stamp, even while a drain replaces it
             if [ ! -e "$mail/OFF" ] && cd -P "$mail/fast/$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" 2>/dev/null; then
-                if [ -f seen ] && [ -d inbox ] && [ -d names ] && [ cwd -ef "$here" ] \
-                        && [ ! inbox -nt seen ] && [ ! seen -nt inbox ]; then
-                    new=
-                    for f in inbox/*; do
-                        # (an empty inbox leaves the pattern itself, which names nothing)
-                        if [ -e "$f" ] || [ -L "$f" ]; then
-                            [ -e "names/${f#inbox/}" ] || { new=1; break; }
-                        fi
-                    done
-                    [ -n "$new" ] || exit 0
+                if [ cwd -ef "$here" ]; then
+                    # no inbox: the link is there and resolves to nothing (a stat, not a clock)
+                    [ -L inbox ] && [ ! -e inbox ] && exit 0
+                    if [ -f seen ] && [ -d inbox ] && [ -d names ] \
+                            && [ ! inbox -nt seen ] && [ ! seen -nt inbox ]; then
+                        new=
+                        for f in inbox/*; do
+                            # (an empty inbox leaves the pattern itself, which names nothing)
+                            if [ -e "$f" ] || [ -L "$f" ]; then
+                                [ -e "names/${f#inbox/}" ] || { new=1; break; }
+                            fi
+                        done
+                        [ -n "$new" ] || exit 0
+                    fi
                 fi
                 cd "$here" 2>/dev/null || cd /
             fi

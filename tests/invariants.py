@@ -64,13 +64,17 @@ def _ls(path):
 
 def _check_fast(fast):
     """fast/ (store/fastpath.py): stamps `<key>` -> `<key>.<12 hex>`, each such directory holding
-    inbox ->, cwd ->, seen and names/ (empty files named like messages); a killed writer may leave
-    a generation without its symlink, or a `.link`, never anything else."""
+    inbox ->, cwd ->, seen and names/ (empty files named like messages), or, for a box with no
+    inbox, inbox -> and cwd -> alone; a killed writer may leave a generation without its symlink,
+    or a `.link`, never anything else. A generation a symlink names is whole, of one form or the other."""
     for name in _ls(fast):
         path = os.path.join(fast, name)
         if os.path.islink(path):
             target = os.readlink(path)
             assert "/" not in target and target.startswith(name.removesuffix(".link") + "."), (name, target)
+            if os.path.isdir(os.path.join(fast, target)):
+                assert set(_ls(os.path.join(fast, target))) in ({"inbox", "cwd"}, {"inbox", "cwd", "seen", "names"}), (
+                    name, _ls(os.path.join(fast, target)))
             continue
         assert os.path.isdir(path), f"fast/{name}: neither a stamp nor a stamp's directory"
         assert set(_ls(path)) <= {"inbox", "cwd", "seen", "names"}, (name, _ls(path))

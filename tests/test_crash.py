@@ -458,6 +458,45 @@ def scenario_stamp(c, step):
 
 
 
+@pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("stamp:")])
+def test_killed_stamping_a_box_without_an_inbox(step, clone):
+    """A worktree that never got mail: the drain killed while it stamps "no inbox" leaves no stamp
+    or a whole one, and the first message sent afterwards is shown at the very next tool call."""
+    from stubworld import Stub, inbox_of
+    stub = Stub(clone, clone.web, session=S1)
+    proc = drain("PostToolUse", clone.web, S1, env=dict(crash_env(step), CLAUDE_CODE_SESSION_ID=S1))
+    assert_killed(proc, step)
+    assert not os.path.lexists(inbox_of(clone, clone.web))
+    assert os.path.lexists(stub.stamp) == (step == "stamp:linked")
+    if step == "stamp:linked":
+        assert stub.run("PostToolUse") == (None, False)  # a whole stamp, no inbox: no Python
+    msg_id = send(clone, body="the first, after the kill")
+    answer, started = stub.run("PostToolUse")
+    assert started and msg_id in json.dumps(answer)
+    settle_and_check(clone)
+
+
+@pytest.mark.parametrize("step", [s for s in crash.STEPS if s.startswith("send:")])
+def test_killed_first_sender_into_a_box_stamped_without_an_inbox(step, clone):
+    """The first message for a worktree whose launch holds a "no inbox" stamp, its sender killed
+    between two steps: the inbox it made sends every later tool call to the drain, which shows
+    what is queued as it would have without the stamp."""
+    from stubworld import Stub
+    stub = Stub(clone, clone.web, session=S1)
+    assert stub.run("UserPromptSubmit") == (None, True)
+    assert stub.run("PostToolUse") == (None, False)
+    proc = run_cli("send", "--to", str(clone.web), "--", "from a killed sender", cwd=clone.main, env=crash_env(step))
+    assert_killed(proc, step)
+    for _ in range(2):
+        assert stub.run("PostToolUse")[1]  # the inbox exists: the stamp is not believed, ever again
+    ans = clean("PostToolUse", clone.web, S1, nograce=True)  # the half-published one, once its grace is over
+    assert ("from a killed sender" in answer_text(ans)) == (step == "send:linked")
+    msg_id = send(clone, body="after the killed sender")
+    answer, started = stub.run("PostToolUse")
+    assert started and msg_id in json.dumps(answer)
+    settle_and_check(clone)
+
+
 def scenario_event(c, step):
     """The drain killed right after it claimed its hook event (store/events.py), before any
     output: the twin of that event (the other install scope's wiring, the same stdin) takes the

@@ -6,6 +6,7 @@ import json
 import os
 import time
 
+import hermetic
 import invariants
 import pytest
 
@@ -172,3 +173,96 @@ def test_mail_behind_an_inbox_mtime_set_back_is_shown_at_the_next_tool_call(stub
     answer, started = stub.run("PostToolUse", shell)
     assert started and "behind an old mtime" in context_of(answer)
     invariants.check(clone.mail_root)
+
+
+# -- a worktree that never got mail: its box has no inbox (docs/HOOKS.md, "A box without an inbox") --
+@pytest.fixture
+def fresh(clone):
+    """A launch in a worktree that never got mail, after its prompt: the box has no inbox."""
+    s = Stub(clone, clone.web)
+    assert s.run("UserPromptSubmit") == (None, True)
+    assert not os.path.lexists(inbox_of(clone, clone.web))
+    return s
+
+
+def _no_inbox_stamp(clone, stub):
+    gen = clone.mail_root / "fast" / os.readlink(stub.stamp)
+    assert sorted(os.listdir(gen)) == ["cwd", "inbox"]  # no seen, no names/: pinned
+    assert os.readlink(gen / "inbox") == str(inbox_of(clone, clone.web))
+    return gen
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_worktree_that_never_got_mail_starts_no_python_from_its_first_tool_call(fresh, clone, shell):
+    gen = _no_inbox_stamp(clone, fresh)  # the prompt's show found no inbox, and said so
+    assert os.readlink(gen / "cwd") == str(clone.web)
+    for _ in range(3):
+        assert fresh.run("PostToolUse", shell) == (None, False)
+    sessions = inbox_of(clone, clone.web).parent / "sessions"
+    assert json.loads((sessions / "s-fast.json").read_text())["state"] == "working"
+    fresh.run("Stop", shell)  # idle: the stamp goes, and the next tool call records it working again
+    assert not os.path.lexists(fresh.stamp)
+    assert fresh.run("PostToolUse", shell) == (None, True)
+    assert json.loads((sessions / "s-fast.json").read_text())["state"] == "working"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_first_mail_into_a_box_without_an_inbox_is_shown_at_the_next_tool_call(fresh, clone, shell):
+    assert fresh.run("PostToolUse", shell) == (None, False)
+    send(clone, "the very first")
+    answer, started = fresh.run("PostToolUse", shell)
+    assert started and "the very first" in context_of(answer)
+    invariants.check(clone.mail_root)
+
+
+def test_mail_published_between_the_look_and_the_stamp_is_shown_at_the_next_tool_call(fresh, clone, tmp_path):
+    """The drain looked (no inbox) and is about to link its stamp when the first message arrives:
+    the stamp says "no inbox", the inbox is there, and the stub must not believe the stamp."""
+    from pausing import Paused
+    fresh.stamp.unlink()
+    d = Paused(tmp_path, ["drain"], clone.web, {"stamp:staged": "staged"},
+               stdin=json.dumps(hermetic.payload("PostToolUse", "s-fast", clone.web)),
+               env={"CLAUDE_CODE_SESSION_ID": "s-fast"})
+    assert d.reach("stamp:staged")
+    send(clone, "between look and stamp")  # in the same clock tick as the look, for all the stamp knows
+    assert d.finish() == 0, d.err
+    _no_inbox_stamp(clone, fresh)
+    answer, started = fresh.run("PostToolUse")
+    assert started and "between look and stamp" in context_of(answer)
+    invariants.check(clone.mail_root)
+
+
+def test_a_publish_that_made_the_inbox_but_has_not_linked_yet_costs_python_then_shows(fresh, clone, tmp_path):
+    """A sender held between making the inbox and linking its message: from then on the stub runs
+    the drain (the inbox exists; it is too new to stamp), and the message, once linked, is shown at
+    the next tool call."""
+    from pausing import Paused
+    assert fresh.run("PostToolUse") == (None, False)
+    s = Paused(tmp_path, ["send", "--to", str(clone.web), "--", "held before its link"], clone.main,
+               {"send:tmp-written": "linking"})
+    assert s.reach("send:tmp-written")
+    assert os.path.isdir(inbox_of(clone, clone.web))
+    for shell in SHELLS:
+        assert fresh.run("PostToolUse", shell) == (None, True)  # not queued yet: nothing to show
+    assert s.finish() == 0, s.err
+    answer, started = fresh.run("PostToolUse")
+    assert started and "held before its link" in context_of(answer)
+    invariants.check(clone.mail_root)
+
+
+def test_a_stamp_of_another_launch_or_directory_is_never_trusted_without_an_inbox(fresh, clone):
+    assert fresh.run("PostToolUse") == (None, False)
+    assert fresh.run("PostToolUse", session="s-other")[1]
+    assert fresh.run("PostToolUse", env={"CLAUDE_PID": "1"})[1]
+    # the same launch, now in a worktree that has mail: the stamp made in web says nothing of it
+    run_cli("send", "--to", str(clone.main), "--", "for main", cwd=clone.web, check=True)
+    in_main = Stub(clone, clone.main)
+    answer, started = in_main.run("PostToolUse")
+    assert started and "for main" in context_of(answer)
+
+
+def test_off_starts_python_without_an_inbox(fresh, clone):
+    assert fresh.run("PostToolUse") == (None, False)
+    run_cli("off", cwd=clone.main, check=True)
+    assert fresh.run("PostToolUse")[1]
+    run_cli("on", cwd=clone.main, check=True)

@@ -372,13 +372,13 @@ class Drain:
 
     # -- end: drop this launch's markers of mail never consumed; it stays queued -----
     # -- the stub's fast path (core/drain_fast.py): loaded only where a stamp is or may be -----
-    def _fast_look(self) -> "Optional[Tuple[int, float]]":
+    def _fast_look(self) -> "Optional[Tuple[Optional[int], float]]":
+        """(the inbox's mtime in ns, or None for a box with no inbox yet; when it was taken)."""
         if self.fast_key is None or self.opening:
             return None
-        mtime = self.box.inbox_mtime_ns()
-        return None if mtime is None else (mtime, time.time())
+        return self.box.inbox_mtime_ns(), time.time()
 
-    def _fast_stamp(self, seen: "Tuple[int, float]") -> "List[str]":
+    def _fast_stamp(self, seen: "Tuple[Optional[int], float]") -> "List[str]":
         from git_korus_mail.core import drain_fast
         return drain_fast.stamp(self, seen)
 

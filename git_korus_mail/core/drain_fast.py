@@ -14,11 +14,11 @@ from git_korus_mail.store.layout import MSG_SUFFIX
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import List, Tuple
+    from typing import List, Optional, Tuple
 
     from git_korus_mail.core.drain import Drain
 
-    Look = Tuple[int, float]  # (the inbox's mtime in ns, when it was taken)
+    Look = Tuple[Optional[int], float]  # (the inbox's mtime in ns, None without an inbox; when it was taken)
 
 
 def stamp(drain: "Drain", seen: "Look") -> "List[str]":
@@ -27,15 +27,23 @@ def stamp(drain: "Drain", seen: "Look") -> "List[str]":
     key = drain.fast_key
     mtime, looked_at = seen
     box, root = drain.box, drain.root
-    if not fastpath.valid_key(key) or not fastpath.may_stamp(mtime, looked_at) or drain.faults:
+    if not fastpath.valid_key(key) or drain.faults:
+        return []
+    # no MARGIN for a box without an inbox: the stub trusts that stamp only while the inbox does
+    # not exist, which no clock tick can fake (docs/HOOKS.md, "A box that never got mail")
+    if mtime is not None and not fastpath.may_stamp(mtime, looked_at):
         return []
     try:
         if root.is_off() or box.names("claiming") or not drain.launch.known:
             return []
+        assert key is not None  # for mypy: valid_key said so
+        if mtime is None:
+            if box.inbox_mtime_ns() is None and not fastpath.current(root, box, key, None, drain.cwd, []):
+                fastpath.write(root, box, key, None, drain.cwd, [])
+            return []
         ids, odd = box.inbox_ids()
         if odd or (ids and drain._markers().unseen(ids)) or box.inbox_mtime_ns() != mtime:
             return []
-        assert key is not None  # for mypy: valid_key said so
         names = [i + MSG_SUFFIX for i in ids]  # every one shown to or skipped by this launch (above)
         if not fastpath.current(root, box, key, mtime, drain.cwd, names):
             fastpath.write(root, box, key, mtime, drain.cwd, names)

@@ -10,11 +10,17 @@ the symlink names it:
     names/   one empty file per name the inbox held then (every one shown to the launch or
              skipped by it): `<id>.json`
 
+A box that has no inbox yet (its worktree never got mail) is stamped with `inbox` and `cwd`
+alone: `inbox` then names a directory that does not exist, and as long as it does not, nothing is
+queued there (a publication makes the inbox before it links the message in, and nothing removes
+an inbox).
+
 `<key>` is the client's name for the launch, one the stub can spell from its environment alone
 (Claude Code: `<session id>@<pid>`). The stub trusts a stamp only when `cwd` is its own working
 directory, the inbox's mtime still equals `seen`'s, and every name in the inbox is in `names/`:
 any change to the inbox since (a message linked in, one consumed, expired or moved) and the
-event runs Python as before.
+event runs Python as before. Or when `cwd` is its own working directory and `inbox` still names
+nothing: no inbox, no mail, whatever the clock says.
 
 Why `names/` as well: an mtime can be set back (`touch -d`, a restore with `cp -a` or
 `rsync -a`), and the inbox's ctime, which cannot, is out of reach of sh's `test`. A glob of the
@@ -56,22 +62,25 @@ def may_stamp(inbox_mtime_ns: int, looked_at: float) -> bool:
     return inbox_mtime_ns // 1_000_000_000 + MARGIN <= int(looked_at)
 
 
-def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str, names: "List[str]") -> None:
+def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: "Optional[int]", cwd: str,
+          names: "List[str]") -> None:
     """Stamp `key`: nothing new in `box` for its launch as of `inbox_mtime_ns`, seen from `cwd`,
-    where the inbox held `names` (each one shown to the launch or skipped by it). OSError and
+    where the inbox held `names` (each one shown to the launch or skipped by it); with
+    `inbox_mtime_ns` None, the box had no inbox (no `seen`, no `names/`: see above). OSError and
     MailError when it cannot be written; a stamp not written only costs Python runs."""
     fast = root.dir.ensure_sub(FAST_DIR)
     gen = f"{key}.{os.urandom(6).hex()}"
     os.mkdir(gen, 0o700, dir_fd=fast.fd)
     os.symlink(box.path_of("inbox"), f"{gen}/inbox", dir_fd=fast.fd)
     os.symlink(cwd, f"{gen}/cwd", dir_fd=fast.fd)
-    os.mkdir(f"{gen}/{NAMES}", 0o700, dir_fd=fast.fd)
-    for name in names:
-        os.close(os.open(f"{gen}/{NAMES}/{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+    if inbox_mtime_ns is not None:
+        os.mkdir(f"{gen}/{NAMES}", 0o700, dir_fd=fast.fd)
+        for name in names:
+            os.close(os.open(f"{gen}/{NAMES}/{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                             dir_fd=fast.fd))
+        os.close(os.open(f"{gen}/seen", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                          dir_fd=fast.fd))
-    os.close(os.open(f"{gen}/seen", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
-                     dir_fd=fast.fd))
-    os.utime(f"{gen}/seen", ns=(inbox_mtime_ns, inbox_mtime_ns), dir_fd=fast.fd, follow_symlinks=False)
+        os.utime(f"{gen}/seen", ns=(inbox_mtime_ns, inbox_mtime_ns), dir_fd=fast.fd, follow_symlinks=False)
     from git_korus_mail import crash
     crash.point("stamp:staged")
     link = f"{gen}.link"
@@ -81,10 +90,15 @@ def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str,
     _drop_generations(fast, key, keep=gen)
 
 
-def current(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: int, cwd: str, names: "List[str]") -> bool:
+def current(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: "Optional[int]", cwd: str,
+            names: "List[str]") -> bool:
     """Whether `key`'s stamp already says exactly this (a rewrite would change nothing)."""
     base = os.path.join(root.path, FAST_DIR, key)
     try:
+        if inbox_mtime_ns is None:  # no inbox: the stamp names where it would be, and holds no `seen`
+            return (os.readlink(os.path.join(base, "inbox")) == box.path_of("inbox")
+                    and not os.path.lexists(os.path.join(base, "seen"))
+                    and os.path.samestat(os.stat(os.path.join(base, "cwd")), os.stat(cwd)))
         return (os.stat(os.path.join(base, "seen")).st_mtime_ns == inbox_mtime_ns
                 and os.path.samestat(os.stat(os.path.join(base, "inbox")), os.stat(box.path_of("inbox")))
                 and os.path.samestat(os.stat(os.path.join(base, "cwd")), os.stat(cwd))

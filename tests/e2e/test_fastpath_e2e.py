@@ -57,3 +57,40 @@ def test_tool_calls_with_nothing_new_start_no_drain_and_new_mail_still_arrives(m
     (msg_id,) = [i for i in mail.box_b.ids("seen") if needle in str(mail.box_b.read("seen", i))]
     assert mail.box_b.receipts()[msg_id]["observed"]["event"] == "PostToolUse"
     assert mail.box_b.ids("inbox") == []
+
+
+def test_a_worktree_that_never_got_mail_starts_no_drain_at_its_tool_calls(mail, mockapi, runners, tmp_path):  # noqa: F811
+    """issue 26: b's box has no inbox (no mail ever came); the prompt's drain stamps that, and the
+    tool calls before the first mail are answered by the stub alone. The first message, sent by a
+    tool call, makes the inbox and reaches the model at that call's PostToolUse."""
+    from mockapi import bash, text
+
+    stub = mail.root / "hooks" / "claude-hook"
+    body = stub.read_text()
+    helper = re.search(r"^helper='([^']+)'$", body, re.M).group(1)
+    log = tmp_path / "starts.log"
+    wrapper = tmp_path / "logging-helper"
+    wrapper.write_text("#!/bin/sh\npayload=$(cat)\n"
+                       f"printf '%s' \"$payload\" | grep -o '\"hook_event_name\": *\"[A-Za-z]*\"' >> '{log}'\n"
+                       f"printf '%s' \"$payload\" | exec '{helper}' \"$@\"\n")
+    wrapper.chmod(0o700)
+    stub.write_text(body.replace(f"helper='{helper}'", f"helper='{wrapper}'", 1))
+    assert mail.box_b.dir is None  # no box yet, so no inbox: the first drain makes the box alone
+    uid = _uid()
+    needle = f"FIRST-{uid}-42"
+    mockapi.set_script([bash("echo one", "a"), bash("echo two", "b"), bash("echo three", "c"),
+                        bash(f'git korus-mail send --to . "FIRST-{uid}-$((6*7)) the first ever"', "mail myself"),
+                        bash("echo five", "e"), text("finished")])
+    run = runners().run("work", cwd=mail.b).check()
+    sid = run.session_id
+    starts = [line.split('"')[-2] for line in log.read_text().splitlines()]
+    # Of the five tool calls, Python ran for the one that sent the first mail (the inbox now
+    # exists) and the next one (too recent to stamp); the first three were answered by the stub.
+    assert starts.count("PostToolUse") == 2, starts
+    assert {"SessionStart", "UserPromptSubmit", "Stop"} <= set(starts), starts
+    reqs = session_requests(mockapi, sid)
+    assert len(reqs) == 6, mockapi.summary()
+    assert not any(r.contains(needle) for r in reqs[:4])
+    assert reqs[4].contains(needle)  # right after the tool call that sent it
+    assert_delivered(mockapi, sid, needle, prefix=PTU_PREFIX)
+    assert mail.box_b.ids("inbox") == []

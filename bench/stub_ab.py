@@ -1,0 +1,159 @@
+"""Paired A/B of the hook stub's fast path between this tree's template and an older commit's.
+
+    .venv/bin/python bench/stub_ab.py --base main --runs 300
+
+Why beside run.py's row 9: a stub's fast path costs a millisecond or two, and wall time on these
+shared machines moves by more than the difference being looked for. Here every round runs each
+command once, alternating, as Claude Code runs a hook (`/bin/sh -c "'<stub>' PostToolUse"`), and
+reads each process's wall time and CPU time (user + system of it and its children, from wait4);
+the table gives the medians and the median of each round's own ratio.
+
+Two launches, each with its stamp as the drain writes it (docs/HOOKS.md, "The fast path"):
+- **after mail**: a worktree whose inbox holds one message this launch was shown;
+- **no inbox**: a worktree that never got mail (its box has no inbox/).
+Both stubs are rendered for the same helper into the clone's `<mail>/hooks/`, the base one from
+`git show <base>:hooks/claude-hook.sh`. Baselines: a no-op sh hook (a script that exits 0) and a
+hook whose command is `sh -c true`.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixtures  # noqa: E402 - the bench's test world
+from harness import REPO, tool_paths  # noqa: E402
+
+
+def run(argv, cwd, env, stdin):
+    """(wall ms, CPU ms, exit status, stdout) of one process and its children."""
+    r, w = os.pipe()
+    out_r, out_w = os.pipe()
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.dup2(r, 0)
+            os.dup2(out_w, 1)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            for fd in (r, w, out_r, out_w, devnull):
+                os.close(fd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    os.close(r)
+    os.close(out_w)
+    try:
+        os.write(w, stdin)
+    except BrokenPipeError:
+        pass  # the fast path leaves the payload unread
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(out_r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(out_r)
+    _, status, usage = os.wait4(pid, 0)
+    wall = (time.perf_counter() - t0) * 1000
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000, status, b"".join(chunks)
+
+
+def _med(times, i):
+    return statistics.median(t[i] for t in times)
+
+
+def _ratio(a, b, i):
+    """The median of each round's own ratio (a round whose baseline read 0 CPU ms is left out)."""
+    return statistics.median(x[i] / y[i] for x, y in zip(a, b) if y[i] > 0)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", required=True, help="the commit whose stub template is the baseline")
+    ap.add_argument("--runs", type=int, default=200, help="rounds per scenario (default 200)")
+    ap.add_argument("--shell", default="/bin/sh", help="the shell Claude Code runs hooks with (default /bin/sh)")
+    args = ap.parse_args(argv)
+    tool, py = tool_paths()
+    from git_korus_mail.clients.claude import stub as claude_stub
+    from git_korus_mail.core import keys
+    from git_korus_mail.wiring import stub as wiring_stub
+    from git_korus_mail.wiring.hookdoc import hook_command
+    tmp = Path(tempfile.mkdtemp(prefix="korus-stub-ab-"))
+    try:
+        world = fixtures.World(tmp, tool, py)
+        common, paths = world.clone("ab", ["web", "api"])
+        hooks = common / "mail" / "hooks"
+        hooks.mkdir(parents=True)
+        new = hooks / "claude-hook"
+        new.write_text(claude_stub.render_stub(tool))
+        base_template = tmp / "claude-hook-base.sh"
+        base_template.write_bytes(subprocess.run(["git", "-C", str(REPO), "show", f"{args.base}:hooks/claude-hook.sh"],
+                                                 check=True, capture_output=True).stdout)
+        wiring_stub.template_path = lambda name: str(base_template)  # this process only
+        old = hooks / "claude-hook-base"
+        old.write_text(claude_stub.render_stub(tool))
+        noop = tmp / "noop-hook"
+        noop.write_text("#!/bin/sh\nexit 0\n")
+        for f in (new, old, noop):
+            f.chmod(0o700)
+        env = dict(world.env_cached, CLAUDE_PID=str(os.getpid()))
+
+        def hook(stub, event):
+            return [args.shell, "-c", hook_command(str(stub), event)]
+
+        web, api = paths["web"], paths["api"]
+        subprocess.run([tool, "send", "--to", str(web), "--", "one message"], cwd=paths["main"], env=env,
+                       check=True, capture_output=True)
+        scenarios = []
+        for name, wt, session in (("after mail", web, "ab-mail"), ("no inbox", api, "ab-fresh")):
+            e = dict(env, CLAUDE_CODE_SESSION_ID=session)
+            subprocess.run(hook(new, "UserPromptSubmit"), input=fixtures.payload("UserPromptSubmit", session, wt),
+                           cwd=wt, env=e, check=True, capture_output=True)
+            inbox = common / "mail" / "box" / keys.key_for(str(wt)).name / "inbox"
+            if inbox.exists():
+                then = time.time_ns() - 10 * 1_000_000_000
+                os.utime(inbox, ns=(then, then))  # the mail came in a while ago
+            pl = fixtures.payload("PostToolUse", session, wt)
+            subprocess.run(hook(new, "PostToolUse"), input=pl, cwd=wt, env=e, check=True, capture_output=True)
+            if not os.path.lexists(common / "mail" / "fast" / f"{session}@{os.getpid()}"):
+                raise SystemExit(f"{name}: the drain wrote no stamp")
+            cmds = {"new stub": (hook(new, "PostToolUse"), e), "base stub": (hook(old, "PostToolUse"), e),
+                    "no-op hook": (hook(noop, "PostToolUse"), env),
+                    "hook `sh -c true`": ([args.shell, "-c", "sh -c true"], env)}
+            scenarios.append((name, wt, pl, cmds))
+        print(f"base {args.base}, shell {args.shell}, {args.runs} rounds per scenario, interleaved; "
+              f"ms, median (wall / CPU); ratios: median of each round's own ratio (wall / CPU)", flush=True)
+        print("| scenario | new stub | base stub | no-op hook | hook `sh -c true` | new÷no-op | new÷`sh -c true` "
+              "| new÷base |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, wt, pl, cmds in scenarios:
+            for _ in range(5):
+                for argv_, e in cmds.values():
+                    run(argv_, wt, e, pl)
+            times = {k: [] for k in cmds}
+            for _ in range(args.runs):
+                for k, (argv_, e) in cmds.items():
+                    wall, cpu, status, out = run(argv_, wt, e, pl)
+                    if status != 0 or out.strip():
+                        raise SystemExit(f"{name}: {k} exited {status} saying {out[:200]!r}")
+                    times[k].append((wall, cpu))
+            cells = [f"{_med(times[k], 0):.2f} / {_med(times[k], 1):.2f}" for k in cmds]
+            ratios = [f"{_ratio(times['new stub'], times[b], 0):.2f}× / {_ratio(times['new stub'], times[b], 1):.2f}×"
+                      for b in ("no-op hook", "hook `sh -c true`", "base stub")]
+            print(f"| {name} | " + " | ".join(cells + ratios) + " |", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
