@@ -36,6 +36,12 @@ commands:
 `git korus-mail <command> -h` shows a command's usage; `git help korus-mail` the manual.
 """
 
+# every command that takes an id takes it by one rule (core/ids.py)
+ID_FORMS = """\
+<id> is the full id, a prefix only one message has, or its last 6 or more characters,
+as the tool prints them (`…0f3c9a21`); an ambiguous <id> lists the ids it names.
+"""
+
 COMMANDS = {
     "send": """\
 usage:
@@ -81,10 +87,10 @@ options:
 usage:
   git-korus-mail reply [--repo=<path>] <id> [--json] [--] [<body>]
 
-Answer the question <id> (the id its rendering shows) with <body> (or stdin when it is
-`-` or left out); a question is answered once. Any other message gets a reply in its
-thread, sent to its sender's worktree.
-
+Answer the question <id> with <body> (or stdin when it is `-` or left out); a question
+is answered once. Any other message gets a reply in its thread, sent to its sender's
+worktree.
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to use
   --json          machine-readable result
@@ -143,10 +149,9 @@ usage:
   git-korus-mail read [--repo=<path>] <id> [--json] [--raw]
 
 One message whole: headers, display markers and receipt, and the body with every control,
-bidi and invisible character shown as an escape. It never consumes the message. <id> is a
-message id, a prefix only one message has, or its end as the person's line shows it
-(`…0f3c9a21`); this worktree's box is searched first, then the clone's other boxes.
-
+bidi and invisible character shown as an escape. It never consumes the message. This
+worktree's box is searched first, then the clone's other boxes.
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to read
   --json          machine-readable, every detail
@@ -160,7 +165,7 @@ Withdraw message <id>, sent from this worktree, that nobody has consumed: it is 
 shown or consumed after this. A message already shown is still withdrawn, and you are told
 that a model has seen it. Decided under the message's claim, so of a cancel and a
 consume exactly one happens. Journaled.
-
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to use
 """,
@@ -240,7 +245,7 @@ Release the claim on message <id>, for a claim whose owner you know is gone: one
 doctor says cannot be proven dead (taken on another host, in another pid namespace,
 or with a mangled record). The store never does this by itself. The release is
 journaled, and a claim whose owner is running on this machine is refused.
-
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to use
 """,
