@@ -52,7 +52,8 @@ Queue <body> (or stdin when it is `-` or left out) for each destination.
 
 options:
   --to=<dest>        a worktree path, `.`, `all` (worktrees with a live session),
-                     a worktree name, a session name as who shows it (or @<name>),
+                     a worktree name or the label list prints for it (ui or (ui)),
+                     a session name as who shows it (or @<name>),
                      or a box key prefix (4+ chars); up to 8
   --all-worktrees    every other worktree of the clone
   --kind=<kind>      display-only label: `note`, `handoff`, `alert`, ...
