@@ -33,7 +33,7 @@ commands:
   release     let go of a claim whose owner you know is gone (doctor names them)
   completion  print a shell completion script (bash, zsh, fish)
 
-`git korus-mail <command> -h` shows a command's usage; `git help korus-mail` the manual.
+`git korus-mail help <command>` shows a command's usage; `git help korus-mail` the manual.
 """
 
 # every command that takes an id takes it by one rule (core/ids.py)
@@ -45,8 +45,11 @@ as the tool prints them (`…0f3c9a21`); an ambiguous <id> lists the ids it name
 COMMANDS = {
     "send": """\
 usage:
-  git-korus-mail send [--repo=<path>] (--to=<dest>)... [--kind=<kind>] [--ttl=<minutes>] [--session=<id>] [--create] [--no-wake] [--wait=<seconds>] [--json] [--] [<body>]
-  git-korus-mail send [--repo=<path>] --all-worktrees [--kind=<kind>] [--ttl=<minutes>] [--no-wake] [--wait=<seconds>] [--json] [--] [<body>]
+  git korus-mail send [--repo=<path>] (--to=<dest>)... [--kind=<kind>] [--ttl=<minutes>]
+                      [--session=<id>] [--create] [--no-wake] [--wait=<seconds>] [--json] [--]
+                      [<body>]
+  git korus-mail send [--repo=<path>] --all-worktrees [--kind=<kind>] [--ttl=<minutes>] [--no-wake]
+                      [--wait=<seconds>] [--json] [--] [<body>]
 
 Queue <body> (or stdin when it is `-` or left out) for each destination.
 
@@ -63,13 +66,14 @@ options:
   --session=<id>     show only to this session id (a filter; the address stays the path)
   --create           allow a path that is no worktree of this clone
   --no-wake          do not wake an idle recipient (it gets the mail at its next prompt)
-  --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60 (default: 2 s, for a wakeable session only)
+  --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60
+                     (default: 2 s, for a wakeable session only)
   --repo=<path>      the clone whose queue to use (for a folder outside any clone)
   --json             machine-readable result
 """,
     "ask": """\
 usage:
-  git-korus-mail ask [--repo=<path>] --to=<dest> [--timeout=<seconds>] [--json] [--] [<question>]
+  git korus-mail ask [--repo=<path>] --to=<dest> [--timeout=<seconds>] [--json] [--] [<question>]
 
 Queue <question> (or stdin when it is `-` or left out) for one worktree and wait for
 the answer: its session answers with `reply`, or else its final message of the run
@@ -86,7 +90,7 @@ options:
 """,
     "reply": """\
 usage:
-  git-korus-mail reply [--repo=<path>] <id> [--json] [--] [<body>]
+  git korus-mail reply [--repo=<path>] <id> [--json] [--] [<body>]
 
 Answer the question <id> with <body> (or stdin when it is `-` or left out); a question
 is answered once. Any other message gets a reply in its thread, sent to its sender's
@@ -98,7 +102,7 @@ options:
 """,
     "list": """\
 usage:
-  git-korus-mail list [--repo=<path>] [--all] [--json]
+  git korus-mail list [--repo=<path>] [--all] [--json]
 
 Every box: each worktree of the clone, then any other box.
 
@@ -109,7 +113,7 @@ options:
 """,
     "who": """\
 usage:
-  git-korus-mail who [--repo=<path>] [--json]
+  git korus-mail who [--repo=<path>] [--json]
 
 Every session this clone's hooks have seen, under every config root and surface: its
 worktree and branch, session id and name, config root, surface (terminal, -p/SDK, editor)
@@ -122,7 +126,7 @@ options:
 """,
     "status": """\
 usage:
-  git-korus-mail status [--repo=<path>] [--all] [--clone] [--json]
+  git korus-mail status [--repo=<path>] [--all] [--clone] [--json]
 
 This worktree's box, the fate of the mail it sent, and its latest journal events.
 
@@ -134,7 +138,7 @@ options:
 """,
     "inbox": """\
 usage:
-  git-korus-mail inbox [--repo=<path>] [--all] [--json]
+  git korus-mail inbox [--repo=<path>] [--all] [--json]
 
 This worktree's mail, oldest first: id, sender (unverified), kind, sent time and age,
 state (queued, shown to whom, consumed by whom, expired, cancelled, dropped, quarantined
@@ -147,7 +151,7 @@ options:
 """,
     "read": """\
 usage:
-  git-korus-mail read [--repo=<path>] <id> [--json] [--raw]
+  git korus-mail read [--repo=<path>] <id> [--json] [--raw]
 
 One message whole: headers, display markers and receipt, and the body with every control,
 bidi and invisible character shown as an escape. It never consumes the message. This
@@ -160,7 +164,7 @@ options:
 """,
     "cancel": """\
 usage:
-  git-korus-mail cancel [--repo=<path>] <id>
+  git korus-mail cancel [--repo=<path>] <id>
 
 Withdraw message <id>, sent from this worktree, that nobody has consumed: it is never
 shown or consumed after this. A message already shown is still withdrawn, and you are told
@@ -172,7 +176,7 @@ options:
 """,
     "forward": """\
 usage:
-  git-korus-mail forward [--repo=<path>] <box> --to=<dest> [--json]
+  git korus-mail forward [--repo=<path>] <box> --to=<dest> [--json]
 
 Move the queued mail of <box> into the box of <dest>: for a box that no worktree
 reads any more, such as a removed worktree's (`list` and `doctor` flag those).
@@ -186,7 +190,7 @@ options:
 """,
     "off": """\
 usage:
-  git-korus-mail off [--repo=<path>]
+  git korus-mail off [--repo=<path>]
 
 Suppress delivery in every worktree; queued mail is kept.
 
@@ -195,7 +199,7 @@ options:
 """,
     "on": """\
 usage:
-  git-korus-mail on [--repo=<path>]
+  git korus-mail on [--repo=<path>]
 
 Resume delivery.
 
@@ -204,21 +208,22 @@ options:
 """,
     "install": """\
 usage:
-  git-korus-mail install [--repo=<path>] [--scope=<scope>] [--client=<client>] [--urgent] [--force]
+  git korus-mail install [--repo=<path>] [--scope=<scope>] [--client=<client>] [--urgent] [--force]
 
 Wire a client's hooks to the drain for every worktree of the clone.
 
 options:
   --scope=<scope>    `local` (each worktree's .claude/ or .codex/ settings) or `user`
                      (the client's own config dir, with a repo anchor) [default: local]
-  --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all` [default: claude]
+  --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all`
+                     [default: claude]
   --urgent           arm the wake-up tier: new mail wakes an idle session (stays armed)
   --force            rewrite our entries even when they look current
   --repo=<path>      the clone to wire
 """,
     "uninstall": """\
 usage:
-  git-korus-mail uninstall [--repo=<path>] [--scope=<scope>] [--purge] [--yes]
+  git korus-mail uninstall [--repo=<path>] [--scope=<scope>] [--purge] [--yes]
 
 Remove exactly what install added; queued mail is kept unless --purge.
 
@@ -230,7 +235,7 @@ options:
 """,
     "doctor": """\
 usage:
-  git-korus-mail doctor [--repo=<path>] [--json]
+  git korus-mail doctor [--repo=<path>] [--json]
 
 Check the wiring, the mail root, claims, quarantine and the clock; exit 0 only when healthy.
 
@@ -240,7 +245,7 @@ options:
 """,
     "release": """\
 usage:
-  git-korus-mail release [--repo=<path>] <id>
+  git korus-mail release [--repo=<path>] <id>
 
 Release the claim on message <id>, for a claim whose owner you know is gone: one that
 doctor says cannot be proven dead (taken on another host, in another pid namespace,
@@ -252,7 +257,7 @@ options:
 """,
     "completion": """\
 usage:
-  git-korus-mail completion (bash|zsh|fish)
+  git korus-mail completion (bash|zsh|fish)
 
 Print a completion script for the shell.
 """,
@@ -261,7 +266,7 @@ Print a completion script for the shell.
 # Not in COMMANDS: `drain` is dispatched before docopt and parses its one option by hand.
 DRAIN_USAGE = """\
 usage:
-  git-korus-mail drain [--client=<name>] [--repo=<path>] [--watch]
+  git korus-mail drain [--client=<name>] [--repo=<path>] [--watch]
 
 The hook entry point a client's stub (written by install) runs at every hook event: the
 event's JSON on stdin, the answer (hook JSON, or nothing) on stdout. Not for typing.
@@ -282,7 +287,11 @@ def main(argv=None):
     if argv[:1] == ["drain"]:
         if "-h" in argv or "--help" in argv:
             sys.stdout.write(DRAIN_USAGE)
-            return 0
+            return EXIT_USAGE if "-h" in argv else 0
+        if _typed_at_a_terminal():
+            sys.stderr.write("git korus-mail: drain is the hook entry point (install wires it): it reads one "
+                             "hook event's JSON on stdin; not for typing\n")
+            return EXIT_USAGE
         from git_korus_mail.commands import drain  # the hot path: no docopt, no pygit2
         return drain.main(argv[1:])
     try:
@@ -299,24 +308,49 @@ def main(argv=None):
         return 0
 
 
+def _typed_at_a_terminal():
+    """stdin is a terminal: a person typed `drain`, which would wait in silence for hook JSON.
+    A client always pipes the payload (docs/HOOKS.md), so this never refuses a hook."""
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
 def _main(argv):
     from git_korus_mail import __version__
     from git_korus_mail.errors import MailError, UsageError
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    from git_korus_mail.commands.argv import parse, unknown_command, usage_error
+    if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if argv else EXIT_USAGE
+    if argv[0] == "help":  # as `git help <command>`, but our manual is one page: the command's usage
+        if len(argv) > 2:
+            return usage_error(f"unexpected argument '{argv[2]}' after 'help {argv[1]}'", USAGE)
+        if len(argv) == 1:
+            sys.stdout.write(USAGE)
+            return 0
+        topic = argv[1]
+        if topic in COMMANDS or topic == "drain":
+            sys.stdout.write(DRAIN_USAGE if topic == "drain" else COMMANDS[topic])
+            return 0
+        return unknown_command(topic, COMMANDS)
     if argv[0] in ("--version", "-V", "version"):
+        if len(argv) > 1:
+            return usage_error(f"unexpected argument '{argv[1]}' after '{argv[0]}'", USAGE)
         sys.stdout.write(f"git-korus-mail {__version__}\n")
         return 0
     command = argv[0]
     if command not in COMMANDS:
-        from git_korus_mail.commands.argv import usage_error
-        return usage_error(f"unknown command '{command}'", USAGE)
+        return unknown_command(command, COMMANDS)
     doc = COMMANDS[command]
-    if any(a in ("-h", "--help") for a in argv[1:argv.index("--") if "--" in argv else None]):
+    options = argv[1:argv.index("--") if "--" in argv else None]
+    if "-h" in options:  # as git's `git commit -h`: the usage on stdout, exit 129
+        sys.stdout.write(doc)
+        return EXIT_USAGE
+    if "--help" in options:  # asked for in full: help, not a mistake
         sys.stdout.write(doc)
         return 0
-    from git_korus_mail.commands.argv import parse, usage_error
     args = parse(doc, argv)
     if isinstance(args, int):
         return args

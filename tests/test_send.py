@@ -253,7 +253,7 @@ def test_version_and_help(clone):
     from git_korus_mail import __version__
     assert run_cli("--version", cwd=clone.main).stdout.strip() == f"git-korus-mail {__version__}"
     assert "usage: git korus-mail <command>" in run_cli("--help", cwd=clone.main).stdout
-    assert "git-korus-mail send" in run_cli("send", "-h", cwd=clone.main).stdout
+    assert "git korus-mail send" in run_cli("send", "-h", cwd=clone.main).stdout
 
 
 def test_repo_anchor_selects_queue_but_key_comes_from_cwd(clone, tmp_path):
