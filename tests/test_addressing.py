@@ -299,7 +299,7 @@ def test_a_readded_worktree_does_not_inherit_and_the_stranded_box_is_flagged_the
 
 
 @pytest.mark.parametrize("args,code,needle", [
-    (["no-such-box", "--to", "web"], 129, "no such box"),
+    (["no-such-box", "--to", "web"], 1, "no such box"),  # an unknown name exits 1, as everywhere (issue 25)
     (["{web}", "--to", "web"], 1, "nothing to forward"),
     (["{gone}", "--to", "gone"], 1, "worktrees that exist"),
     (["{gone}", "--to", "all"], 129, "one worktree"),

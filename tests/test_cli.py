@@ -20,6 +20,7 @@ def _inboxes(clone):
     (["send", "--to", ".", "--ttl", "abc", "hi"], "--ttl 'abc': minutes as a whole number"),
     (["send", "--to", ".", "--ttl", "-5", "hi"], "--ttl -5: out of range"),
     (["send", "--to", ".", "--kind", "Bad/Kind", "hi"], "--kind 'Bad/Kind'"),
+    (["send", "--to", ".", "--kind", "", "hi"], "--kind '': use a lowercase word"),
     (["send", "--to", ".", "--session", "../x", "hi"], "--session '../x': not a session id"),
     (["send"] + ["--to=."] * 9 + ["hi"], "9 destinations; at most 8"),
     (["install", "--scope", "galaxy"], "--scope 'galaxy': expected local or user"),
