@@ -149,8 +149,8 @@ function __git_korus_mail_relpath
 end
 
 # --to candidates: all (not with the argument "one": forward takes one worktree), ., and
-# every other worktree's name (when unique) and path (absolute while nothing is typed;
-# absolute and relative after that).
+# every other worktree's name (when unique) and path (while nothing is typed the shorter of
+# its relative and absolute path, as bash and zsh offer; both after that).
 function __git_korus_mail_dests
     set -l repo
     set -l args (__git_korus_mail_args)
@@ -219,8 +219,13 @@ function __git_korus_mail_dests
     for p in $others
         set -l rel (__git_korus_mail_relpath $p $here)
         if test -z "$token"
-            # fish hides candidates starting with "." until one is typed
-            printf '%s\t%s\n' $p 'worktree path'
+            # as bash and zsh: the shorter of the two (fish shows a relative one, which starts
+            # with ".", once a "." is typed)
+            if test (string length -- $rel) -lt (string length -- $p)
+                printf '%s\t%s\n' $rel 'worktree path'
+            else
+                printf '%s\t%s\n' $p 'worktree path'
+            end
         else
             printf '%s\t%s\n' $p 'worktree path' $rel 'worktree path'
         end
