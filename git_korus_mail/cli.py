@@ -258,8 +258,15 @@ options:
     "completion": """\
 usage:
   git korus-mail completion (bash|zsh|fish)
+  git korus-mail completion [--repo=<path>] --ids=<command>
 
-Print a completion script for the shell.
+Print a completion script for the shell. With --ids, the ids that <command> (read, reply,
+cancel or release) can take here, newest first, one a line: what the scripts offer. It
+only reads.
+
+options:
+  --ids=<command>   read, reply, cancel or release
+  --repo=<path>     the clone whose ids to list
 """,
 }
 
@@ -374,9 +381,9 @@ def _dispatch(command, args):
     sees the dict. `--repo` is not an argument of the command: it picks the clone."""
     from git_korus_mail.commands.params import typed
     out = sys.stdout
-    if command == "completion":
+    if command == "completion" and not args.get("--ids"):
         module, params = typed(command, args)
-        return module.run(params, out)  # the one command that needs no clone
+        return module.run(params, out)  # a script: the one command that needs no clone
     from git_korus_mail.core.clone import Clone
 
     clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report

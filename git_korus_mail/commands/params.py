@@ -63,5 +63,7 @@ def typed(command, a):
         return cmd, cmd.ReleaseArgs(id=a["<id>"])
     if command == "completion":
         from git_korus_mail.commands import completion as cmd
+        if a.get("--ids"):
+            return cmd, cmd.IdsArgs(command=a["--ids"])
         return cmd, cmd.CompletionArgs(shell=next(s for s in ("bash", "zsh", "fish") if a[s]))
     raise AssertionError(command)

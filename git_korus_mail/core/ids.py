@@ -9,7 +9,9 @@ from git_korus_mail.errors import MailError
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Callable, Iterable, List, Optional
+    from typing import Dict, Iterable, List, Optional
+
+    from git_korus_mail.core.clone import Clone
 
 SUFFIX_MIN = 6      # an id's end names it from this many characters: the person's line shows its last 8
 ELLIPSES = ("…", "...")   # the printed form marks an end; `...` is how it survives an ASCII terminal
@@ -56,9 +58,10 @@ def matching(idt: IdText, ids: "Iterable[str]") -> "List[str]":
     return out
 
 
-def ambiguous(idt: IdText, candidates: "List[str]", label: "Optional[Callable[[str], str]]" = None) -> MailError:
-    """The error for an id that names several candidates: one line each, at most LISTED."""
-    lines = [f"  {c}{label(c) if label else ''}" for c in candidates[:LISTED]]
+def ambiguous(idt: IdText, candidates: "List[str]", labels: "Optional[Dict[str, str]]" = None) -> MailError:
+    """The error for an id that names several candidates: one line each (with its label, such
+    as the box it is in), at most LISTED."""
+    lines = [f"  {c}{(labels or {}).get(c, '')}" for c in candidates[:LISTED]]
     if len(candidates) > LISTED:
         lines.append(f"  and {len(candidates) - LISTED} more")
     from git_korus_mail.core.render import field
@@ -72,3 +75,31 @@ def one(idt: IdText, ids: "Iterable[str]") -> "Optional[str]":
     if len(found) > 1:
         raise ambiguous(idt, found)
     return found[0] if found else None
+
+
+COMPLETED = ("read", "reply", "cancel", "release")   # the commands whose <id> completion offers
+OFFERED = 200   # at most this many ids, newest first: a completion menu, not a listing
+
+
+def candidates(clone: "Clone", command: str) -> "List[str]":
+    """The ids `command` can act on here, newest first, for shell completion: read, this
+    worktree's box in every state; reply, what it received (queued or consumed); cancel,
+    what it sent; release, every claim of the clone. Reads only: nothing is settled or made."""
+    from git_korus_mail.store import claims, sent
+    from git_korus_mail.store.layout import FILED
+    from git_korus_mail.store.message import valid_id
+    root = clone.mail_root()
+    if root is None:
+        return []
+    own = clone.own_box()
+    found: "List[str]" = []
+    if command in ("read", "reply") and own is not None:
+        for sub in (FILED if command == "read" else ("inbox", "seen")):
+            found.extend(own.ids_in(sub))
+    elif command == "cancel":
+        found = sent.ids(root, own, clone.own_key.path, shared=not clone.in_worktree())
+    elif command == "release":
+        for box in root.boxes():
+            found.extend(n[:-len(claims.CLAIM_SUFFIX)] for n in box.claim_names()
+                         if n.endswith(claims.CLAIM_SUFFIX) and valid_id(n[:-len(claims.CLAIM_SUFFIX)]))
+    return sorted(set(found), reverse=True)[:OFFERED]  # an id starts with its UTC time: newest first

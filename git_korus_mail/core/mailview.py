@@ -204,9 +204,8 @@ def find(clone: "Clone", text: str) -> Found:
             found.extend((b, c) for c in _candidates(b, idt))
         exact = [f for f in found if f[1][0] == idt.text and not idt.end_only]
         if len(found) > 1 and len(exact) != 1:
-            boxes_of = {c[0]: b.name for b, c in found}
             raise ids.ambiguous(idt, [c[0] for _b, c in found],
-                                None if is_own else (lambda i, m=boxes_of: f"  (box {m[i]})"))
+                                None if is_own else {c[0]: f"  (box {b.name})" for b, c in found})
         if found:
             b, (msg_id, sub, q) = exact[0] if exact else found[0]
             return Found(b, msg_id, sub, is_own, q)
