@@ -119,6 +119,8 @@ def test_a_typo_gets_gits_did_you_mean_not_the_usage(clone):
     (["send", "--frobnicate", "--to", ".", "x"], "unknown option '--frobnicate' for 'send'"),
     (["send", "--json", "--json", "--to", ".", "x"], "option '--json' of 'send' given more than once"),
     (["completion", "tcsh"], "'completion' takes one of bash, zsh, fish, not 'tcsh'"),
+    (["send", "--to", ".", "--all-worktrees", "x"], "'--to' and '--all-worktrees' of 'send' exclude each other"),
+    (["completion", "bash", "--ids=read"], "unexpected argument 'bash' for 'completion --ids'"),
     (["completion"], "'completion' needs bash|zsh|fish"),
     (["--version", "extra"], "unexpected argument 'extra' after '--version'"),
 ])

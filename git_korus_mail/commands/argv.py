@@ -21,7 +21,7 @@ def parse(doc, argv):
 
 def _shape(doc):
     """({option: takes a value}, [(argument, required)] of the usage line that has the most
-    arguments), read from the usage block as docopt reads it."""
+    arguments, [(the options, the argument count) of each usage line]), read from the usage block as docopt reads it."""
     from docopt import formal_usage, parse_docstring_sections, parse_options
 
     options = {}
@@ -30,9 +30,11 @@ def _shape(doc):
             if spelling:
                 options[spelling] = o.argcount > 0
     usage = parse_docstring_sections(doc).usage_body
-    best = []
+    best, lines = [], []
     for line in formal_usage(usage).split(" | "):
         args, depth = [], 0
+        opts = {w.split("=", 1)[0] for w in line.replace("(", " ").replace(")", " ").replace("[", " ")
+                .replace("]", " ").split() if w.startswith("--") and w != "--"}
         for word in line.replace("[", " [ ").replace("]", " ] ").replace("(", " ").replace(")", " ").split():
             if word == "[":
                 depth += 1
@@ -43,14 +45,15 @@ def _shape(doc):
                     options.setdefault(word.split("=", 1)[0].lstrip("("), True)
             elif "<" in word or "|" in word:
                 args.append((word.strip("."), depth == 0))
+        lines.append((opts, len(args)))
         if len(args) > len(best):
             best = args
-    return options, best
+    return options, best, lines
 
 
 def explain(doc, argv):
     """One line saying what was wrong: the unknown option, the argument missing, the one too many."""
-    options, arguments = _shape(doc)
+    options, arguments, lines = _shape(doc)
     command, positional, rest = argv[0], [], list(argv[1:])
     while rest:
         a = rest.pop(0)
@@ -83,6 +86,14 @@ def explain(doc, argv):
     twice = sorted({a for a in given if given.count(a) > 1 and a != "--to"})
     if twice:
         return f"option '{twice[0]}' of '{command}' given more than once"
+    given = sorted(set(given) - {"--"}, key=given.index)
+    for i, a in enumerate(given):
+        for b in given[i + 1:]:
+            if not any(a in opts and b in opts for opts, _n in lines):
+                return f"'{a}' and '{b}' of '{command}' exclude each other"
+    fit = [n for opts, n in lines if set(given) <= opts]
+    if given and fit and max(fit) < len(positional):
+        return f"unexpected argument '{_shown(positional[max(fit)])}' for '{command} {given[0]}'"
     return f"'{command}': these options do not go together: {' '.join(_shown(a) for a in argv[1:])}"
 
 
