@@ -140,10 +140,12 @@ def test_a_person_follows_mail_through_inbox_read_and_cancel(clone):
 def test_read_refuses_bad_unknown_and_ambiguous_ids_in_one_line(clone):
     a = send(clone.main, clone.web, "one")
     b = send(clone.main, clone.web, "two")
-    for arg, words in (("zz!", "not a message id"), ("20990101T000000.000000Z-p1-0000000000000000", "no message"),
-                       ("2", "is the start of 2 message ids")):
+    # an ambiguous id: one line, then its candidates one a line, as git lists an ambiguous object's
+    for arg, words, lines in (("zz!", "not a message id", 1),
+                              ("20990101T000000.000000Z-p1-0000000000000000", "no message", 1),
+                              ("2", "2 is ambiguous: it names 2 message ids", 3)):
         proc = run_cli("read", arg, cwd=clone.web)
-        assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+        assert proc.returncode == 1 and proc.stderr.count("\n") == lines and words in proc.stderr, proc.stderr
         assert proc.stdout == ""
     assert a in run_cli("read", "2", cwd=clone.web).stderr and b in run_cli("read", "2", cwd=clone.web).stderr
     assert run_cli("read", a, "--json", "--raw", cwd=clone.web).returncode == 129
