@@ -71,10 +71,12 @@ def test_invalid_utf8_on_stdin(clone):
 
 
 def test_usage_errors_exit_129(clone):
-    for args in (["send", "hi"], ["send", "--to", "x", "--bogus", "y"], ["frobnicate"], ["list", "extra"]):
+    for args in (["send", "hi"], ["send", "--to", "x", "--bogus", "y"], ["list", "extra"]):
         proc = run_cli(*args, cwd=clone.main)
         assert proc.returncode == 129, args
         assert proc.stderr.startswith("git korus-mail: ")
+    # no such command is not a usage error of one: git's exit 1 for `git frobnicate` (issue 25)
+    assert run_cli("frobnicate", cwd=clone.main).returncode == 1
     assert "needs --to" in run_cli("send", "hi", cwd=clone.main).stderr
     assert "unknown option '--bogus'" in run_cli("send", "--to", "x", "--bogus", "y", cwd=clone.main).stderr
 
