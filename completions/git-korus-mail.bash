@@ -21,7 +21,7 @@
 __git_korus_mail_subcommands='send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release completion'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
-__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout '
+__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout --ids '
 
 # __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
 # has them (tests/test_surface.py checks that they agree).
@@ -41,6 +41,7 @@ __git_korus_mail_options ()
 	drain)            echo '--repo= --client= --watch' ;;
 	install)          echo '--repo= --scope= --client= --urgent --force --trust-codex-config' ;;
 	uninstall)        echo '--repo= --scope= --purge --yes' ;;
+	completion)       echo '--repo= --ids=' ;;
 	esac
 }
 
@@ -239,6 +240,42 @@ __git_korus_mail_dests ()
 	printf '%s\n' "$out"
 }
 
+# Print the ids that subcommand $1 can take here, newest first, one a line (one call of
+# "git korus-mail completion --ids", which only reads).
+__git_korus_mail_ids ()
+{
+	local repo
+	local -a gitc=(git "${__git_C_args[@]}")
+	repo=$(__git_korus_mail_optval --repo)
+	[[ -n $repo ]] && gitc+=(-C "$repo")
+	"${gitc[@]}" korus-mail completion --ids="$1" 2>/dev/null
+}
+
+# Does the command line hold no argument yet after subcommand SUB (options and their
+# values do not count)?
+__git_korus_mail_no_arg_yet ()
+{
+	local c=$((__git_cmd_idx + 1)) w seen=
+	while [ $c -lt $cword ]; do
+		w=${words[c]}
+		if [[ -z $seen ]]; then
+			[[ $w == "$1" ]] && seen=1
+		else
+			case $w in
+			--*=*) ;;
+			-*)
+				case $__git_korus_mail_valued in
+				*" $w "*) c=$((c + 1)) ;;
+				esac
+				;;
+			*) return 1 ;;
+			esac
+		fi
+		c=$((c + 1))
+	done
+	return 0
+}
+
 # Complete the value VAL of option OPT; PFX is prepended to each candidate.
 __git_korus_mail_value ()
 {
@@ -339,12 +376,22 @@ _git_korus_mail ()
 
 	case $sub in
 	completion)
-		if [[ $prev == completion ]]; then
-			__git_korus_mail_comp 'bash zsh fish'
-		else
-			COMPREPLY=()
+		if [[ $cur != -* ]]; then
+			if [[ $prev == completion ]]; then
+				__git_korus_mail_comp 'bash zsh fish'
+			else
+				COMPREPLY=()
+			fi
+			return
 		fi
-		return
+		;;
+	read|reply|cancel|release)
+		# the message id: the ids this command can take here (not after "--", not the body)
+		if [[ $cur != -* ]] && ! __git_korus_mail_has_opt -- && __git_korus_mail_no_arg_yet "$sub"; then
+			__git_korus_mail_comp_nl "$(__git_korus_mail_ids "$sub")" "" "$cur"
+			[[ ${#COMPREPLY[@]} -eq 0 ]] && compopt +o default +o bashdefault 2>/dev/null
+			return 0
+		fi
 		;;
 	esac
 

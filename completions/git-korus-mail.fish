@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids
                 set skip 1
             case '-*'
             case '*'
@@ -112,6 +112,52 @@ end
 function __git_korus_mail_using
     set -l sub (__git_korus_mail_sub); or return 1
     test -n "$sub"; and contains -- $sub $argv
+end
+
+# True when no argument follows the subcommand yet (options and their values do not count).
+function __git_korus_mail_no_arg_yet
+    set -l sub (__git_korus_mail_sub); or return 1
+    set -l seen 0
+    set -l skip 0
+    for a in (__git_korus_mail_args)
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        if test $seen = 0
+            test "$a" = "$sub"; and set seen 1
+            continue
+        end
+        switch $a
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids
+                set skip 1
+            case '-*'
+            case '*'
+                return 1
+        end
+    end
+    return 0
+end
+
+# The ids the subcommand can take here, newest first (git korus-mail completion --ids,
+# which only reads); git's -C and our --repo are passed on.
+function __git_korus_mail_ids
+    set -l gitc git
+    for d in (__git_korus_mail_cdirs)
+        set -a gitc -C $d
+    end
+    set -l args (__git_korus_mail_args)
+    set -l i 1
+    for a in $args
+        set i (math $i + 1)
+        switch $a
+            case '--repo=*'
+                set -a gitc -C (string replace -- '--repo=' '' $a)
+            case --repo
+                set -q args[$i]; and set -a gitc -C $args[$i]
+        end
+    end
+    $gitc korus-mail completion --ids=(__git_korus_mail_sub) 2>/dev/null
 end
 
 # True when option $argv[1] (e.g. --to) is already on the command line.
@@ -149,8 +195,8 @@ function __git_korus_mail_relpath
 end
 
 # --to candidates: all (not with the argument "one": forward takes one worktree), ., and
-# every other worktree's name (when unique) and path (absolute while nothing is typed;
-# absolute and relative after that).
+# every other worktree's name (when unique) and path (while nothing is typed the shorter of
+# its relative and absolute path, as bash and zsh offer; both after that).
 function __git_korus_mail_dests
     set -l repo
     set -l args (__git_korus_mail_args)
@@ -219,8 +265,13 @@ function __git_korus_mail_dests
     for p in $others
         set -l rel (__git_korus_mail_relpath $p $here)
         if test -z "$token"
-            # fish hides candidates starting with "." until one is typed
-            printf '%s\t%s\n' $p 'worktree path'
+            # as bash and zsh: the shorter of the two (fish shows a relative one, which starts
+            # with ".", once a "." is typed)
+            if test (string length -- $rel) -lt (string length -- $p)
+                printf '%s\t%s\n' $rel 'worktree path'
+            else
+                printf '%s\t%s\n' $p 'worktree path'
+            end
         else
             printf '%s\t%s\n' $p 'worktree path' $rel 'worktree path'
         end
@@ -256,7 +307,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release completion' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -310,7 +361,13 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l purge -d 'Also delete the mail root'
         complete -c $c -n '__git_korus_mail_using uninstall' -f -l yes -d 'Confirm --purge without asking'
 
+        # the message id of read, reply, cancel and release: the ids each can take here
+        complete -c $c -n '__git_korus_mail_using read reply cancel release; and __git_korus_mail_no_arg_yet' \
+            -f -k -a '(__git_korus_mail_ids)' -d 'message id'
+
         # completion
         complete -c $c -n '__git_korus_mail_using completion' -f -a 'bash zsh fish' -d Shell
+        complete -c $c -n '__git_korus_mail_using completion' \
+            -x -l ids -d 'The ids a command takes here, one a line'
     end
 end

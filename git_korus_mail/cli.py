@@ -33,20 +33,30 @@ commands:
   release     let go of a claim whose owner you know is gone (doctor names them)
   completion  print a shell completion script (bash, zsh, fish)
 
-`git korus-mail <command> -h` shows a command's usage; `git help korus-mail` the manual.
+`git korus-mail help <command>` shows a command's usage; `git help korus-mail` the manual.
+"""
+
+# every command that takes an id takes it by one rule (core/ids.py)
+ID_FORMS = """\
+<id> is the full id, a prefix only one message has, or its last 6 or more characters,
+as the tool prints them (`…0f3c9a21`); an ambiguous <id> lists the ids it names.
 """
 
 COMMANDS = {
     "send": """\
 usage:
-  git-korus-mail send [--repo=<path>] (--to=<dest>)... [--kind=<kind>] [--ttl=<minutes>] [--session=<id>] [--create] [--no-wake] [--wait=<seconds>] [--json] [--] [<body>]
-  git-korus-mail send [--repo=<path>] --all-worktrees [--kind=<kind>] [--ttl=<minutes>] [--no-wake] [--wait=<seconds>] [--json] [--] [<body>]
+  git korus-mail send [--repo=<path>] (--to=<dest>)... [--kind=<kind>] [--ttl=<minutes>]
+                      [--session=<id>] [--create] [--no-wake] [--wait=<seconds>] [--json] [--]
+                      [<body>]
+  git korus-mail send [--repo=<path>] --all-worktrees [--kind=<kind>] [--ttl=<minutes>] [--no-wake]
+                      [--wait=<seconds>] [--json] [--] [<body>]
 
 Queue <body> (or stdin when it is `-` or left out) for each destination.
 
 options:
   --to=<dest>        a worktree path, `.`, `all` (worktrees with a live session),
-                     a worktree name, a session name as who shows it (or @<name>),
+                     a worktree name or the label list prints for it (ui or (ui)),
+                     a session name as who shows it (or @<name>),
                      or a box key prefix (4+ chars); up to 8
   --all-worktrees    every other worktree of the clone
   --kind=<kind>      display-only label: `note`, `handoff`, `alert`, ...
@@ -56,13 +66,14 @@ options:
   --session=<id>     show only to this session id (a filter; the address stays the path)
   --create           allow a path that is no worktree of this clone
   --no-wake          do not wake an idle recipient (it gets the mail at its next prompt)
-  --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60 (default: 2 s, for a wakeable session only)
+  --wait=<seconds>   wait up to this long for the proof of delivery, 0 to 60
+                     (default: 2 s, for a wakeable session only)
   --repo=<path>      the clone whose queue to use (for a folder outside any clone)
   --json             machine-readable result
 """,
     "ask": """\
 usage:
-  git-korus-mail ask [--repo=<path>] --to=<dest> [--timeout=<seconds>] [--json] [--] [<question>]
+  git korus-mail ask [--repo=<path>] --to=<dest> [--timeout=<seconds>] [--json] [--] [<question>]
 
 Queue <question> (or stdin when it is `-` or left out) for one worktree and wait for
 the answer: its session answers with `reply`, or else its final message of the run
@@ -81,19 +92,19 @@ options:
 """,
     "reply": """\
 usage:
-  git-korus-mail reply [--repo=<path>] <id> [--json] [--] [<body>]
+  git korus-mail reply [--repo=<path>] <id> [--json] [--] [<body>]
 
-Answer the question <id> (the id its rendering shows) with <body> (or stdin when it is
-`-` or left out); a question is answered once. Any other message gets a reply in its
-thread, sent to its sender's worktree.
-
+Answer the question <id> with <body> (or stdin when it is `-` or left out); a question
+is answered once. Any other message gets a reply in its thread, sent to its sender's
+worktree.
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to use
   --json          machine-readable result
 """,
     "list": """\
 usage:
-  git-korus-mail list [--repo=<path>] [--all] [--json]
+  git korus-mail list [--repo=<path>] [--all] [--json]
 
 Every box: each worktree of the clone, then any other box.
 
@@ -104,7 +115,7 @@ options:
 """,
     "who": """\
 usage:
-  git-korus-mail who [--repo=<path>] [--json]
+  git korus-mail who [--repo=<path>] [--json]
 
 Every session this clone's hooks have seen, under every config root and surface: its
 worktree and branch, session id and name, config root, surface (terminal, -p/SDK, editor)
@@ -117,7 +128,7 @@ options:
 """,
     "status": """\
 usage:
-  git-korus-mail status [--repo=<path>] [--all] [--clone] [--json]
+  git korus-mail status [--repo=<path>] [--all] [--clone] [--json]
 
 This worktree's box, the fate of the mail it sent, and its latest journal events.
 
@@ -129,7 +140,7 @@ options:
 """,
     "inbox": """\
 usage:
-  git-korus-mail inbox [--repo=<path>] [--all] [--json]
+  git korus-mail inbox [--repo=<path>] [--all] [--json]
 
 This worktree's mail, oldest first: id, sender (unverified), kind, sent time and age,
 state (queued, shown to whom, consumed by whom, expired, cancelled, dropped, quarantined
@@ -142,13 +153,12 @@ options:
 """,
     "read": """\
 usage:
-  git-korus-mail read [--repo=<path>] <id> [--json] [--raw]
+  git korus-mail read [--repo=<path>] <id> [--json] [--raw]
 
 One message whole: headers, display markers and receipt, and the body with every control,
-bidi and invisible character shown as an escape. It never consumes the message. <id> is a
-message id, a prefix only one message has, or its end as the person's line shows it
-(`…0f3c9a21`); this worktree's box is searched first, then the clone's other boxes.
-
+bidi and invisible character shown as an escape. It never consumes the message. This
+worktree's box is searched first, then the clone's other boxes.
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to read
   --json          machine-readable, every detail
@@ -157,19 +167,19 @@ options:
 """,
     "cancel": """\
 usage:
-  git-korus-mail cancel [--repo=<path>] <id>
+  git korus-mail cancel [--repo=<path>] <id>
 
 Withdraw message <id>, sent from this worktree, that nobody has consumed: it is never
 shown or consumed after this. A message already shown is still withdrawn, and you are told
 that a model has seen it. Decided under the message's claim, so of a cancel and a
 consume exactly one happens. Journaled.
-
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to use
 """,
     "forward": """\
 usage:
-  git-korus-mail forward [--repo=<path>] <box> --to=<dest> [--json]
+  git korus-mail forward [--repo=<path>] <box> --to=<dest> [--json]
 
 Move the queued mail of <box> into the box of <dest>: for a box that no worktree
 reads any more, such as a removed worktree's (`list` and `doctor` flag those).
@@ -183,7 +193,7 @@ options:
 """,
     "off": """\
 usage:
-  git-korus-mail off [--repo=<path>]
+  git korus-mail off [--repo=<path>]
 
 Suppress delivery in every worktree; queued mail is kept.
 
@@ -192,7 +202,7 @@ options:
 """,
     "on": """\
 usage:
-  git-korus-mail on [--repo=<path>]
+  git korus-mail on [--repo=<path>]
 
 Resume delivery.
 
@@ -201,14 +211,16 @@ options:
 """,
     "install": """\
 usage:
-  git-korus-mail install [--repo=<path>] [--scope=<scope>] [--client=<client>] [--urgent] [--force] [--trust-codex-config]
+  git korus-mail install [--repo=<path>] [--scope=<scope>] [--client=<client>] [--urgent] [--force]
+                         [--trust-codex-config]
 
 Wire a client's hooks to the drain for every worktree of the clone.
 
 options:
   --scope=<scope>    `local` (each worktree's .claude/ or .codex/ settings) or `user`
                      (the client's own config dir, with a repo anchor) [default: local]
-  --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all` [default: claude]
+  --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all`
+                     [default: claude]
   --trust-codex-config
                      Codex, local scope: wire each worktree's .codex/hooks.json and trust each
                      worktree as a Codex project, which also turns on the repository's own
@@ -220,7 +232,7 @@ options:
 """,
     "uninstall": """\
 usage:
-  git-korus-mail uninstall [--repo=<path>] [--scope=<scope>] [--purge] [--yes]
+  git korus-mail uninstall [--repo=<path>] [--scope=<scope>] [--purge] [--yes]
 
 Remove exactly what install added; queued mail is kept unless --purge.
 
@@ -232,7 +244,7 @@ options:
 """,
     "doctor": """\
 usage:
-  git-korus-mail doctor [--repo=<path>] [--json]
+  git korus-mail doctor [--repo=<path>] [--json]
 
 Check the wiring, the mail root, claims, quarantine and the clock; exit 0 only when healthy.
 
@@ -242,7 +254,7 @@ options:
 """,
     "release": """\
 usage:
-  git-korus-mail release [--repo=<path>] <id>
+  git korus-mail release [--repo=<path>] <id>
 
 Release the claim on message <id>, for a claim whose owner you know is gone: one that
 doctor says cannot be proven dead (taken on another host, in another pid namespace,
@@ -250,22 +262,29 @@ or with a mangled record). The store never does this by itself. The release is
 journaled, and a claim whose owner is running on this machine is refused.
 With a question's id, release the wait of the ask that asked it, so asks back to its
 worktree are no longer refused; a wait whose ask still runs is refused.
-
+""" + ID_FORMS + """
 options:
   --repo=<path>   the clone whose queue to use
 """,
     "completion": """\
 usage:
-  git-korus-mail completion (bash|zsh|fish)
+  git korus-mail completion (bash|zsh|fish)
+  git korus-mail completion [--repo=<path>] --ids=<command>
 
-Print a completion script for the shell.
+Print a completion script for the shell. With --ids, the ids that <command> (read, reply,
+cancel or release) can take here, newest first, one a line: what the scripts offer. It
+only reads.
+
+options:
+  --ids=<command>   read, reply, cancel or release
+  --repo=<path>     the clone whose ids to list
 """,
 }
 
 # Not in COMMANDS: `drain` is dispatched before docopt and parses its one option by hand.
 DRAIN_USAGE = """\
 usage:
-  git-korus-mail drain [--client=<name>] [--repo=<path>] [--watch]
+  git korus-mail drain [--client=<name>] [--repo=<path>] [--watch]
 
 The hook entry point a client's stub (written by install) runs at every hook event: the
 event's JSON on stdin, the answer (hook JSON, or nothing) on stdout. Not for typing.
@@ -286,7 +305,11 @@ def main(argv=None):
     if argv[:1] == ["drain"]:
         if "-h" in argv or "--help" in argv:
             sys.stdout.write(DRAIN_USAGE)
-            return 0
+            return EXIT_USAGE if "-h" in argv else 0
+        if _typed_at_a_terminal():
+            sys.stderr.write("git korus-mail: drain is the hook entry point (install wires it): it reads one "
+                             "hook event's JSON on stdin; not for typing\n")
+            return EXIT_USAGE
         from git_korus_mail.commands import drain  # the hot path: no docopt, no pygit2
         return drain.main(argv[1:])
     try:
@@ -303,24 +326,49 @@ def main(argv=None):
         return 0
 
 
+def _typed_at_a_terminal():
+    """stdin is a terminal: a person typed `drain`, which would wait in silence for hook JSON.
+    A client always pipes the payload (docs/HOOKS.md), so this never refuses a hook."""
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
 def _main(argv):
     from git_korus_mail import __version__
     from git_korus_mail.errors import MailError, UsageError
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    from git_korus_mail.commands.argv import parse, unknown_command, usage_error
+    if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if argv else EXIT_USAGE
+    if argv[0] == "help":  # as `git help <command>`, but our manual is one page: the command's usage
+        if len(argv) > 2:
+            return usage_error(f"unexpected argument '{argv[2]}' after 'help {argv[1]}'", USAGE)
+        if len(argv) == 1:
+            sys.stdout.write(USAGE)
+            return 0
+        topic = argv[1]
+        if topic in COMMANDS or topic == "drain":
+            sys.stdout.write(DRAIN_USAGE if topic == "drain" else COMMANDS[topic])
+            return 0
+        return unknown_command(topic, COMMANDS)
     if argv[0] in ("--version", "-V", "version"):
+        if len(argv) > 1:
+            return usage_error(f"unexpected argument '{argv[1]}' after '{argv[0]}'", USAGE)
         sys.stdout.write(f"git-korus-mail {__version__}\n")
         return 0
     command = argv[0]
     if command not in COMMANDS:
-        from git_korus_mail.commands.argv import usage_error
-        return usage_error(f"unknown command '{command}'", USAGE)
+        return unknown_command(command, COMMANDS)
     doc = COMMANDS[command]
-    if any(a in ("-h", "--help") for a in argv[1:argv.index("--") if "--" in argv else None]):
+    options = argv[1:argv.index("--") if "--" in argv else None]
+    if "-h" in options:  # as git's `git commit -h`: the usage on stdout, exit 129
+        sys.stdout.write(doc)
+        return EXIT_USAGE
+    if "--help" in options:  # asked for in full: help, not a mistake
         sys.stdout.write(doc)
         return 0
-    from git_korus_mail.commands.argv import parse, usage_error
     args = parse(doc, argv)
     if isinstance(args, int):
         return args
@@ -344,9 +392,9 @@ def _dispatch(command, args):
     sees the dict. `--repo` is not an argument of the command: it picks the clone."""
     from git_korus_mail.commands.params import typed
     out = sys.stdout
-    if command == "completion":
+    if command == "completion" and not args.get("--ids"):
         module, params = typed(command, args)
-        return module.run(params, out)  # the one command that needs no clone
+        return module.run(params, out)  # a script: the one command that needs no clone
     from git_korus_mail.core.clone import Clone
 
     clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report

@@ -28,7 +28,7 @@ from git_korus_mail import cli
 # end_of_options: whether the usage has `[--]`
 Command = namedtuple("Command", "name lines options placeholders values arguments choices end_of_options")
 
-PROG = "git-korus-mail"
+PROG = "git korus-mail"
 
 
 def usage_docs():
@@ -39,15 +39,20 @@ def usage_docs():
 
 
 def _usage_lines(doc):
+    """Each usage line as one line: a line that does not start with the program name continues
+    the one above (the usage blocks wrap at 100 columns, as git's do)."""
     body = parse_docstring_sections(doc).usage_body
     lines = []
     for raw in body.splitlines():
         line = " ".join(raw.split())
-        if not line:
+        if not line or line.lower() == "usage:":
             continue
-        line = re.sub(r"^git korus-mail\b", PROG, line)
-        assert line.startswith(PROG + " "), f"usage line without the program name: {raw!r}"
-        lines.append(line)
+        line = re.sub(r"^usage: ", "", line)
+        if line.startswith(PROG + " "):
+            lines.append(line)
+        else:
+            assert lines, f"usage block starts without the program name: {raw!r}"
+            lines[-1] += " " + line
     return lines
 
 
@@ -88,6 +93,9 @@ def _command(name, doc):
         elif isinstance(leaf, Argument):
             if leaf.name not in arguments:
                 arguments.append(leaf.name)
+    assert words[:1] == ["korus-mail"], (name, words)  # docopt's program is `git`
+    if name is not None:
+        words = words[1:]
     head = "korus-mail" if name is None else name
     assert words[:1] == [head], (name, words)
     if name is None:

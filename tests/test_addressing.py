@@ -299,7 +299,7 @@ def test_a_readded_worktree_does_not_inherit_and_the_stranded_box_is_flagged_the
 
 
 @pytest.mark.parametrize("args,code,needle", [
-    (["no-such-box", "--to", "web"], 129, "no such box"),
+    (["no-such-box", "--to", "web"], 1, "no such box"),  # an unknown name exits 1, as everywhere (issue 25)
     (["{web}", "--to", "web"], 1, "nothing to forward"),
     (["{gone}", "--to", "gone"], 1, "worktrees that exist"),
     (["{gone}", "--to", "all"], 129, "one worktree"),
@@ -408,3 +408,19 @@ def test_a_worktree_moved_away_back_and_elsewhere_keeps_its_mail(clone):
     hook("Stop", p3, "sess-p3")
     fate = sent_fates(clone)[msg_id]
     assert fate["state"] == "consumed" and fate["moved_to"][-1] == box_of(clone, p3).name, fate
+
+
+# -- the label list and send print is an address (issue 25) ---------------------------
+@pytest.mark.parametrize("typed", ["ui", "(ui)"])
+def test_the_label_list_and_send_print_addresses_the_worktree(clone, typed):
+    """A worktree in `UI ü` is labelled `ui` (its key's slug): `--to ui` and the printed `(ui)`
+    reach it; its directory name still does, and a name no label has is still refused."""
+    ui = clone.add_worktree("UI ü", branch="front")
+    listed = run_cli("list", cwd=clone.main, check=True).stdout
+    assert any(line.startswith("ui  ") and str(ui) in line for line in listed.splitlines()), listed
+    proc = run_cli("send", "--to", typed, "hi", cwd=clone.main)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].endswith(f"-> {ui} (ui)")
+    assert len(files(box_of(clone, ui) / "inbox")) == 1
+    refused = run_cli("send", "--to", "(u)", "hi", cwd=clone.main)
+    assert refused.returncode == 1 and "no worktree, session name or box key matches" in refused.stderr

@@ -8,7 +8,7 @@ import dataclasses
 import io
 
 import pytest
-from docopt import docopt
+from git_korus_mail.commands.argv import parse as argv_parse
 
 from git_korus_mail import cli
 from git_korus_mail.core.clone import Clone
@@ -90,10 +90,17 @@ ARGVS = [
 ]
 
 
+def parsed(argv):
+    """docopt's dict as cli.py gets it (commands/argv.parse: the usage's program is `git`)."""
+    args = argv_parse(cli.COMMANDS[argv[0]], argv)
+    assert isinstance(args, dict), (argv, args)
+    return args
+
+
 def test_every_command_gets_typed_arguments_not_the_dict():
     covered = set()
     for argv in ARGVS:
-        module, params = cli_params.typed(argv[0], docopt(cli.COMMANDS[argv[0]], argv=argv, default_help=False))
+        module, params = cli_params.typed(argv[0], parsed(argv))
         covered.add(argv[0])
         assert dataclasses.is_dataclass(params) and not isinstance(params, dict), argv
         assert module.__name__.startswith("git_korus_mail.commands."), module
@@ -104,9 +111,9 @@ def test_every_command_gets_typed_arguments_not_the_dict():
 
 
 def test_typed_arguments_carry_what_was_typed():
-    a = docopt(cli.COMMANDS["send"], argv=ARGVS[0], default_help=False)
+    a = parsed(ARGVS[0])
     _module, params = cli_params.typed("send", a)
     assert params == send.SendArgs(to=(".", "../web"), all_worktrees=False, body="hi", kind="alert",
                                    ttl_minutes=5, session="s1", create=True, json=True)
-    _module, params = cli_params.typed("off", docopt(cli.COMMANDS["off"], argv=["off"], default_help=False))
+    _module, params = cli_params.typed("off", parsed(["off"]))
     assert params.off is True

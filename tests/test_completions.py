@@ -551,10 +551,14 @@ def test_fish_free_form_values_offer_nothing(repo, sub, opt):
 @needs_fish
 def test_fish_to_offers_worktrees(repo):
     cands = fish_complete(repo, "git-korus-mail send --to ")
-    assert {"all", "web", str(repo.web)} <= set(cands)
+    assert {"all", "web"} <= set(cands)
     assert "main" not in cands
-    # fish hides dot-candidates until a dot is typed
+    # as bash and zsh: the relative path, not the absolute one (issue 25); fish hides
+    # dot-candidates until a dot is typed
+    assert str(repo.web) not in cands
     assert {".", "../web"} <= set(fish_complete(repo, "git-korus-mail send --to ."))
+    assert "../../../web" in fish_complete(repo, "git-korus-mail send --to .", cwd=repo.sub)
+    assert fish_complete(repo, f"git-korus-mail send --to {repo.web.parent}/w") == [str(repo.web)]
 
 
 @needs_fish
@@ -630,3 +634,45 @@ def test_man_renders_within_80_columns(tmp_path):
     assert "GUARANTEES AND LIMITS" in plain and "git korus-mail send" in plain
     too_wide = [ln for ln in plain.splitlines() if len(ln.expandtabs()) > 80]
     assert not too_wide, too_wide
+
+
+# -- message ids for read, reply, cancel and release (issue 25) -------------------
+@pytest.fixture(scope="module")
+def mailed(tmp_path_factory):
+    """A clone where main sent two messages to web, and `git korus-mail` is on PATH."""
+    import sys
+    r = Repo(tmp_path_factory.mktemp("completion-ids"))
+    r.env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + r.env.get("PATH", "")
+    r.ids = []
+    for body in ("one", "two"):
+        p = run([sys.executable, "-m", "git_korus_mail", "send", "--to", "../web", body], r)
+        assert p.returncode == 0, p.stderr
+        r.ids.append(p.stdout.split()[1])
+    return r
+
+
+def test_bash_offers_the_ids_each_command_takes(mailed):
+    newest_first = mailed.ids[::-1]
+    assert bash_complete(mailed, "git-korus-mail read ", cwd=mailed.web) == newest_first
+    assert bash_complete(mailed, "git-korus-mail reply --json ", cwd=mailed.web) == newest_first
+    assert bash_complete(mailed, "git-korus-mail cancel ", cwd=mailed.main) == newest_first
+    assert bash_complete(mailed, "git-korus-mail cancel ", cwd=mailed.web) == []  # web sent nothing
+    assert bash_complete(mailed, "git-korus-mail release ", cwd=mailed.main) == []  # no claim held
+    assert bash_complete(mailed, f"git-korus-mail read {mailed.ids[0][:-3]}", cwd=mailed.web) == [mailed.ids[0]]
+    after = bash_complete(mailed, f"git-korus-mail reply {mailed.ids[0]} ", cwd=mailed.web)  # the body
+    assert not set(after) & set(mailed.ids)
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed (Debian: zsh)")
+def test_zsh_offers_the_ids_each_command_takes(mailed, tmp_path):
+    assert set(mailed.ids) <= set(zsh_complete(mailed, "git-korus-mail read ", cwd=mailed.web, tmp_path=tmp_path,
+                                               env=mailed.env))
+    assert set(mailed.ids) <= set(zsh_complete(mailed, "git-korus-mail cancel ", cwd=mailed.main,
+                                               tmp_path=tmp_path, env=mailed.env))
+
+
+@needs_fish
+def test_fish_offers_the_ids_each_command_takes(mailed):
+    assert fish_complete(mailed, "git-korus-mail read ", cwd=mailed.web) == sorted(mailed.ids)
+    assert fish_complete(mailed, "git korus-mail cancel ", cwd=mailed.main) == sorted(mailed.ids)
+    assert fish_complete(mailed, f"git-korus-mail reply {mailed.ids[0]} ", cwd=mailed.web) == []

@@ -845,7 +845,7 @@ def test_a_message_is_not_cut_to_the_room_left_over_by_others(clone):
     assert sorted(shown) == sorted(big + [small])
     b = [blk for ans in rounds for blk in ans.blocks if blk.id == small][0]
     assert b.cut is None, b.cut
-    assert b.body_lines[-2:] == ["y" * 59, ""]
+    assert b.body_lines[-2:] == ["y" * 59, "y" * 59]  # the final newline starts no empty line (issue 25)
 
 
 def test_many_small_messages_fill_one_event_and_wait_for_the_next(clone):

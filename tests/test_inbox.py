@@ -99,7 +99,8 @@ def test_a_person_follows_mail_through_inbox_read_and_cancel(clone):
 
     # a message in another worktree's box can be read, and the header says whose box it is
     r = run_cli("read", m4, cwd=c.main, check=True).stdout
-    assert f"in the box of {c.docs}, not this worktree's" in r and "| for docs only" in r
+    flat = " ".join(r.split())  # read wraps its lines at 100 columns (issue 25)
+    assert f"in the box of {c.docs}, not this worktree's" in flat and "| for docs only" in r
 
     # cancel: shown first, then withdrawn; the sender is told a model saw it
     m6 = send(c.main, c.web, "please delete the staging table")
@@ -140,10 +141,12 @@ def test_a_person_follows_mail_through_inbox_read_and_cancel(clone):
 def test_read_refuses_bad_unknown_and_ambiguous_ids_in_one_line(clone):
     a = send(clone.main, clone.web, "one")
     b = send(clone.main, clone.web, "two")
-    for arg, words in (("zz!", "not a message id"), ("20990101T000000.000000Z-p1-0000000000000000", "no message"),
-                       ("2", "is the start of 2 message ids")):
+    # an ambiguous id: one line, then its candidates one a line, as git lists an ambiguous object's
+    for arg, words, lines in (("zz!", "not a message id", 1),
+                              ("20990101T000000.000000Z-p1-0000000000000000", "no message", 1),
+                              ("2", "2 is ambiguous: it names 2 message ids", 3)):
         proc = run_cli("read", arg, cwd=clone.web)
-        assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+        assert proc.returncode == 1 and proc.stderr.count("\n") == lines and words in proc.stderr, proc.stderr
         assert proc.stdout == ""
     assert a in run_cli("read", "2", cwd=clone.web).stderr and b in run_cli("read", "2", cwd=clone.web).stderr
     assert run_cli("read", a, "--json", "--raw", cwd=clone.web).returncode == 129

@@ -149,3 +149,18 @@ def test_read_raw_refuses_a_terminal_on_stdout_and_says_how_to_get_the_bytes(clo
         done = subprocess.run(cli + ["read", msg_id, "--raw"], cwd=clone.web, stdout=f, stderr=subprocess.PIPE)
     assert done.returncode == 0, done.stderr
     assert out.read_bytes() == BODY.encode()
+
+
+def test_read_fits_every_line_but_the_bodys_in_100_columns(clone):
+    """`read` was 157 columns wide (issue 25): its lines wrap at 99 with an indent, and a path
+    too long for a line is cut from its start; --json keeps every field whole."""
+    far = clone.add_worktree("a-worktree-with-a-name-long-enough-to-push-every-line-past-the-edge" + "-x" * 30)
+    long_body = "w" * 150
+    mid = run_cli("send", "--to", str(far), long_body, cwd=clone.main, check=True).stdout.split()[1]
+    proc = run_cli("read", mid, cwd=far, check=True)
+    header = [line for line in proc.stdout.splitlines() if not line.startswith("|")]
+    assert header and all(len(line) < 100 for line in header), [line for line in header if len(line) >= 100]
+    assert f"message  {mid}  in this worktree's box" in proc.stdout
+    assert f"| {long_body}" in proc.stdout.splitlines()  # the body line is the sender's text, whole
+    assert "…" in proc.stdout and str(far)[-40:] in proc.stdout  # the path cut from its start
+    assert json.loads(run_cli("read", mid, "--json", cwd=far, check=True).stdout)["to"]["path"] == str(far)

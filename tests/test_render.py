@@ -360,3 +360,14 @@ def test_the_drains_path_field_is_render_field(path):
     from git_korus_mail.core import drain_show
     assert drain_show.PLAIN_FIELD_MAX <= render.FIELD_CAP
     assert drain_show.path_field(path) == render.field(path)
+
+
+def test_a_stdin_bodys_final_newline_is_no_empty_line_in_the_models_frame(clone):
+    """`echo ... | send -` ends the body with a newline: it ends the last line and starts none.
+    A blank line the sender typed before it is kept (issue 25)."""
+    from helpers import context_of, hook, run_cli
+    run_cli("send", "--to", "../web", "-", cwd=clone.main, input="first\nsecond\n", check=True)
+    run_cli("send", "--to", "../web", "-", cwd=clone.main, input="third\n\n", check=True)
+    text = context_of(hook("SessionStart", clone.web, "s1")[0])
+    body = [line for line in text.splitlines() if line.startswith("|")]
+    assert body == ["| first", "| second", "| third", "| "], text

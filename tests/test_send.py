@@ -74,10 +74,12 @@ def test_invalid_utf8_on_stdin(clone):
 
 
 def test_usage_errors_exit_129(clone):
-    for args in (["send", "hi"], ["send", "--to", "x", "--bogus", "y"], ["frobnicate"], ["list", "extra"]):
+    for args in (["send", "hi"], ["send", "--to", "x", "--bogus", "y"], ["list", "extra"]):
         proc = run_cli(*args, cwd=clone.main)
         assert proc.returncode == 129, args
         assert proc.stderr.startswith("git korus-mail: ")
+    # no such command is not a usage error of one: git's exit 1 for `git frobnicate` (issue 25)
+    assert run_cli("frobnicate", cwd=clone.main).returncode == 1
     assert "needs --to" in run_cli("send", "hi", cwd=clone.main).stderr
     assert "unknown option '--bogus'" in run_cli("send", "--to", "x", "--bogus", "y", cwd=clone.main).stderr
 
@@ -292,7 +294,7 @@ def test_version_and_help(clone):
     from git_korus_mail import __version__
     assert run_cli("--version", cwd=clone.main).stdout.strip() == f"git-korus-mail {__version__}"
     assert "usage: git korus-mail <command>" in run_cli("--help", cwd=clone.main).stdout
-    assert "git-korus-mail send" in run_cli("send", "-h", cwd=clone.main).stdout
+    assert "git korus-mail send" in run_cli("send", "-h", cwd=clone.main).stdout
 
 
 def test_repo_anchor_selects_queue_but_key_comes_from_cwd(clone, tmp_path):

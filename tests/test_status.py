@@ -111,3 +111,21 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(clone):
     assert "\x1b" not in run_cli("status", cwd=clone.main, check=True).stdout  # a pipe
     # a coloured line is no wider than its plain text allows
     assert all(len(re.sub(r"\x1b\[[0-9;]*m", "", x)) < 100 for x in coloured.splitlines())
+
+
+def test_colour_follows_no_color_only_when_set_and_gits_color_settings(clone):
+    """no-color.org: only a non-empty NO_COLOR turns colour off. git's `color.ui`, and
+    `color.korus-mail` above it, decide as they do for git's own commands (issue 25)."""
+    from helpers import git
+    send(clone.main, "../web", "one")
+    term = {"TERM": "xterm"}
+    assert "\x1b[" in _in_a_terminal(["status"], clone.main, dict(term, NO_COLOR=""))
+    git("config", "color.ui", "never", cwd=clone.main)
+    assert "\x1b[" not in _in_a_terminal(["status"], clone.main, term)
+    git("config", "color.korus-mail", "auto", cwd=clone.main)  # the command's own wins over color.ui
+    assert "\x1b[" in _in_a_terminal(["status"], clone.main, term)
+    assert "\x1b[" not in run_cli("status", cwd=clone.main, check=True).stdout  # auto: not into a pipe
+    git("config", "color.korus-mail", "always", cwd=clone.main)
+    assert "\x1b[" in run_cli("status", cwd=clone.main, check=True).stdout
+    git("config", "color.korus-mail", "false", cwd=clone.main)
+    assert "\x1b[" not in _in_a_terminal(["status"], clone.main, term)

@@ -1,37 +1,121 @@
-"""docopt parsing for cli.py, and the one-line usage errors it prints instead of docopt's dump."""
+"""docopt parsing for cli.py, and the one-line usage errors it prints instead of docopt's dump:
+each names the argument or option that is unknown, missing or unexpected, as git's do."""
 
 import sys
 
 EXIT_USAGE = 129   # as git does
+EXIT_UNKNOWN_COMMAND = 1   # git's for `git sned`: not a usage error of a command, no usage follows
+PROGRAM = "korus-mail"     # the usage lines say `git korus-mail <command>`: docopt's program is `git`
 
 
 def parse(doc, argv):
     from docopt import DocoptExit, docopt
 
     try:
-        return docopt(doc, argv=argv, default_help=False)
+        args = docopt(doc, argv=[PROGRAM] + list(argv), default_help=False)
     except DocoptExit:
         return usage_error(explain(doc, argv), doc)
+    args.pop(PROGRAM, None)
+    return args
+
+
+def _shape(doc):
+    """({option: takes a value}, [(argument, required)] of the usage line that has the most
+    arguments, [(the options, the argument count) of each usage line]), read from the usage block as docopt reads it."""
+    from docopt import formal_usage, parse_docstring_sections, parse_options
+
+    options = {}
+    for o in parse_options(doc):
+        for spelling in (o.longer, o.short):
+            if spelling:
+                options[spelling] = o.argcount > 0
+    usage = parse_docstring_sections(doc).usage_body
+    best, lines = [], []
+    for line in formal_usage(usage).split(" | "):
+        args, depth = [], 0
+        opts = {w.split("=", 1)[0] for w in line.replace("(", " ").replace(")", " ").replace("[", " ")
+                .replace("]", " ").split() if w.startswith("--") and w != "--"}
+        for word in line.replace("[", " [ ").replace("]", " ] ").replace("(", " ").replace(")", " ").split():
+            if word == "[":
+                depth += 1
+            elif word == "]":
+                depth -= 1
+            elif word.startswith("--"):
+                if "=" in word:
+                    options.setdefault(word.split("=", 1)[0].lstrip("("), True)
+            elif "<" in word or "|" in word:
+                args.append((word.strip("."), depth == 0))
+        lines.append((opts, len(args)))
+        if len(args) > len(best):
+            best = args
+    return options, best, lines
 
 
 def explain(doc, argv):
-    """One line saying what was wrong, instead of docopt's dump of unmatched tokens."""
-    known = set()
-    for word in doc.replace("[", " ").replace("]", " ").replace("(", " ").replace(")", " ").split():
-        if word.startswith("--"):
-            known.add(word.split("=", 1)[0].rstrip(".,"))
-    for a in argv[1:]:
+    """One line saying what was wrong: the unknown option, the argument missing, the one too many."""
+    options, arguments, lines = _shape(doc)
+    command, positional, rest = argv[0], [], list(argv[1:])
+    while rest:
+        a = rest.pop(0)
         if a == "--":
+            positional += rest
             break
-        if a.startswith("-") and a != "-" and a.split("=", 1)[0] not in known:
-            return f"unknown option '{a.split('=', 1)[0]}' for '{argv[0]}'"
+        if a.startswith("-") and a != "-":
+            name = a.split("=", 1)[0]
+            if name not in options:
+                return f"unknown option '{name}' for '{command}'"
+            if options[name] and "=" not in a:
+                if not rest:
+                    return f"option '{name}' of '{command}' needs a value"
+                rest.pop(0)
+            continue
+        positional.append(a)
     if "(--to=" in doc and not any(a.startswith("--to") or a == "--all-worktrees" for a in argv):
-        return f"'{argv[0]}' needs --to <dest> (or --all-worktrees)"
+        return f"'{command}' needs --to <dest> (or --all-worktrees)"
     if "] --to=" in doc and not any(a.startswith("--to") for a in argv):
-        return f"'{argv[0]}' needs --to <dest>"
-    return f"'{argv[0]}': missing or unexpected arguments"
+        return f"'{command}' needs --to <dest>"
+    if len(positional) > len(arguments):
+        return f"unexpected argument '{_shown(positional[len(arguments)])}' for '{command}'"
+    for (name, _required), given in zip(arguments, positional):
+        if "|" in name and given not in name.split("|"):
+            return f"'{command}' takes one of {', '.join(name.split('|'))}, not '{_shown(given)}'"
+    missing = [name for name, required in arguments[len(positional):] if required]
+    if missing:
+        return f"'{command}' needs {missing[0]}"
+    given = [a.split("=", 1)[0] for a in argv[1:] if a.startswith("--")]
+    twice = sorted({a for a in given if given.count(a) > 1 and a != "--to"})
+    if twice:
+        return f"option '{twice[0]}' of '{command}' given more than once"
+    given = sorted(set(given) - {"--"}, key=given.index)
+    for i, a in enumerate(given):
+        for b in given[i + 1:]:
+            if not any(a in opts and b in opts for opts, _n in lines):
+                return f"'{a}' and '{b}' of '{command}' exclude each other"
+    fit = [n for opts, n in lines if set(given) <= opts]
+    if given and fit and max(fit) < len(positional):
+        return f"unexpected argument '{_shown(positional[max(fit)])}' for '{command} {given[0]}'"
+    return f"'{command}': these options do not go together: {' '.join(_shown(a) for a in argv[1:])}"
+
+
+def _shown(word):
+    from git_korus_mail.core.render import field
+    return field(word, 60)
 
 
 def usage_error(line, doc):
     sys.stderr.write(f"git korus-mail: {line}\n\n{doc}")
     return EXIT_USAGE
+
+
+def unknown_command(word, commands):
+    """As git says of `git sned`: one line, then the most similar commands if any are close."""
+    import difflib
+
+    names = sorted(set(commands) | {"drain", "help"})
+    similar = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
+    sys.stderr.write(f"git korus-mail: '{_shown(word)}' is not a korus-mail command. See 'git korus-mail --help'.\n")
+    if similar:
+        sys.stderr.write("\nThe most similar command is\n" if len(similar) == 1 else
+                         "\nThe most similar commands are\n")
+        sys.stderr.write("".join(f"\t{s}\n" for s in similar))
+    return EXIT_UNKNOWN_COMMAND

@@ -1,4 +1,5 @@
-"""`completion bash|zsh|fish`: print the completion script, for users who source it themselves."""
+"""`completion bash|zsh|fish`: print the completion script, for users who source it themselves.
+`completion --ids=<command>`: the ids that command takes here, for those scripts (core/ids.py)."""
 
 from dataclasses import dataclass
 
@@ -19,8 +20,27 @@ class CompletionArgs:
     shell: str   # one of SCRIPTS
 
 
-def run(args, out):
+@dataclass(frozen=True)
+class IdsArgs:
+    command: str   # one of ids.COMPLETED
+
+
+def run(*given):
+    """run(CompletionArgs, out), which needs no clone, or run(clone, IdsArgs, out)."""
+    if len(given) == 3:
+        return _ids(*given)
+    args, out = given
     shell = args.shell
     with open(script_path(shell), encoding="utf-8") as f:
         out.write(f.read())
+    return 0
+
+
+def _ids(clone, args, out):
+    from git_korus_mail.core import ids
+    from git_korus_mail.errors import UsageError
+    if args.command not in ids.COMPLETED:
+        raise UsageError(f"--ids {args.command!r}: expected {', '.join(ids.COMPLETED)}")
+    for msg_id in ids.candidates(clone, args.command):
+        out.write(msg_id + "\n")
     return 0

@@ -17,7 +17,7 @@ from git_korus_mail import clients
 MAX_STDIN = 4 * 1024 * 1024
 
 
-USAGE_LINE = "usage: git-korus-mail drain [--client=<name>] [--repo=<path>] [--watch]"
+USAGE_LINE = "usage: git korus-mail drain [--client=<name>] [--repo=<path>] [--watch]"
 
 
 def _args(argv):

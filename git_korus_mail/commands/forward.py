@@ -40,8 +40,9 @@ def find_box(root, spec):
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
-        raise UsageError(f"<box> {spec!r} is ambiguous: " + ", ".join(sorted(hits)))
-    raise UsageError(f"<box> {spec!r}: no such box (`git korus-mail list` shows them)")
+        raise MailError(f"<box> {spec!r} is ambiguous: " + ", ".join(sorted(hits)))
+    # an unknown name, as send's unknown destination: exit 1; the usage was followed (not 129)
+    raise MailError(f"<box> {spec!r}: no such box (`git korus-mail list` shows them)")
 
 
 def run(clone, args, out):

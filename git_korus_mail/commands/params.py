@@ -2,12 +2,17 @@
 no command sees the dict. A new command adds its branch here and its usage block in cli.py."""
 
 
+def _given(value, default):
+    """An option's value as typed: `--kind ""` is an empty kind (refused), not the default."""
+    return default if value is None else value
+
+
 def typed(command, a):
     """(its module under commands/, its typed arguments) from docopt's dict for `command`."""
     if command == "send":
         from git_korus_mail.commands import send as cmd
         return cmd, cmd.SendArgs(to=tuple(a["--to"] or ()), all_worktrees=bool(a["--all-worktrees"]),
-                                 body=a["<body>"], kind=a["--kind"] or "note",
+                                 body=a["<body>"], kind=_given(a["--kind"], "note"),
                                  ttl_minutes=cmd.parse_ttl(a["--ttl"]), session=a.get("--session"),
                                  create=bool(a.get("--create")), json=bool(a["--json"]),
                                  wake=not a.get("--no-wake"), wait=cmd.parse_wait(a.get("--wait")))
@@ -59,5 +64,7 @@ def typed(command, a):
         return cmd, cmd.ReleaseArgs(id=a["<id>"])
     if command == "completion":
         from git_korus_mail.commands import completion as cmd
+        if a.get("--ids"):
+            return cmd, cmd.IdsArgs(command=a["--ids"])
         return cmd, cmd.CompletionArgs(shell=next(s for s in ("bash", "zsh", "fish") if a[s]))
     raise AssertionError(command)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from git_korus_mail.commands.mailtext import age, body_lines, sender, stamp
 from git_korus_mail.commands.inbox import state_line
-from git_korus_mail.commands.text import safe
-from git_korus_mail.core import mailview
+from git_korus_mail.commands.text import safe, wrap
+from git_korus_mail.core import mailview, render
 from git_korus_mail.errors import MailError, UsageError
 
 NOT_CONSUMED = "read does not consume: the message stays as it was"
@@ -51,7 +51,10 @@ def run(clone, args, out):
         out.write(json.dumps(e, indent=2) + "\n")
         return 0
     for line in lines(e, clone.own_key.path):
-        out.write(line + "\n")
+        # every line but the body's own under 100 columns (issue 25); a body line is the
+        # sender's text, shown whole and escaped, as the model is shown it
+        for part in [line] if line.startswith(render.BODY_PREFIX) else wrap(line):
+            out.write(part + "\n")
     return 0
 
 
@@ -74,14 +77,16 @@ def lines(e, here):
     now = time.time()
     where = ("this worktree's box" if e["own_box"] else
              f"the box of {safe(e.get('box_path') or '?')}, not this worktree's")
-    out = [f"message  {safe(e['id'] or '(no id)')}  in {where} (key {safe(e['box'])})",
-           f"         {NOT_CONSUMED} (as of {stamp(e['as_of'])})",
-           f"state    {safe(e['state'])}: {state_line(e)}"]
+    head = f"message  {safe(e['id'] or '(no id)')}"
+    out = [f"{head}  in {where}"] if e["own_box"] else [head, f"         in {where}"]
+    out += [f"         {NOT_CONSUMED} (as of {stamp(e['as_of'])})",
+            f"state    {safe(e['state'])}: {state_line(e)}"]
     if "from" in e:
         to = e.get("to") or {}
         out += [f"from     {sender(e['from'], here)}",
                 f"         path {safe(e['from'].get('path') or '?')}",
-                f"to       {safe(to.get('path') or '?')}  (key {safe(to.get('key') or '?')})",
+                f"to       {safe(to.get('path') or '?')}",
+                f"         key {safe(to.get('key') or '?')}",
                 f"kind     {safe(e['kind'])}",
                 f"sent     {safe(e['sent_at'])} ({age(e['sent_at'], now)} ago)",
                 f"expires  {safe(e['expires_at'])}"]
@@ -93,8 +98,8 @@ def lines(e, here):
     for s in e.get("shown") or []:
         obs = s.get("observed") or {}
         extra = "".join(f", {k} {safe(obs[k])}" for k in ("chars", "truncated", "body_chars") if k in obs)
-        out.append(f"shown    to session {safe(s.get('session') or '?')} (launch {safe(s.get('launch') or '?')})"
-                   f" at {safe(s.get('at') or '?')} in {safe(s.get('event') or '?')}{extra}")
+        out.append(f"shown    to session {safe(s.get('session') or '?')} (launch {safe(s.get('launch') or '?')})")
+        out.append(f"         at {safe(s.get('at') or '?')} in {safe(s.get('event') or '?')}{extra}")
     if "receipt" in e:
         r = e["receipt"]
         obs = r.get("observed") if isinstance(r.get("observed"), dict) else {}
@@ -102,6 +107,7 @@ def lines(e, here):
                    f"{safe((e.get('consumed') or {}).get('launch') or '?')}) at {safe(r.get('consumed_at') or '?')}")
         out.append("         observed " + (", ".join(f"{safe(k)} {safe(v)}" for k, v in sorted(obs.items())) or "-"))
     if e["state"] == "quarantined":
+        out.append(f"box      key {safe(e['box'])}")
         out.append(f"file     {safe(e.get('file'))} in quarantine/, once {safe(e.get('name') or '?')}")
         raw = e.get("raw")
         if raw is None:
@@ -113,7 +119,7 @@ def lines(e, here):
         return out
     if "body" in e:
         body = e["body"]
-        out.append(f"body     {len(body)} characters; every control, bidi and invisible character is shown"
-                   f" as an escape (--raw: the bytes as sent)")
+        out.append(f"body     {len(body)} characters; controls, bidi and invisibles escaped"
+                   f" (--raw: the bytes as sent)")
         out += body_lines(body)
     return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from git_korus_mail.store import answers, message
 from git_korus_mail.store import claims
+from git_korus_mail.core import ids
 from git_korus_mail.errors import MailError
 from git_korus_mail.core.render import escape_line
 
@@ -27,7 +28,7 @@ NEXT = {
 
 @dataclass(frozen=True)
 class ReleaseArgs:
-    id: str   # the message id whose claim to release (doctor prints it)
+    id: str   # the message id whose claim to release (doctor prints it), in any form core/ids.py takes
 
 
 def _e(value):
@@ -35,17 +36,20 @@ def _e(value):
 
 
 def run(clone, args, out):
-    msg_id = args.id
-    if not message.valid_id(msg_id):
-        raise MailError(f"{_e(msg_id)!s}: not a message id (doctor prints the id of each claim)")
+    idt = ids.IdText(args.id, "doctor prints the id of each claim")
     root = clone.mail_root()
-    boxes = []
+    held = {}  # {id: [box]}: every claim of the clone, what an id may name here
     for box in root.boxes() if root is not None else []:
-        if box.has_claim(msg_id):
-            boxes.append(box)
+        for name in box.claim_names():
+            if name.endswith(claims.CLAIM_SUFFIX) and message.valid_id(name[:-len(claims.CLAIM_SUFFIX)]):
+                held.setdefault(name[:-len(claims.CLAIM_SUFFIX)], []).append(box)
+    waits = [w.get("question") for w in answers.open_waits(root)] if root is not None else []
+    msg_id = ids.one(idt, sorted(set(held) | {q for q in waits if isinstance(q, str)}))
+    if msg_id is None:
+        raise MailError(f"no claim on {_e(args.id)} in any box of this clone, and no ask waits on it: "
+                        f"nothing to release")
+    boxes = held.get(msg_id, [])
     wait = answers.read_wait(root, msg_id) if root is not None else None
-    if not boxes and wait is None:
-        raise MailError(f"no claim on {msg_id} in any box of this clone, and no ask waits on it: nothing to release")
     status = 0
     for box in boxes:
         status = max(status, _release(root, box, msg_id, out))

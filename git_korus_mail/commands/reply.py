@@ -28,17 +28,18 @@ def run(clone, args, out):
         out.write(json.dumps({"ok": ok, **_public(what)}, indent=2) + "\n")
         return 0 if ok else 1
     if "question" in what:  # an answer record
+        qid = what.get("question") or args.id  # the full id, whatever form of it was typed
         aid = what["message"]["id"]
         if ok:
-            out.write(f"answered {safe(args.id)} with {safe(aid)} (status answered)\n")
+            out.write(f"answered {safe(qid)} with {safe(aid)} (status answered)\n")
             return 0
         by = what.get("by") or {}
-        sys.stderr.write(f"git korus-mail: not sent: question {safe(args.id)} was already answered "
+        sys.stderr.write(f"git korus-mail: not sent: question {safe(qid)} was already answered "
                          f"({safe(what.get('how'))}, status {safe(what.get('status'))}, by session "
                          f"{safe(by.get('session'))} at {safe(what.get('at'))})\n")
         return 1
     if ok:
-        out.write(f"replied {safe(what['id'])} -> {safe(what['path'])} (in reply to {safe(args.id)})\n")
+        out.write(f"replied {safe(what['id'])} -> {safe(what['path'])} (in reply to {safe(what.get('in_reply_to') or args.id)})\n")
         return 0
     sys.stderr.write(f"git korus-mail: not queued: {safe(what.get('error'))}\n")
     return 1

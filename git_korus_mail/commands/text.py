@@ -32,6 +32,26 @@ def fit_path(head, path, tail, width=WIDTH):
     return fit(head + path + tail, width)
 
 
+def wrap(line, width=WIDTH, indent=9):
+    """`line` (already safe) as lines under `width` columns, broken at spaces, each after the
+    first indented by `indent`; a word longer than a line's room (a path) is cut from its start
+    with a leading `…`, as fit_path cuts one (--json has it whole)."""
+    room = width - indent
+    body = line.lstrip(" ")
+    out, cur = [], line[:len(line) - len(body)]  # a continuation line keeps its own indent
+    for word in body.split(" "):
+        if len(word) > room:
+            word = "…" + word[-(room - 1):]
+        joined = cur + word if not cur.strip() else f"{cur} {word}"
+        if len(joined) <= width or not cur.strip():
+            cur = joined
+        else:
+            out.append(cur.rstrip())
+            cur = " " * indent + word
+    out.append(cur.rstrip())
+    return out
+
+
 def clock(stamp, as_of):
     """A stamp read from disk, short: `10:44:24` on the as-of day, `11-30 23:05` before it, the
     stamp itself (made safe) when it is no stamp. The block's as-of time says which day."""

@@ -11,7 +11,8 @@ commands escape every field and body for the terminal (core/render.py's rules).
 import os
 import time
 
-from git_korus_mail.core import report
+from git_korus_mail.core import ids, report
+from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.store import markers
@@ -33,7 +34,6 @@ STATE_OF = {"inbox": "queued", "seen": "consumed", "expired": "expired", CANCELL
             DROPPED: "dropped"}
 SHOWN_BY_DEFAULT = ("queued", "shown", "quarantined", "dropped")  # the rest only with --all
 OPTIONAL_FIELDS = ("in_reply_to", "thread", "status", "wake")  # newer, optional message fields
-ID_CHARS = frozenset("0123456789abcdefTZp.-")
 
 
 def _filed(box: "Box") -> "Dict[str, str]":
@@ -166,22 +166,14 @@ class Found:
         self.box, self.msg_id, self.sub, self.own, self.quarantined = box, msg_id, sub, own, quarantined
 
 
-SUFFIX_MIN = 6  # an id's end matches from this many characters: the person's line shows its last 8
-
-
-def _names(msg_id: str, text: str) -> bool:
-    """`text` names `msg_id`: its start, or its end as core/shown.py abbreviates it (`…0f3c9a21`)."""
-    return msg_id.startswith(text) or (len(text) >= SUFFIX_MIN and msg_id.endswith(text))
-
-
-def _candidates(box: "Box", prefix: str) -> "List[Tuple[str, str, Optional[Dict[str, Any]]]]":
-    """[(id, directory, quarantine record)] of every message of `box` whose id starts with
-    `prefix` (or ends with it: `_names`)."""
+def _candidates(box: "Box", idt: "ids.IdText") -> "List[Tuple[str, str, Optional[Dict[str, Any]]]]":
+    """[(id, directory, quarantine record)] of every message of `box` that `idt` names
+    (core/ids.py's rule)."""
     out: List[Tuple[str, str, Optional[Dict[str, Any]]]] = [
-        (msg_id, sub, None) for msg_id, sub in _filed(box).items() if _names(msg_id, prefix)]
+        (msg_id, sub, None) for msg_id, sub in _filed(box).items() if idt.names(msg_id)]
     filed = {c[0] for c in out}
     for q in box.quarantine_entries():
-        if q["id"] and _names(q["id"], prefix) and q["id"] not in filed:
+        if q["id"] and idt.names(q["id"]) and q["id"] not in filed:
             out.append((q["id"], "quarantine", q))
     return out
 
@@ -195,13 +187,9 @@ def _other_boxes(root: "MailRoot", own: "Optional[Box]") -> "List[Box]":
 
 
 def find(clone: "Clone", text: str) -> Found:
-    """The message `text` names: its id, or a prefix of one that only one message has. This
-    worktree's box first; then every other box of the clone. MailError when none or several.
-    `…0f3c9a21`, as the line to the person abbreviates an id, names it by its end."""
-    if text.startswith("…") and len(text) > SUFFIX_MIN:
-        text = text[1:]
-    if not text or not all(c in ID_CHARS for c in text):
-        raise MailError(f"{text!r}: not a message id (inbox and status print them)")
+    """The message `text` names by core/ids.py's rule. This worktree's box first; then every
+    other box of the clone. MailError when none or several (these listed)."""
+    idt = ids.IdText(text, "inbox and status print them")
     root = clone.mail_root()
     if root is None:
         raise MailError("no mail in this clone yet")
@@ -213,16 +201,15 @@ def find(clone: "Clone", text: str) -> Found:
                 report.settle(b)
             else:
                 b.repair()  # another worktree's box is only repaired, as status does
-            found.extend((b, c) for c in _candidates(b, text))
-        exact = [f for f in found if f[1][0] == text]
+            found.extend((b, c) for c in _candidates(b, idt))
+        exact = [f for f in found if f[1][0] == idt.text and not idt.end_only]
         if len(found) > 1 and len(exact) != 1:
-            listed = ", ".join(f"{c[0]}" + ("" if is_own else f" (box {b.name})") for b, c in found[:10])
-            more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-            raise MailError(f"{text!r} is the start of {len(found)} message ids: {listed}{more}; give more of it")
+            raise ids.ambiguous(idt, [c[0] for _b, c in found],
+                                None if is_own else {c[0]: f"  (box {b.name})" for b, c in found})
         if found:
             b, (msg_id, sub, q) = exact[0] if exact else found[0]
             return Found(b, msg_id, sub, is_own, q)
-    raise MailError(f"no message {text} in this worktree's box, nor in any other box of this clone")
+    raise MailError(f"no message {field(text, 80)} in this worktree's box, nor in any other box of this clone")
 
 
 def detail(found: Found) -> "Dict[str, Any]":

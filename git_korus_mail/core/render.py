@@ -167,6 +167,8 @@ def body_view(body: str) -> BodyView:
     out: "list[ViewLine]" = []
     start = 0
     while len(out) < MAX_VIEW_LINES:
+        if start == n and start > 0:
+            return BodyView(out, n, True)  # the last line's newline ends it: no empty line after
         end = body.find("\n", start)
         if end < 0:
             end = n

@@ -5,7 +5,8 @@ reply and the automatic answer race, and exactly one wins). Any other message ge
 of kind `reply` in the same thread, to the worktree of its sender.
 """
 
-from git_korus_mail.core import answer, send
+from git_korus_mail.core import answer, ids, send
+from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.store import message
 from git_korus_mail.store.files import NotRegular, TooLarge
@@ -18,22 +19,21 @@ if TYPE_CHECKING:
     from git_korus_mail.store.message import Message
 
 
-def find(clone: "Clone", msg_id: str) -> "Message":
-    """The message `msg_id` as this worktree received it (queued or consumed)."""
-    if not message.valid_id(msg_id):
-        raise MailError(f"{msg_id}: not a message id (the id a rendered message shows)")
+def find(clone: "Clone", text: str) -> "Message":
+    """The message `text` names (core/ids.py's rule) as this worktree received it (queued or consumed)."""
+    idt = ids.IdText(text, "the id a rendered message shows")
     box = clone.own_box()
-    for sub in ("inbox", "seen"):
-        if box is None:
-            break
-        try:
-            msg, _ = box.load(msg_id, sub)
-            return msg
-        except FileNotFoundError:
-            continue
-        except (OSError, message.Invalid, NotRegular, TooLarge) as exc:
-            raise MailError(f"{msg_id}: cannot be read ({exc})") from None
-    raise MailError(f"{msg_id}: no such message in this worktree's box ({clone.own_key.path})")
+    filed = {} if box is None else {i: sub for sub in ("seen", "inbox") for i in box.ids_in(sub)}
+    msg_id = ids.one(idt, sorted(filed))
+    if box is None or msg_id is None:
+        raise MailError(f"{field(text, 80)}: no such message in this worktree's box ({field(clone.own_key.path)})")
+    try:
+        msg, _ = box.load(msg_id, filed[msg_id])
+        return msg
+    except FileNotFoundError:
+        raise MailError(f"{msg_id}: no longer in this worktree's box (moved while replying; try again)") from None
+    except (OSError, message.Invalid, NotRegular, TooLarge) as exc:
+        raise MailError(f"{msg_id}: cannot be read ({exc})") from None
 
 
 def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
@@ -52,9 +52,9 @@ def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
         return answer.give(root, box, original, body, "answered", answer.EXPLICIT, by, launch=launch)
     sender = (original.get("from") or {}).get("path")
     if not sender:
-        raise MailError(f"{msg_id}: its sender named no worktree to reply to")
+        raise MailError(f"{original['id']}: its sender named no worktree to reply to")
     targets = send.resolve(clone, [sender])
     fields = {"in_reply_to": original["id"], "thread": message.thread_of(original)}
     results, _ = send.deliver(clone, targets, body, message.KIND_REPLY, message.DEFAULT_TTL_MINUTES,
                               sender_session=session, fields=fields, sender_launch=sender_launch)
-    return bool(results[0]["ok"]), results[0]
+    return bool(results[0]["ok"]), dict(results[0], in_reply_to=original["id"])  # the id in full

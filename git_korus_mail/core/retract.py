@@ -9,6 +9,7 @@ names the display markers, so the person is told.
 """
 
 
+from git_korus_mail.core import ids
 from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.store import forwarding, markers, sent
@@ -21,22 +22,13 @@ if TYPE_CHECKING:
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import Box, MailRoot
 
-ID_CHARS = frozenset("0123456789abcdefTZp.-")
-
-
-def _sent_id(clone: "Clone", root: "MailRoot", own: "Optional[Box]", text: str) -> str:
-    """The id of the one message this worktree sent that `text` names (the id, or a unique prefix)."""
-    ids = sent.ids(root, own, clone.own_key.path, shared=not clone.in_worktree())
-    if text in ids:
-        return text
-    matches = [i for i in ids if i.startswith(text)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        listed = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
-        raise MailError(f"{text!r} is the start of {len(matches)} ids of mail sent from here: {listed}; give more of it")
-    raise MailError(f"not cancelled: {text} is no message sent from this worktree ({field(clone.own_key.path)}); "
-                    f"cancel withdraws only mail sent from here (status lists it)")
+def _sent_id(clone: "Clone", root: "MailRoot", own: "Optional[Box]", idt: "ids.IdText") -> str:
+    """The id of the one message this worktree sent that `idt` names (core/ids.py's rule)."""
+    found = ids.one(idt, sent.ids(root, own, clone.own_key.path, shared=not clone.in_worktree()))
+    if found is None:
+        raise MailError(f"not cancelled: {field(idt.given, 80)} is no message sent from this worktree "
+                        f"({field(clone.own_key.path)}); cancel withdraws only mail sent from here (status lists it)")
+    return found
 
 
 def _holder(root: "MailRoot", rec: "Dict[str, Any]") -> "Optional[Box]":
@@ -62,13 +54,12 @@ def _holder(root: "MailRoot", rec: "Dict[str, Any]") -> "Optional[Box]":
 def cancel(clone: "Clone", text: str, session: "Optional[str]" = None) -> "Dict[str, Any]":
     """Withdraw the message `text` names. Returns {"id", "result", "to", "shown"}: result
     "cancelled", or "already-cancelled"; MailError (one line, for the person) otherwise."""
-    if not text or not all(c in ID_CHARS for c in text):
-        raise MailError(f"{text!r}: not a message id (status prints the ids of mail sent from here)")
+    idt = ids.IdText(text, "status prints the ids of mail sent from here")
     root = clone.mail_root()
     if root is None:
         raise MailError("not cancelled: no mail has been sent in this clone")
     own = clone.own_box()  # read only: a worktree without a box has sent nothing
-    msg_id = _sent_id(clone, root, own, text)
+    msg_id = _sent_id(clone, root, own, idt)
     rec = sent.find(root, own, clone.own_key.path, not clone.in_worktree(), msg_id)
     if rec is None:
         raise MailError(f"not cancelled: the sent record of {msg_id} cannot be read")

@@ -215,8 +215,13 @@ def _resolve_one(clone: "Clone", dest: str, wt_keys: "WorktreeKeys", box_names: 
             return Target(dest, k, k.path)
         return Target(dest, error=f"{dest}: not a worktree of this clone (its worktrees: {known}); "
                                   f"use --create to queue for it anyway")
-    named = [(wt, k) for wt, k in wt_keys
-             if dest in (wt.name, os.path.basename(wt.path))]
+    # `list` and `send` print a worktree's label, `(ui)` (its key's slug): what the tool prints
+    # must work as an address, with or without the parentheses. A name or directory name wins
+    # over a label, which only a lowercased, ASCII-folded name can share with another worktree.
+    label = dest[1:-1] if len(dest) > 2 and dest[0] == "(" and dest[-1] == ")" else dest
+    named = [(wt, k) for wt, k in wt_keys if label in (wt.name, os.path.basename(wt.path))]
+    if not named:
+        named = [(wt, k) for wt, k in wt_keys if label == k.slug]
     if len(named) == 1:
         wt, k = named[0]
         if k == clone.own_key:
