@@ -55,6 +55,13 @@ def needs_post_checkout(scope_rec):
 needs_exclude = needs_post_checkout  # .codex/hooks.json is written into worktrees only then
 
 
+def preflight():
+    """What install needs before it writes anything: Codex's own CLI, whose app-server records the
+    trust of our hooks (trust.py). Without it, a stub, hooks files and an exclude line would be
+    written that Codex never runs, and every later `git worktree add` would repeat the failure."""
+    trust.find_codex()
+
+
 def settings_targets(clone, scope, only_own=False, trust_projects=False):
     """([(hooks.json path, repo anchor or None, cwd)], skipped worktrees) for `scope`."""
     if scope == "local" and trust_projects:
