@@ -56,3 +56,15 @@ def test_install_codex_without_codex_writes_nothing(clone, tmp_path):
     # a later worktree add says nothing of us: nothing was wired
     added = git("worktree", "add", str(tmp_path / "later"), cwd=clone.main)
     assert "korus" not in added.stderr + added.stdout, added.stderr
+
+
+def test_uninstall_says_restored_once_per_file(clone):
+    settings = clone.main / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    settings.write_text('{"model": "x"}')
+    install(clone.main)
+    out = run_cli("uninstall", cwd=clone.main, check=True).stdout
+    lines = out.splitlines()
+    assert lines.count(f"settings  {settings}  restored") == 1, out
+    assert len(lines) == len(set(lines)), out
+    assert settings.read_text() == '{"model": "x"}'

@@ -72,14 +72,18 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
         record = install_record.Record.load(hooks_dir)
         scope_rec = record.scope(scope) or {"files": {}}
         files = dict(scope_rec.get("files") or {})
+        done = set()  # a file one client unwired: the record lists it for every client, said once
         for client, stub in wirings:
             for path in client.unwire_candidates(clone, scope, files):
+                if path in done:
+                    continue
                 try:
                     state = client.unwire_file(path, stub, files.get(path))
                 except MailError as exc:
                     out.write(f"settings  {path}  not changed: {exc}\n")
                     continue
                 if state and state != "absent":
+                    done.add(path)
                     out.write(f"settings  {path}  {state}\n")
         for client, _stub in wirings:
             client.after_unwiring(scope_rec, out)
