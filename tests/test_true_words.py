@@ -5,6 +5,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from helpers import git, hook, run_cli
 from install_fixtures import box_dir, install
 
@@ -68,3 +70,40 @@ def test_uninstall_says_restored_once_per_file(clone):
     assert lines.count(f"settings  {settings}  restored") == 1, out
     assert len(lines) == len(set(lines)), out
     assert settings.read_text() == '{"model": "x"}'
+
+
+# -- a drain killed once is no broken install ----------------------------------------------------
+def _killing_helper(directory, how):
+    """A git-korus-mail whose drain dies: "killed" by SIGKILL (the OOM killer, a time limit),
+    "broken" by a traceback (its package cannot be imported), exit 1. --version works in both."""
+    import sys
+    from install_fixtures import CONSOLE_SCRIPT
+    directory.mkdir(parents=True)
+    dest = directory / "git-korus-mail"
+    die = "os.kill(os.getpid(), 9)" if how == "killed" else "raise ImportError('no module named x')"
+    dest.write_text(f"#!{sys.executable}\nimport os, sys\nif sys.argv[1:2] == ['drain']:\n    {die}\n"
+                    + CONSOLE_SCRIPT.read_text().split("\n", 1)[1])
+    dest.chmod(0o755)
+    return dest
+
+
+@pytest.mark.parametrize("template", ["claude-hook.sh", "codex-hook.sh"])
+def test_stub_says_a_killed_drain_is_no_broken_install(clone, tmp_path, template):
+    from git_korus_mail.wiring import stub
+    stub_file = tmp_path / "stub"
+    for how in ("killed", "broken"):
+        helper = _killing_helper(tmp_path / how / "bin", how)
+        stub_file.write_text(stub.render(template, str(helper), str(clone.main)))
+        stub_file.chmod(0o700)
+        for event in ("SessionStart", "Stop"):
+            payload = json.dumps(hermetic.payload(event, "s-killed", str(clone.main)))
+            res = subprocess.run(["sh", "-c", f"'{stub_file}' {event}"], cwd=str(clone.main), input=payload,
+                                 capture_output=True, text=True, timeout=60)
+            assert res.returncode == 0, res.stderr
+            text = json.loads(res.stdout)["systemMessage"]
+            if how == "killed":
+                assert f"{helper} drain exited 137: killed by signal 9 (out of memory, or a time limit), " \
+                       "not a broken install; the mail stays queued and is shown at a later event" in text, text
+                assert "reinstall" not in text and "not being delivered" not in text, text
+            else:  # a helper that cannot run is still a broken install, with the advice
+                assert "drain exited 1" in text and "reinstall it: " in text, text
