@@ -55,7 +55,7 @@ def test_no_answer_in_time_exits_2_and_the_answer_comes_later_as_mail(clone):
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 2 and out.count("\n") == 2
     assert "will arrive later as ordinary mail" in out and "timeout 600000" in out
-    assert "\n  the question: queued, as of " in out and "no live session there" in out  # the verdict
+    assert "\n  the question: queued, as of " in out and "nothing is wired to show it" in out  # the verdict: no install
     qid = queued(clone, clone.web, "question")[0]
     assert reply(clone, qid, "here it is").returncode == 0
     text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])

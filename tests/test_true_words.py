@@ -4,6 +4,7 @@ say what is so, and each fix line, once run, makes its problem go away."""
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -107,3 +108,49 @@ def test_stub_says_a_killed_drain_is_no_broken_install(clone, tmp_path, template
                 assert "reinstall" not in text and "not being delivered" not in text, text
             else:  # a helper that cannot run is still a broken install, with the advice
                 assert "drain exited 1" in text and "reinstall it: " in text, text
+
+
+# -- send's verdict --------------------------------------------------------------------------------
+def test_send_says_dropped_when_the_receivers_limits_drop_it(clone):
+    """issue 25: mail the limits dropped was reported `queued`, "not delivered: it is dropped"
+    only on a second line; the sending model reads the same words as the person."""
+    import sys
+    install(clone.main)
+    git("config", "korus-mail.loop-seconds", "600", cwd=clone.main)
+    run_cli("send", "--to", str(clone.web), "--", "done", cwd=clone.main, check=True)
+    hook("UserPromptSubmit", clone.web, "s-limits")
+    hook("Stop", clone.web, "s-limits")  # consumed
+    hook("UserPromptSubmit", clone.web, "s-limits")  # working: send waits for its next event
+    p = subprocess.Popen([sys.executable, "-m", "git_korus_mail", "send", "--wait=30", "--to", str(clone.web),
+                          "--", "done"], cwd=str(clone.main), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    inbox = box_dir(clone, clone.web) / "inbox"
+    deadline = time.monotonic() + 30
+    while not any(n.endswith(".json") for n in os.listdir(inbox)):
+        assert time.monotonic() < deadline and p.poll() is None, p.poll()
+        time.sleep(0.02)
+    answer, _ = hook("PostToolUse", clone.web, "s-limits")  # the same text again: a loop, dropped
+    assert "dropped by its limits (1 as loop" in hermetic.context_of(answer)
+    out, err = p.communicate(timeout=60)
+    first, second = out.splitlines()
+    assert p.returncode == 0 and err == "", err
+    assert first.startswith("dropped ") and first.endswith(" (web)"), out
+    assert second.startswith("  dropped, as of ") and ": the receiver's limits dropped it (loop: " in second, out
+    assert second.endswith("; it is shown to nobody") and "queued" not in out, out
+
+
+def test_send_says_nothing_is_wired_after_uninstall_of_both_scopes(clone):
+    """issue 25: after uninstall, send still said "it is shown at their next prompt"."""
+    hook("Stop", clone.web, "s-idle")  # an idle session there, from before the uninstall
+    install(clone.main)
+    install(clone.main, "--scope", "user")
+    out = run_cli("send", "--to", str(clone.web), "--", "wired", cwd=clone.main, check=True).stdout
+    assert "nothing is wired" not in out and "it is shown at their next prompt" in out, out
+    run_cli("uninstall", cwd=clone.main, check=True)
+    out = run_cli("send", "--to", str(clone.web), "--", "user scope only", cwd=clone.main, check=True).stdout
+    assert "nothing is wired" not in out, out  # the user scope still wires it
+    run_cli("uninstall", "--scope", "user", cwd=clone.main, check=True)
+    out = run_cli("send", "--to", str(clone.web), "--", "unwired", cwd=clone.main, check=True).stdout
+    assert out.splitlines()[1].endswith(": nothing is wired to show it: no hook is installed in this clone; "
+                                        "`git korus-mail install` wires one"), out
+    assert "next prompt" not in out, out

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.store.files import Box, MailRoot
 
+NOT_SHOWN = ("dropped", "expired", "cancelled", "gone")  # verdicts of mail queued, then ended unshown
 DEFAULT_WAIT = 2.0  # seconds send waits for the proof by default
 POLL = 0.05
 
@@ -47,32 +48,61 @@ def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
         if _launch_alive(shown.get("launch")):
             return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": shown,
                     "why": f"shown to session {shown.get('session')} at {shown.get('event')}"}
-    if state not in (None, "queued"):
-        return {"verdict": "queued", "as_of": utc_stamp(now), "why": f"not delivered: it is {state}"}
-    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box)}
+    if state == "dropped":
+        # the receiver's limits decided: it is shown to nobody, so the verdict is the fate itself
+        why = session if isinstance(session, dict) else {}
+        rule = f" ({why.get('rule')}: {why.get('detail')})" if why.get("rule") else ""
+        return {"verdict": "dropped", "as_of": utc_stamp(now),
+                "why": f"the receiver's limits dropped it{rule}; it is shown to nobody"}
+    if state in ("expired", "cancelled", "gone"):
+        return {"verdict": state, "as_of": utc_stamp(now), "why": f"it is {state} before anyone was shown it"}
+    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, msg_id)}
 
 
-def _why_queued(box: "Box") -> str:
+def wired(box: "Box") -> bool:
+    """Whether install wired any hook in this clone (either scope): without one, no session's
+    event ever runs the drain, so nothing will show the mail (wiring/record.py)."""
+    import os
+
+    from git_korus_mail.wiring import record
+    try:
+        return bool(record.Record.load(os.path.join(box.root.path, record.HOOKS_SUBDIR)).data["scopes"])
+    except (OSError, MailError):
+        return True  # unknown: say nothing untrue about the wiring
+
+
+def _why_queued(box: "Box", msg_id: str = "") -> str:
+    from git_korus_mail.core import wake
+    if not wired(box):
+        return ("nothing is wired to show it: no hook is installed in this clone; "
+                "`git korus-mail install` wires one")
     live = [r for r in presence.sessions(box) if r["liveness"] in ("working", "idle")]
     if not live:
         return "no live session there; it is shown when one starts"
+    if msg_id and any(wake.woken_for(box, r, msg_id) for r in live):
+        return "a session there was woken for it; it is shown in the turn the wake started"
     if any(r["liveness"] == "working" for r in live):
         return "a session there is working; it is shown at its next tool call or prompt"
-    until = [u for u in (presence.wakeable_until(box, r) for r in live) if u]
+    until = [u for u in (wake.wakeable_until(box, r) for r in live) if u]
     if until:
         return f"a session there is idle and wakeable until {max(until)}; not shown yet"
+    spent = [f for f in (wake.budget_frees_at(box, r) for r in live) if f is not None]
+    if spent:
+        return (f"a session there is idle and its wake budget is spent until {utc_stamp(min(spent))}; "
+                "it is shown at its next prompt")
     return "the sessions there are idle and not wakeable; it is shown at their next prompt"
 
 
 def worth_waiting(box: "Box", sender: "Optional[str]" = None, working: bool = True) -> bool:
     """Whether a live session there could show it soon: idle with a watcher, or (`working`) one
     working. Never the sending session itself: its next event comes only after this send ends."""
+    from git_korus_mail.core import wake
     for r in presence.sessions(box):
         if sender is not None and r.get("session") == sender:
             continue
         if working and r["liveness"] == "working":
             return True
-        if r["liveness"] == "idle" and presence.wakeable_until(box, r):
+        if r["liveness"] == "idle" and wake.wakeable_until(box, r):
             return True
     return False
 
