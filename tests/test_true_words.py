@@ -154,3 +154,19 @@ def test_send_says_nothing_is_wired_after_uninstall_of_both_scopes(clone):
     assert out.splitlines()[1].endswith(": nothing is wired to show it: no hook is installed in this clone; "
                                         "`git korus-mail install` wires one"), out
     assert "next prompt" not in out, out
+
+
+def test_plain_uninstall_after_a_user_scope_install_says_it_stays(clone):
+    """issue 25: a plain `uninstall` after `install --scope user` left the user scope's wiring
+    in place in silence. One scope is undone at a time (as git config's); the other is named."""
+    install(clone.main, "--scope", "user")
+    out = run_cli("uninstall", cwd=clone.main, check=True).stdout
+    assert "note: the user scope still wires this clone's worktrees, so mail is still shown; " \
+           "`git korus-mail uninstall --scope user` removes it\n" in out, out
+    out = run_cli("uninstall", "--scope", "user", cwd=clone.main, check=True).stdout
+    assert "still wires" not in out, out
+    install(clone.main)
+    install(clone.main, "--scope", "user")
+    out = run_cli("uninstall", "--scope", "user", cwd=clone.main, check=True).stdout
+    assert "note: the local scope still wires this clone's worktrees, so mail is still shown; " \
+           "`git korus-mail uninstall` removes it\n" in out, out

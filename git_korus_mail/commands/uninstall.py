@@ -101,6 +101,12 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
                 out.write(f"stub  {stub}  removed\n")
     if not record.data["scopes"]:
         install_record.remove_hooks_dir(hooks_dir)
+    elif record.scope(other) is not None:
+        # like git config's scopes, uninstall undoes one scope: the other one still wires this
+        # clone, and a person who ran plain `uninstall` must not take it for unwired (issue 25)
+        flag = "" if other == "local" else " --scope user"
+        out.write(f"note: the {other} scope still wires this clone's worktrees, so mail is still shown; "
+                  f"`git korus-mail uninstall{flag}` removes it\n")
     if purge:
         path = root.path
         root.close()
