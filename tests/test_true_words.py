@@ -170,3 +170,59 @@ def test_plain_uninstall_after_a_user_scope_install_says_it_stays(clone):
     out = run_cli("uninstall", "--scope", "user", cwd=clone.main, check=True).stdout
     assert "note: the local scope still wires this clone's worktrees, so mail is still shown; " \
            "`git korus-mail uninstall` removes it\n" in out, out
+
+
+# -- doctor: every fix line, once run, makes its problem go away ------------------------------------
+def _doctor(cwd, env=None):
+    proc = run_cli("doctor", "--json", cwd=cwd, env=env)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _problems(data):
+    return [f for f in data["findings"] if not f["ok"]]
+
+
+def _run_fixes(cwd, data, env=None):
+    """Run each problem's fix line that is a command of ours, as a person would copy it."""
+    import shlex
+    for fix in sorted({f["fix"] for f in _problems(data) if (f["fix"] or "").startswith("git korus-mail ")}):
+        args = shlex.split(fix)[2:]
+        proc = run_cli(*args, cwd=cwd, env=env)
+        assert proc.returncode == 0, (fix, proc.stdout, proc.stderr)
+
+
+def test_doctor_in_a_bare_repository_is_healthy_once_its_fix_ran(clone, tmp_path):
+    """issue 25: in a bare repository doctor's problem stayed after `install` exited 0."""
+    bare = tmp_path / "bare.git"
+    git("clone", "-q", "--bare", str(clone.main), str(bare), cwd=tmp_path)
+    rc, data = _doctor(bare)
+    assert rc == 1 and [f["fix"] for f in _problems(data)] == ["git korus-mail install"], _problems(data)
+    _run_fixes(bare, data)
+    rc, data = _doctor(bare)
+    assert rc == 0 and not _problems(data), _problems(data)
+    [hook_finding] = [f for f in data["findings"] if f["check"] == "wiring"]
+    assert hook_finding["detail"] == ("no worktree to wire yet (a bare repository): wires worktrees that "
+                                      "`git worktree add` makes"), hook_finding
+    added = git("worktree", "add", str(tmp_path / "wt"), cwd=bare)
+    assert "wired" in added.stderr, added.stderr
+    rc, data = _doctor(bare)
+    assert rc == 0 and not _problems(data), _problems(data)
+
+
+def test_doctor_does_not_call_a_create_box_unread_when_a_user_scope_session_reads_it(clone, tmp_path):
+    """issue 25: a `--create` box was called "nobody will read them", yet a user-scope session
+    there read it."""
+    other = tmp_path / "scratch"
+    other.mkdir()
+    install(clone.main, "--scope", "user")
+    run_cli("send", "--create", "--to", str(other), "--", "first", cwd=clone.main, check=True)
+    answer, _ = hook("UserPromptSubmit", other, "s-user", repo=str(clone.main))
+    assert "first" in hermetic.context_of(answer)
+    hook("Stop", other, "s-user", repo=str(clone.main))
+    hook("SessionEnd", other, "s-user", repo=str(clone.main))
+    run_cli("send", "--create", "--to", str(other), "--", "second", cwd=clone.main, check=True)
+    rc, data = _doctor(clone.main)
+    stranded = [f for f in data["findings"] if f["check"] == "stranded"]
+    assert len(stranded) == 1 and stranded[0]["ok"], stranded
+    assert "nobody will read them" not in stranded[0]["detail"], stranded
+    assert "read there under the user scope's wiring (last by session s-user)" in stranded[0]["detail"], stranded
