@@ -187,6 +187,14 @@ def _check_client_wiring(client, clone, root, record, findings):
     if not wired:
         return False, False
     _check_stub(client, stub, record.data.get("helper"), findings, repo=postcheckout.repo_anchor(clone))
+    try:
+        getattr(client, "preflight", lambda: None)()
+    except MailError as exc:
+        # what every check of this client needs is missing (Codex's CLI): one problem, with the
+        # fix that makes it go away, not one `install` (which fails the same way) per file
+        findings.add("wiring", False, client.NAME, str(exc).split(": install ")[0] + ": doctor cannot check "
+                     "this client's wiring", client.PREFLIGHT_FIX)
+        return True, local
     for label, problems in client.check(root, stub, wired):
         if label == stub:
             if problems:
