@@ -226,3 +226,22 @@ def test_doctor_does_not_call_a_create_box_unread_when_a_user_scope_session_read
     assert len(stranded) == 1 and stranded[0]["ok"], stranded
     assert "nobody will read them" not in stranded[0]["detail"], stranded
     assert "read there under the user scope's wiring (last by session s-user)" in stranded[0]["detail"], stranded
+
+
+def test_each_fix_line_of_ours_once_run_makes_its_problem_go_away(clone):
+    """issue 25: run every `git korus-mail ...` fix line doctor gives, then doctor again."""
+    from install_fixtures import settings_path, stub_of
+    install(clone.main)
+    os.unlink(settings_path(clone.web))  # a worktree unwired
+    stub = stub_of(clone)
+    with open(stub, "a") as f:
+        f.write("# edited\n")  # the stub differs from the template
+    os.unlink(clone.common_dir / "hooks" / "post-checkout")  # new worktrees would not be wired
+    run_cli("off", cwd=clone.main, check=True)  # delivery off
+    rc, data = _doctor(clone.main)
+    fixes = sorted({f["fix"] for f in _problems(data)})
+    assert rc == 1 and fixes == ["git korus-mail install", "git korus-mail on"], _problems(data)
+    assert len(_problems(data)) >= 4, _problems(data)
+    _run_fixes(clone.main, data)
+    rc, data = _doctor(clone.main)
+    assert rc == 0 and not _problems(data), _problems(data)
