@@ -245,3 +245,9 @@ def test_each_fix_line_of_ours_once_run_makes_its_problem_go_away(clone):
     _run_fixes(clone.main, data)
     rc, data = _doctor(clone.main)
     assert rc == 0 and not _problems(data), _problems(data)
+
+
+def test_the_verdict_names_a_session_in_words_never_none():
+    from git_korus_mail.core import verdict
+    assert verdict._session(None) == "a session that named no id"
+    assert verdict._session("s-1\n") == "session s-1\\u000a"  # from disk: escaped as the drain escapes

@@ -6,6 +6,7 @@ the time it was true at. `send --wait` (and `ask`) poll `judge` for a few second
 
 import time
 
+from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store import claims, markers, presence
@@ -20,6 +21,11 @@ if TYPE_CHECKING:
 NOT_SHOWN = ("dropped", "expired", "cancelled", "gone")  # verdicts of mail queued, then ended unshown
 DEFAULT_WAIT = 2.0  # seconds send waits for the proof by default
 POLL = 0.05
+
+
+def _session(session: "Any") -> str:
+    """`session <id>` as read from disk, escaped; words, never `session None`, when none is named."""
+    return f"session {field(session)}" if session else "a session that named no id"
 
 
 def _launch_alive(tag: "Optional[str]") -> bool:
@@ -43,11 +49,11 @@ def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
         state, session = None, None
     if state in ("consumed", "consumed-unmoved"):
         return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": {"session": session},
-                "why": f"consumed by session {session}"}
+                "why": f"consumed by {_session(session)}"}
     for shown in markers.shown_by(box, msg_id):
         if _launch_alive(shown.get("launch")):
             return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": shown,
-                    "why": f"shown to session {shown.get('session')} at {shown.get('event')}"}
+                    "why": f"shown to {_session(shown.get('session'))} at {field(shown.get('event'))}"}
     if state == "dropped":
         # the receiver's limits decided: it is shown to nobody, so the verdict is the fate itself
         why = session if isinstance(session, dict) else {}
