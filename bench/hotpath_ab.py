@@ -102,7 +102,8 @@ def main(argv=None):
             "stub start": ([py, "-S", str(here / "scripts" / "git-korus-mail"), "drain"], tree_env(here, True)),
         }
         print(f"base {args.base}, {args.runs} rounds per event, CPU ms (median); ratios: median of each "
-              f"round's own ratio", flush=True)
+              f"round's own ratio; bytecode cached (PYTHONDONTWRITEBYTECODE unset for every command, "
+              f"so the warm-up rounds write it: the condition of an installed wheel, docs/HOOKS.md)", flush=True)
         print("| event | pass | base | console | stub start | base÷pass | stub start÷pass | console÷base | "
               "stub start÷base |")
         print("|---|---|---|---|---|---|---|---|---|")

@@ -66,8 +66,10 @@ usage:
 
 Queue <question> (or stdin when it is `-` or left out) for one worktree and wait for
 the answer: its session answers with `reply`, or else its final message of the run
-comes back. Exit 0 answered; 2 no answer in time (it arrives later as ordinary mail);
-3 ended unanswered (failed: the session ended or its run failed; stopped: interrupted).
+comes back. With no session there that can answer (one working) or be woken, or once
+the session shown it stops running, the question stays queued and ask returns at once.
+Exit 0 answered; 2 no answer in time or none can come soon (it arrives later as ordinary
+mail); 3 ended unanswered (failed: the session ended or its run failed; stopped: interrupted).
 Claude Code's Bash tool kills a command after 120 s by default (600 s at most): to wait
 longer, give the tool call a timeout (up to 600000 ms) and a shorter --timeout.
 
@@ -150,7 +152,8 @@ message id, a prefix only one message has, or its end as the person's line shows
 options:
   --repo=<path>   the clone whose queue to read
   --json          machine-readable, every detail
-  --raw           write the body's bytes unchanged (for a pipe), nothing else
+  --raw           write the body's bytes unchanged, nothing else: to a pipe or file,
+                  never a terminal (refused)
 """,
     "cancel": """\
 usage:
@@ -245,6 +248,8 @@ Release the claim on message <id>, for a claim whose owner you know is gone: one
 doctor says cannot be proven dead (taken on another host, in another pid namespace,
 or with a mangled record). The store never does this by itself. The release is
 journaled, and a claim whose owner is running on this machine is refused.
+With a question's id, release the wait of the ask that asked it, so asks back to its
+worktree are no longer refused; a wait whose ask still runs is refused.
 
 options:
   --repo=<path>   the clone whose queue to use

@@ -21,6 +21,9 @@ touching the store is idle (or dead) and a clean drain has run:
 - I6: one answer per question: every `answers/<question id>.json` is complete JSON naming that
   question and holding its answer message; that message is in exactly one state of the asker's
   box (never lost), and no other message anywhere answers the same question (never doubled).
+- I7: life locks (store/life.py): `live/` holds only files named `<pid>-<start|x>-<8 hex>`, and
+  when idle none of them is locked (a lock held while idle is a process that should have ended,
+  and would keep its waits and claims looking alive).
 
 It returns a summary (ids per state, debris found) for step-specific assertions.
 """
@@ -33,10 +36,11 @@ import stat
 from git_korus_mail.store.message import Invalid, parse
 
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits",
-              "fast"}  # fast/: the hook stub's stamps (docs/HOOKS.md, "The fast path")
+              "live", "fast"}
+LIVE_NAME = re.compile(r"^\d+-(\d+|x)-[0-9a-f]{8}$")  # store/life.py
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
-STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
+STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait|live)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
 
 class Summary(dict):
@@ -83,6 +87,19 @@ def _pid_alive(pid):
         return False
     except PermissionError:
         return True
+
+
+def _locked(path):
+    """Whether some process holds the POSIX lock on `path` (a shared probe lock fails)."""
+    import fcntl
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def journal(mail_root):
@@ -147,6 +164,14 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             summary.debris.append((m.group("kind") + "-tmp", name))
             continue
         raise AssertionError(f"tmp/{name}: leftover staging file that is no killed sender's message")
+
+    # -- live/: life locks (I7) ---------------------------------------------------------
+    live = os.path.join(mail_root, "live")
+    for name in _ls(live):
+        assert LIVE_NAME.match(name), f"live/{name}: not a life lock's name"
+        _read(os.path.join(live, name))  # a regular file
+        if idle and not name.startswith(f"{os.getpid()}-"):  # probing our own lock would drop it
+            assert not _locked(os.path.join(live, name)), f"live/{name}: its life lock is held while idle"
 
     # -- pruned: ids the journal says retention removed ------------------------------
     recs = journal(mail_root)

@@ -37,9 +37,9 @@ _PAUSING = (
     "claims.break_dead = break_dead\n"
     "from git_korus_mail.store import fsafe\n"
     "_staged = fsafe.Dir.create_staged\n"
-    "def create_staged(self, name, data, staging, tag, sync=True):\n"
+    "def create_staged(self, name, data, staging, tag, sync=True, **kw):\n"
     "    hold('staging:' + tag)\n"
-    "    return _staged(self, name, data, staging, tag, sync)\n"
+    "    return _staged(self, name, data, staging, tag, sync, **kw)\n"
     "fsafe.Dir.create_staged = create_staged\n"
     "from git_korus_mail import cli\n"
     "sys.exit(cli.main(sys.argv[1:]))\n")

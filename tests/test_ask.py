@@ -10,7 +10,7 @@ import time
 import pytest
 
 from asking import (S_MAIN, S_WEB, answers_of, ask_then_show, box_dir, queued, reply, settle_and_check,
-                    start_ask, stop, wait_question)
+                    start_ask, stop, wait_question, working)
 from helpers import context_of, git, hook, run_cli
 
 import invariants
@@ -22,6 +22,7 @@ def receipt(c, wt, msg_id):
 
 
 def test_explicit_reply_reaches_the_waiting_ask_and_counts_as_delivered(clone):
+    working(clone)
     p = start_ask(clone, "what is six times seven?")
     qid = wait_question(clone)[0]
     r = reply(clone, qid, "forty-two")
@@ -51,11 +52,14 @@ def test_the_question_shows_its_id_and_the_reply_command(clone):
 
 
 def test_no_answer_in_time_exits_2_and_the_answer_comes_later_as_mail(clone):
+    from install_fixtures import install
+    install(clone.main)  # wired: without a hook, the verdict says nothing is wired to show it
+    working(clone)
     p = start_ask(clone, "slow one?", timeout=1)
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 2 and out.count("\n") == 2
     assert "will arrive later as ordinary mail" in out and "timeout 600000" in out
-    assert "\n  the question: queued, as of " in out and "nothing is wired to show it" in out  # the verdict: no install
+    assert "\n  the question: queued, as of " in out and "a session there is working" in out  # the verdict
     qid = queued(clone, clone.web, "question")[0]
     assert reply(clone, qid, "here it is").returncode == 0
     text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])
@@ -63,7 +67,110 @@ def test_no_answer_in_time_exits_2_and_the_answer_comes_later_as_mail(clone):
     settle_and_check(clone)
 
 
+WEEK = 7 * 24 * 3600  # ask's longest --timeout: an ask that waited it out would hang the test
+
+
+class Launch:
+    """A real process standing in for one Claude Code launch (its pid is the hooks' CLAUDE_PID)."""
+
+    def __init__(self):
+        import subprocess
+        import sys
+        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        self.env = {"CLAUDE_PID": str(self.proc.pid)}
+
+    def hook(self, event, cwd, session, **kw):
+        return hook(event, cwd, session, env=self.env, **kw)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def finish(p, timeout=60):
+    """(stdout, stderr) of an ask that must end by itself; killed if it does not, so a failing
+    test leaves no week-long ask behind."""
+    import subprocess
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise AssertionError("the ask was still waiting") from None
+
+
+@pytest.fixture
+def launches():
+    made = []
+
+    def make():
+        made.append(Launch())
+        return made[-1]
+    yield make
+    for launch in made:
+        launch.kill()
+
+
+@pytest.mark.parametrize("there", ["nobody", "idle", "closed"])
+def test_with_nobody_there_to_answer_the_question_is_queued_and_ask_returns_at_once(clone, launches, there):
+    """Issue 21, item 10 (omp-mail's rule): no session that can answer or be woken, so the
+    question is queued and ask exits 2 without waiting its timeout; the answer comes as mail."""
+    if there != "nobody":
+        b = launches()
+        b.hook("SessionStart", clone.web, S_WEB)          # idle, and no wake-up tier armed
+        if there == "closed":
+            b.hook("SessionEnd", clone.web, S_WEB)
+    p = start_ask(clone, f"anyone there? ({there})", timeout=WEEK)
+    out, err = finish(p)                                 # it never waits out its week
+    assert p.returncode == 2, (out, err)
+    qid = queued(clone, clone.web, "question")[0]
+    why = ("the session there is idle and cannot be woken (install --urgent arms the wake-up tier); the "
+           "question is shown at the next prompt") if there == "idle" else "no session runs there"
+    first, verdict = out.splitlines()
+    assert first == (f"question {qid} is queued, and no answer can come soon: {why}; the answer will "
+                     f"arrive later as ordinary mail"), out
+    assert verdict.startswith("  the question: queued, as of ")
+    # its wait is closed: web may ask main back at once, not refused as a cycle
+    back = run_cli("ask", f"--to={clone.main}", "--timeout=5", "--", "back?", cwd=str(clone.web))
+    assert back.returncode == 2 and "refused" not in back.stderr, (back.stdout, back.stderr)
+    # the question is shown to the next session there, and its answer reaches the asker as mail
+    shown = context_of(launches().hook("SessionStart", clone.web, "sess-web-next")[0])
+    assert f"id {qid}" in shown
+    assert reply(clone, qid, "here now").returncode == 0
+    text = context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])
+    assert f"answer to {qid} · status answered" in text and "here now" in text
+    settle_and_check(clone)
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_when_the_session_that_holds_the_question_dies_the_wait_ends_at_once(clone, launches, shown):
+    """Issue 21, item 10: the ask waited 38 s after the only session shown the question was
+    killed. A killed client runs no Stop, so no automatic answer can come: the wait ends."""
+    b = launches()
+    b.hook("UserPromptSubmit", clone.web, S_WEB)           # working: the ask waits for it
+    p = start_ask(clone, f"are you alive? ({shown})", timeout=WEEK)
+    qid = wait_question(clone)[0]
+    if shown:
+        assert f"id {qid}" in context_of(b.hook("PostToolUse", clone.web, S_WEB)[0])
+    time.sleep(1)                                          # it is waiting, past its first look
+    assert p.poll() is None, p.communicate()
+    b.kill()                                               # SIGKILL: no SessionEnd, no Stop
+    out, err = finish(p)
+    assert p.returncode == 2, (out, err)
+    why = f"session {S_WEB}, which was shown it, stopped running" if shown else "no session runs there any more"
+    assert out.splitlines()[0] == (f"question {qid} is queued, and no answer can come soon: {why}; the answer "
+                                   f"will arrive later as ordinary mail"), out
+    # the question waits for the resumed session, and its answer comes to the asker as mail
+    assert queued(clone, clone.web, "question") == [qid]
+    assert f"id {qid}" in context_of(launches().hook("SessionStart", clone.web, S_WEB)[0])
+    assert reply(clone, qid, "back again").returncode == 0
+    assert "back again" in context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])
+    settle_and_check(clone)
+
+
 def test_a_killed_ask_loses_nothing(clone):
+    working(clone)
     p = start_ask(clone, "will you see this?", timeout=60)
     qid = wait_question(clone)[0]
     p.send_signal(signal.SIGKILL)
@@ -95,6 +202,7 @@ def test_an_answerer_killed_between_staging_and_linking_the_answer_still_deliver
 
 
 def test_unanswered_question_gets_the_runs_final_text_at_stop(clone):
+    working(clone)
     p = start_ask(clone, "how did it go?")
     wait_question(clone)
     hook("PostToolUse", clone.web, S_WEB)  # shown between tool calls
@@ -107,6 +215,7 @@ def test_unanswered_question_gets_the_runs_final_text_at_stop(clone):
 
 
 def test_stop_does_not_answer_a_question_the_launch_was_never_shown(clone):
+    working(clone)
     p = start_ask(clone, "unseen?", timeout=2)
     qid = wait_question(clone)[0]
     stop(clone.web, S_WEB, "a run that never saw it")
@@ -118,6 +227,7 @@ def test_stop_does_not_answer_a_question_the_launch_was_never_shown(clone):
 @pytest.mark.parametrize("event, status, code", [("SessionEnd", "failed", 3), ("StopFailure", "failed", 3),
                                                  ("UserPromptSubmit", "stopped", 3)])
 def test_a_run_that_ends_without_answering_ends_the_wait(clone, event, status, code):
+    working(clone)
     p = start_ask(clone, "still there?")
     wait_question(clone)
     hook("PostToolUse", clone.web, S_WEB)
@@ -129,6 +239,8 @@ def test_a_run_that_ends_without_answering_ends_the_wait(clone, event, status, c
 
 def test_mutual_and_longer_waits_are_refused(clone):
     docs = clone.add_worktree("docs")
+    working(clone)
+    working(clone, docs, "sess-docs-5555")
     a = start_ask(clone, "A asks web", timeout=60)                     # main -> web
     wait_question(clone)
     refused = run_cli("ask", f"--to={clone.main}", "--timeout=5", "--", "web asks main", cwd=str(clone.web))
@@ -160,6 +272,7 @@ def test_reply_to_an_ordinary_message_goes_to_its_sender_in_its_thread(clone):
 
 
 def test_status_shows_questions_asked_and_received(clone):
+    working(clone)
     p = start_ask(clone, "status?")
     qid = wait_question(clone)[0]
     reply(clone, qid, "fine")
@@ -223,6 +336,7 @@ def test_reply_and_the_automatic_answer_race_and_exactly_one_wins(clone, tmp_pat
 def test_a_question_the_receivers_limits_drop_ends_the_wait_at_once(clone):
     first = start_ask(clone, "the same words", timeout=1)
     first.communicate(timeout=30)
+    working(clone)
     second = start_ask(clone, "the same words", timeout=60)  # a repeat within the loop window
     wait_question(clone, n=2)
     hook("UserPromptSubmit", clone.web, S_WEB)  # the receiver's drain judges it a loop and drops it

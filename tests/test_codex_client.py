@@ -282,23 +282,27 @@ def test_codex_hot_path_adds_no_costly_stdlib_module(clone, fake_codex, tmp_path
 
 
 def test_a_question_to_codex_is_answered_by_its_final_message(clone, fake_codex, tmp_path):
-    """`ask` from another worktree: Codex is shown the question, and its Stop's
-    last_assistant_message comes back as the automatic answer."""
-    asker = subprocess.Popen([PYTHON, "-m", "git_korus_mail", "ask", "--to", "../web", "--timeout", "60", "--json",
-                              "what is six times seven?"], cwd=clone.main, stdout=subprocess.PIPE,
+    """`ask` from another worktree while Codex works there: Codex is shown the question, and
+    its Stop's last_assistant_message comes back as the automatic answer. (With no session at
+    work there, ask would not wait at all: tests/test_ask.py.)"""
+    box = box_of(clone)
+    presence = box / "sessions" / "s-ask.json"
+    # the ask starts once Codex is at work in web (its presence says so), as its own process
+    ask = [PYTHON, "-m", "git_korus_mail", "ask", "--to", "../web", "--timeout", "60", "--json",
+           "what is six times seven?"]
+    script = (f'i=0; until grep -q \'"working"\' "{presence}" 2>/dev/null; do '
+              f'i=$((i+1)); [ $i -gt 600 ] && exit 7; sleep 0.05; done; exec "$@"')
+    asker = subprocess.Popen(["sh", "-c", script, "sh", *ask], cwd=clone.main, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True,
                              env={k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX"))})
     try:
-        box = box_of(clone)
-        for _ in range(200):  # the question is queued before ask starts waiting
-            if (box / "inbox").is_dir() and list((box / "inbox").iterdir()):
-                break
-            import time
-            time.sleep(0.05)
         transcript = tmp_path / "rollout-ask.jsonl"
         transcript.write_text("")
-        shown, _stop = codex_session(fake_codex, clone.web, "s-ask", transcript, [
+        _first, shown, _stop = codex_session(fake_codex, clone.web, "s-ask", transcript, [
             ("UserPromptSubmit", {"prompt": "go"}),
+            f'i=0; until ls "{box}"/inbox/*.json >/dev/null 2>&1; do i=$((i+1)); [ $i -gt 600 ] && exit 7; '
+            f'sleep 0.05; done',  # the question is queued (30 s at most)
+            ("UserPromptSubmit", {"prompt": "go on"}),
             ("Stop", {"last_assistant_message": "forty-two, says codex", "stop_hook_active": False})], tmp=tmp_path)
         assert "what is six times seven?" in context(shown)
         out, err = asker.communicate(timeout=60)

@@ -74,13 +74,13 @@ def _apply_mode(mode):
         finally:
             os.close(fd)
 
-    def staged(self, name, data, staging, tag, sync=True):
+    def staged(self, name, data, staging, tag, sync=True, **kw):
         if not is_receipt(self):
-            return orig_staged(self, name, data, staging, tag, sync=sync)
+            return orig_staged(self, name, data, staging, tag, sync=sync, **kw)
         time.sleep(0.003)
         if mode == "broken":
             return overwrite(self, name, data)
-        return orig_staged(self, name, data, staging, tag, sync=sync)
+        return orig_staged(self, name, data, staging, tag, sync=sync, **kw)
 
     def excl(self, name, data, sync=True):  # in case the receipt is created in place again
         if not is_receipt(self):

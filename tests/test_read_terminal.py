@@ -3,8 +3,10 @@ the pane is captured afterwards (with its attributes, title, clipboard buffers) 
 no escape was interpreted: no colour, no title change, no OSC 52 clipboard write, no cursor
 movement or clearing, no reordering by a bidi override. Each attack arrives as visible text.
 
-The same body written by `read --raw` into a second pane is the control: it shows that this
-capture would see each attack work, so its absence under `read` is evidence, not blindness.
+The same body written by `read --raw | cat` into a second pane is the control: it shows that
+this capture would see each attack work, so its absence under `read` is evidence, not blindness.
+`read --raw` with the terminal itself on stdout refuses (issue 21, item 11), names the way to
+get the bytes, and leaves the pane as it was.
 """
 
 import json
@@ -41,9 +43,10 @@ def tmux(sock, *args, check=True):
                           text=True, check=check)
 
 
-def run_in_pane(sock, name, cwd, argv, marker):
-    """Run argv in a new 200x60 window `name` and wait until `marker` is on the screen."""
-    cmd = " ".join(shlex_quote(a) for a in argv) + f"; printf '%s\\n' {marker}; sleep 600"
+def run_in_pane(sock, name, cwd, argv, marker, tail=""):
+    """Run argv (followed by `tail`, shell text such as a pipe, when given) in a new 200x60
+    window `name`, and wait until `marker` is on the screen."""
+    cmd = " ".join(shlex_quote(a) for a in argv) + tail + f"; printf '%s\\n' {marker}; sleep 600"
     tmux(sock, "new-window", "-d", "-n", name, "-c", str(cwd), cmd)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -117,10 +120,32 @@ def test_hostile_body_through_read_interprets_nothing_in_a_real_terminal(clone, 
         assert want in lines, f"{want!r} not on the screen:\n{plain}"
     assert plain.index("message  " + msg_id) < plain.index("| before the attacks") < plain.index("| after the attacks")
 
-    # the control: the same bytes unescaped (read --raw) do change this terminal, visibly to us
-    run_in_pane(server, "raw", clone.web, env + cli + ["read", msg_id, "--raw"], "END-OF-RAW")
+    # the control: the same bytes unescaped (read --raw, through cat) do change this terminal, visibly to us
+    run_in_pane(server, "raw", clone.web, env + cli + ["read", msg_id, "--raw"], "END-OF-RAW", tail=" | cat")
     plain, styled, title = seen(server, "raw")
     assert title == TITLE, "the capture cannot see a title change: the check above proves nothing"
     assert CLIP in buffers(server), "the capture cannot see an OSC 52 write"
     assert "\x1b[31m" in styled or "\x1b[1m" in styled, "the capture cannot see colour"
     assert "before the attacks" not in plain, "the raw ESC [2J did not clear the screen"
+
+
+def test_read_raw_refuses_a_terminal_on_stdout_and_says_how_to_get_the_bytes(clone, server):
+    proc = run_cli("send", "--to", str(clone.web), "--json", "-", cwd=clone.main, input=BODY.encode(), check=True)
+    msg_id = json.loads(proc.stdout)["results"][0]["id"]
+    cli = [sys.executable, "-m", "git_korus_mail"]
+    env = ["env", f"PYTHONPATH={os.pathsep.join(sys.path)}", "NO_COLOR=1"]
+    run_in_pane(server, "tty", clone.web, env + cli + ["read", msg_id, "--raw"], "END-OF-TTY",
+                tail="; printf 'exit=%s\\n' $?")
+    plain, styled, title = seen(server, "tty")
+    assert TITLE not in title and CLIP not in buffers(server) and "\x1b" not in styled, plain
+    lines = [line for line in plain.splitlines() if line.strip()]
+    assert lines[0] == (f"git korus-mail: --raw not on a terminal (a body's escapes would act on it); "
+                        f"redirect or pipe it: git korus-mail read {msg_id} --raw > body.txt"), plain
+    assert lines[1:] == ["exit=1", "END-OF-TTY"], plain
+    assert "before the attacks" not in plain and "RED" not in plain
+    # the way the line names works: redirected, the bytes are exactly the body as sent
+    out = clone.base / "body.txt"
+    with open(out, "wb") as f:
+        done = subprocess.run(cli + ["read", msg_id, "--raw"], cwd=clone.web, stdout=f, stderr=subprocess.PIPE)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == BODY.encode()

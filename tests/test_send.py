@@ -117,12 +117,48 @@ def test_worktree_name_key_prefix_and_ambiguity(clone):
     assert proc.returncode == 1 and "no worktree, session name or box key matches" in proc.stderr
 
 
-def test_partial_failure_reports_both(clone):
-    proc = run_cli("send", "--to", "../web", "--to", "../missing", "hi", "--json", cwd=clone.main)
+def mail_files(clone):
+    """Every file under the mail root but the journal: what a send that queued nothing leaves."""
+    root = clone.mail_root
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and "journal" not in p.parts) if root.exists() else []
+
+
+@pytest.mark.parametrize("order", [("docs", "../typo"), ("../typo", "docs")])
+def test_one_unresolvable_destination_queues_nothing_and_is_named(clone, order):
+    """Issue 21, item 8: `--to docs --to ../typo` queued docs, then exited 1 on the typo; the
+    retry doubled docs' copy. Every destination resolves before anything is queued."""
+    docs = clone.add_worktree("docs")
+    before = mail_files(clone)
+    args = [a for d in order for a in ("--to", d)]
+    proc = run_cli("send", *args, "schema changed", cwd=clone.main)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2, proc.stderr
+    assert lines[order.index("../typo")].startswith("git korus-mail: not queued: ../typo: no such directory")
+    assert lines[order.index("docs")] == ("git korus-mail: not queued: docs: nothing is queued while ../typo "
+                                          "cannot be mailed; fix or drop it, then send again")
+    assert inbox(clone, docs) == [] and mail_files(clone) == before  # no message, no sent record
+    # --json: every destination not ok, the bad one named
+    proc = run_cli("send", *args, "schema changed", "--json", cwd=clone.main)
+    res = {r["to"]: r for r in json.loads(proc.stdout)["results"]}
+    assert proc.returncode == 1 and not any(r["ok"] for r in res.values())
+    assert res["docs"]["verdict"] == "refused" and "while ../typo cannot be mailed" in res["docs"]["error"]
+    assert inbox(clone, docs) == []
+    # the retry without the typo queues docs' copy once
+    assert run_cli("send", "--to", "docs", "schema changed", cwd=clone.main).returncode == 0
+    assert len(inbox(clone, docs)) == 1
+
+
+def test_a_full_box_among_destinations_queues_nothing(clone):
+    docs = clone.add_worktree("docs")
+    git("config", "korus-mail.backlog", "1", cwd=clone.main)
+    assert run_cli("send", "--to", "../web", "first", cwd=clone.main).returncode == 0
+    proc = run_cli("send", "--to", "docs", "--to", "../web", "second", cwd=clone.main)
     assert proc.returncode == 1
-    res = json.loads(proc.stdout)["results"]
-    assert [r["ok"] for r in res] == [True, False]
-    assert len(inbox(clone, clone.web)) == 1
+    assert "../web: its box holds 1 unread messages" in proc.stderr and "docs: nothing is queued while ../web" \
+        in proc.stderr, proc.stderr
+    assert inbox(clone, docs) == [] and len(inbox(clone, clone.web)) == 1
 
 
 def test_more_than_eight_destinations_refused(clone):

@@ -324,6 +324,52 @@ def test_a_running_session_wins_over_a_closed_one_of_the_same_name(clone, launch
     assert "2 sessions are named builder" in json.loads(proc.stdout)["results"][0]["error"]
 
 
+@pytest.mark.parametrize("how", ["killed", "ended"])
+def test_a_name_whose_session_no_longer_runs_is_refused_naming_both_choices(clone, launch, how):
+    """Issue 21, item 9: mail sent by name to a session that is gone was filtered to it alone,
+    so a new session in that worktree never saw it, while send said "shown when one starts"."""
+    from install_fixtures import install
+    install(clone.main)  # wired: without a hook, the verdict says nothing is wired to show it
+    old = launch()
+    old.hook("SessionStart", clone.web, S1)
+    old.register(S1, clone.web, "builder")
+    assert row(who(clone), S1)["name"] == "builder"
+    if how == "killed":
+        old.sigkill()
+    else:
+        old.hook("SessionEnd", clone.web, S1)
+    state = row(who(clone), S1)["state"]
+    assert state == ("gone" if how == "killed" else "closed")
+    for dest in ("@builder", "builder"):
+        proc = run_cli("send", "--to", dest, "--", "for the builder", cwd=clone.main)
+        assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+        [line] = proc.stderr.splitlines()
+        assert line.startswith(f"git korus-mail: not queued: {dest}: session builder ({S1}) is {state} since "), line
+        assert line.endswith(f"; nothing queued: --to {clone.web} mails the worktree (any session there), or "
+                             f"--to {clone.web} --session {S1} keeps it for a resume of that session alone"), line
+    proc = run_cli("ask", "--to", "@builder", "--timeout=1", "--", "still there?", cwd=clone.main)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert f"nothing asked: ask --to {clone.web} asks whoever runs there" in proc.stderr, proc.stderr
+    box = clone.mail_root / "box" / keys.key_for(str(clone.web)).name
+    assert not list((box / "inbox").glob("*.json"))
+    # choice 1, the worktree: a new session there is shown it
+    assert run_cli("send", "--to", str(clone.web), "--", "for whoever works there", cwd=clone.main).returncode == 0
+    # choice 2, a resume of that session alone: send says so, and so does the recipient's inbox
+    proc = send(clone, "--to", str(clone.web), "--session", S1, "--", "for the builder's resume")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)["results"][0]
+    assert res["verdict"] == "queued" and res["why"] == (
+        f"for session {S1} alone, which is not running: it is shown only when that session is resumed; "
+        f"no other session there is shown it"), res
+    listed = run_cli("inbox", cwd=clone.web).stdout
+    assert f"only for session {S1}, not shown yet; no other session sees it" in listed, listed
+    new = launch()
+    text = context_of(new.hook("UserPromptSubmit", clone.web, S2)[0])
+    assert "for whoever works there" in text and "for the builder's resume" not in text
+    resumed = launch()
+    assert "for the builder's resume" in context_of(resumed.hook("SessionStart", clone.web, S1)[0])
+
+
 def test_an_unknown_name_is_refused(clone, launch):
     launch().hook("SessionStart", clone.web, S1)
     proc = send(clone, "--to", "nobody", "--", "hello")

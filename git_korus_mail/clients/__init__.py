@@ -136,12 +136,18 @@ def sessions(config_root, client=None):
     return out
 
 
-def launch_tag(environ):
-    """The client process this command runs under (a Bash tool call's), as a launch tag; None
-    outside any client."""
+def command_launch(environ):
+    """The client process this command runs under (a Bash tool call's), a store.launch.Launch;
+    None outside any client."""
     for client in hook_protocols():
-        command_launch = getattr(client, "command_launch", None)  # a client may name none
-        launch = command_launch(environ) if command_launch is not None else None
+        of_command = getattr(client, "command_launch", None)  # a client may name none
+        launch = of_command(environ) if of_command is not None else None
         if launch is not None and launch.known:
-            return launch.tag
+            return launch
     return None
+
+
+def launch_tag(environ):
+    """The client process this command runs under, as a launch tag; None outside any client."""
+    launch = command_launch(environ)
+    return launch.tag if launch is not None else None

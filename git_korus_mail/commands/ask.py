@@ -1,8 +1,9 @@
 """`ask`: queue a question for one worktree and wait for its answer (core/ask.py does the work).
 
 Exit status: 0 answered (explicitly, or automatically with the recipient's final message);
-2 no answer in time (it arrives later as ordinary mail); 3 the question ended unanswered
-(status failed or stopped); 1 an error, nothing asked."""
+2 no answer in time, or none can come soon (no session there can answer or be woken, or the
+one shown the question stopped running): it arrives later as ordinary mail; 3 the question
+ended unanswered (status failed or stopped); 1 an error, nothing asked."""
 
 import json
 import os
@@ -37,17 +38,29 @@ def run(clone, args, out):
     send.check_body(body)
     clients.check_writable(clone)
     session, sender_launch = clients.sender_of(os.environ)
-    q = ask.ask(clone, args.to, body, timeout, session, clients.launch_tag(os.environ),
+    launch = clients.command_launch(os.environ)
+    q = ask.ask(clone, args.to, body, timeout, session, launch.tag if launch is not None else None,
                 roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],
                 sender_launch=sender_launch)
     rec = ask.wait(q)
     if rec is None:
         line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
                 f"mail ({ask.LONGER})")
-        seen = verdict.judge(q.target, q.id)  # delivered only on the drain's proof (docs/HOOKS.md)
+        seen = verdict.judge(q.target, q.id, q.msg.get("session"))  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
                                   "note": line, **seen}, indent=2) + "\n")
+        else:
+            out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
+        out.flush()
+        return EXIT_TIMEOUT
+    if rec.get("left_queued"):  # nobody there can answer soon: not waited out (core/ask.py)
+        line = (f"question {q.id} is queued, and no answer can come soon: {safe(rec['how'])}; "
+                f"the answer will arrive later as ordinary mail")
+        seen = verdict.judge(q.target, q.id, q.msg.get("session"))
+        if args.json:
+            out.write(json.dumps({"question": q.id, "status": "queued", "reason": rec["how"], "note": line,
+                                  **seen}, indent=2) + "\n")
         else:
             out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
         out.flush()
@@ -61,7 +74,7 @@ def run(clone, args, out):
         return EXIT_UNANSWERED
     _write(out, q, rec, args.json)
     out.flush()  # only now is the answer the asker's: then its mail is marked delivered
-    for w in ask.delivered(q, rec, session):
+    for w in ask.delivered(q, rec, session, launch):
         sys.stderr.write(f"git korus-mail: warning: {w}\n")
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from git_korus_mail import clients, ui
 from git_korus_mail.core import limitconf
 from git_korus_mail.commands import doctor_store
-from git_korus_mail.store import claims, journal, presence
+from git_korus_mail.store import answers, claims, journal, presence
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import double, postcheckout
 from git_korus_mail.wiring.files import read_bytes
@@ -104,6 +104,7 @@ def collect(clone, now):
         _check_claims(box, findings)
         _check_quarantine(box, findings)
         _check_drains(box, findings, now)
+    _check_waits(root, findings, now)
     _check_tmp(root, findings, now)
     _check_journal(root, findings)
     _check_clock(root, findings, now)
@@ -256,7 +257,7 @@ def _check_claims(box, findings):
                 continue  # released while we looked
             who = (f"pid {_e(owner.get('pid'))} ({_e(owner.get('purpose') or '?')}, "
                    f"session {_e(owner.get('session') or '-')})")
-            verdict, known = claims.judge(owner)
+            verdict, known = claims.judge(owner, box.root)
             if verdict == "dead":
                 findings.add("claims", False, where, f"claim {shown} is held by {who}, which is dead: {_e(known)}",
                              "git korus-mail list (reading a box finishes or undoes a dead owner's move)")
@@ -271,6 +272,27 @@ def _check_claims(box, findings):
         elif claims.is_breaker_leftover(name):
             findings.add("claims", False, where, f"{shown}: a claim breaker died halfway",
                          "git korus-mail list (it cleans these up)")
+
+
+def _check_waits(root, findings, now):
+    """An ask's wait refuses asks back to its asker (a cycle) while it counts: name one whose
+    ask nothing here can prove alive or dead, and the way out (docs/STORE.md, "Liveness")."""
+    for w in answers.open_waits(root):
+        qid = _e(w.get("question"))
+        deadline = w.get("deadline")
+        if w["answered"] or (isinstance(deadline, (int, float)) and deadline < now):
+            continue  # counts for nothing already
+        owner = w.get("owner")
+        verdict, known = claims.judge(owner, root)
+        who = f"ask pid {_e(owner.get('pid'))}" if isinstance(owner, dict) else "an ask"
+        until = utc_stamp(deadline) if isinstance(deadline, (int, float)) else "?"
+        if verdict == "alive":
+            findings.add("waits", True, "mail/waits", f"question {qid}: {who} waits until {until}: {_e(known)}")
+        elif verdict == "unknown":
+            findings.add("waits", False, "mail/waits",
+                         f"question {qid}: {who} waits until {until}, and nothing here can tell whether it still "
+                         f"runs: {_e(known)}. Until then, asks to its worktree are refused",
+                         f"if you know that ask is gone: git korus-mail release {qid}")
 
 
 def _check_stranded(box, findings, user_wired=False):

@@ -70,6 +70,8 @@ def state_line(e):
         return (f"shown to session {safe(s.get('session') or '?')} at {stamp(s.get('at'))}"
                 f" ({safe(s.get('event') or '?')}){more}; not consumed yet")
     if state == "queued":
+        if e.get("session_filter"):  # no other session here is ever shown it (issue 21, item 9)
+            return f"only for session {safe(e['session_filter'])}, not shown yet; no other session sees it"
         return "not shown to any session yet"
     if state == "quarantined":
         was = f"; was {safe(e['name'])}" if e.get("name") else ""

@@ -3,7 +3,9 @@
 The terminal is hostile ground as much as the model's context: every header field and
 every body line goes through the drain's escaping (core/render.py), so an ESC sequence, an
 OSC 52 clipboard write, a bidi override or a zero-width character arrives as visible text.
-`--raw` is the one way out unchanged: the body's bytes, for a pipe.
+`--raw` is the one way out unchanged: the body's bytes, for a pipe or a file. On a terminal it
+is refused before anything is read: a peer's body there could retitle the window, colour or
+clear the screen, or set the clipboard (OSC 52), which is what the escaping exists to stop.
 """
 
 import json
@@ -15,9 +17,11 @@ from git_korus_mail.commands.mailtext import age, body_lines, sender, stamp
 from git_korus_mail.commands.inbox import state_line
 from git_korus_mail.commands.text import safe
 from git_korus_mail.core import mailview
-from git_korus_mail.errors import UsageError
+from git_korus_mail.errors import MailError, UsageError
 
 NOT_CONSUMED = "read does not consume: the message stays as it was"
+RAW_ON_TERMINAL = ("--raw not on a terminal (a body's escapes would act on it); redirect or pipe it: "
+                   "git korus-mail read {id} --raw > body.txt")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class ReadArgs:
 def run(clone, args, out):
     if args.json and args.raw:
         raise UsageError("--json and --raw exclude each other")
+    if args.raw and _is_terminal(out):
+        raise MailError(RAW_ON_TERMINAL.format(id=safe(args.id)))
     found = mailview.find(clone, args.id)
     e = mailview.detail(found)
     if args.raw:
@@ -47,6 +53,13 @@ def run(clone, args, out):
     for line in lines(e, clone.own_key.path):
         out.write(line + "\n")
     return 0
+
+
+def _is_terminal(out):
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream: no terminal to protect
+        return False
 
 
 def raw_bytes(e):

@@ -1,15 +1,18 @@
-"""`release <id>`: let go of a claim whose owner a person knows is gone.
+"""`release <id>`: let go of a claim, or of an ask's wait, whose owner a person knows is gone.
 
 The store breaks a claim only when its owner is provably dead (claims.judge). A claim
-taken on another host, in another pid namespace, or with a mangled owner record can
-never be proven so, and it holds its message forever. `doctor` names such claims;
+taken on another host, in another pid namespace without a life lock, or with a mangled owner
+record can never be proven so, and it holds its message forever. `doctor` names such claims;
 this command is the way out: run by a person, never automatically, and journaled.
 A claim whose owner provably runs here is refused: that is a move in progress.
+
+The same for the wait of an `ask` on question <id> (`mail/waits/<id>.json`): while it counts,
+asks back to the asker are refused as a cycle. A wait whose ask provably runs is refused.
 """
 
 from dataclasses import dataclass
 
-from git_korus_mail.store import message
+from git_korus_mail.store import answers, message
 from git_korus_mail.store import claims
 from git_korus_mail.errors import MailError
 from git_korus_mail.core.render import escape_line
@@ -40,12 +43,33 @@ def run(clone, args, out):
     for box in root.boxes() if root is not None else []:
         if box.has_claim(msg_id):
             boxes.append(box)
-    if not boxes:
-        raise MailError(f"no claim on {msg_id} in any box of this clone: nothing to release")
+    wait = answers.read_wait(root, msg_id) if root is not None else None
+    if not boxes and wait is None:
+        raise MailError(f"no claim on {msg_id} in any box of this clone, and no ask waits on it: nothing to release")
     status = 0
     for box in boxes:
         status = max(status, _release(root, box, msg_id, out))
+    if wait is not None:
+        status = max(status, _release_wait(root, msg_id, wait, out))
     return status
+
+
+def _release_wait(root, qid, wait, out):
+    owner = wait.get("owner")
+    verdict, known = claims.judge(owner, root)
+    who = (f"ask pid {_e(owner.get('pid'))} on host {_e(owner.get('host'))}" if isinstance(owner, dict) and owner
+           else "an ask with an unreadable owner")
+    if verdict == "alive":
+        raise MailError(f"not released: the wait on question {qid} belongs to {who}, which {_e(known)}: that ask "
+                        f"still waits; it ends when answered or at its deadline (or stop that command)")
+    if not answers.release_wait(root, qid, wait):
+        out.write(f"the wait on question {qid}: gone already (its ask ended)\n")
+        return 0
+    root.journal("wait-released", id=qid, by="git korus-mail release", verdict=verdict,
+                 owner_pid=owner.get("pid") if isinstance(owner, dict) else None)
+    out.write(f"released the wait on question {qid}, held by {who} ({'it was dead' if verdict == 'dead' else 'not provably dead'}: "
+              f"{_e(known)}); asks to {_e(wait.get('asker'))} are no longer refused on its account\n")
+    return 0
 
 
 def _release(root, box, msg_id, out):
@@ -55,7 +79,7 @@ def _release(root, box, msg_id, out):
         out.write(f"{msg_id} in box {box.name}: the claim is gone already (released or finished)\n")
         return 0
     owner = claims.parse_owner(data) if data is not None else None
-    verdict, known = claims.judge(owner)
+    verdict, known = claims.judge(owner, root)
     who = (f"pid {_e(owner.get('pid'))} on host {_e(owner.get('host'))} ({_e(owner.get('purpose') or '?')})"
            if owner else "an unreadable owner")
     if verdict == "alive":

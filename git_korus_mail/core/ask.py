@@ -6,17 +6,32 @@ end is refused before it starts: A asking B while B waits on A, or a longer cycl
 The answer is decided in the asked box (core/answer.py) and also published to the asker's
 box as mail. A killed ask loses nothing: its wait's owner is dead, so the wait stops
 counting, and the answer waits in the box as ordinary mail. When the answer has been
-written and flushed, `delivered` consumes that mail (a receipt naming this ask), so the drain
-does not show it again; an ask that dies before that leaves it for the drain to show.
+written and flushed, `delivered` settles that mail so the drain does not show it again; an
+ask that dies before that leaves it for the drain to show.
+
+The asking launch's model has the answer only once that launch reads this command's output.
+Claude Code runs a Bash command in a process group of its own with its output in a file, so a
+SIGKILLed claude leaves its `ask` running, and that ask's stdout reaches no model. So an ask
+run by a known launch of a known session does not consume: it marks the answer shown to that
+launch, exactly as its drain marks what it shows (docs/DESIGN.md R7), and the launch's own Stop
+consumes it. A launch killed before its Stop leaves a marker that authorizes nothing, and the
+session's next launch (a `--resume`) is shown the answer. A launch already ended when the
+answer came gets no marker at all (journal: answer-kept). Outside any client, the ask consumes
+the answer itself (a receipt naming it), as there is no other reader to wait for (R5a).
+
+A wait nobody can end is not waited out (omp-mail's rules, issue 21 item 10): when no session
+there can answer soon (one working, or idle and wakeable), the question stays queued and `wait`
+returns at once; and when the session that was shown it stops running, or no session runs
+there any more, the wait ends at once. Either way the answer comes later as ordinary mail.
 """
 
 import os
 import time
 
-from git_korus_mail.core import send
+from git_korus_mail.core import send, verdict
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store import answers, message, sent
+from git_korus_mail.store import answers, launch as launches, markers, message, presence, sent
 from git_korus_mail import crash
 
 TYPE_CHECKING = False
@@ -25,6 +40,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.launch import Launch
 
 # Claude Code 2.1.332's Bash tool kills a command after 120 s unless the call gives a longer
 # `timeout` (up to 600 s); measured in docs/HOOKS.md, "Questions". The default wait ends well
@@ -62,6 +78,9 @@ def target_of(clone: "Clone", dest: str, roster: "Optional[Callable[[], List[Any
     if dest == "all":
         raise UsageError("--to all: a question goes to exactly one worktree")
     t = send.resolve(clone, [dest], roster=roster)[0]
+    if t.stopped is not None and t.path is not None:
+        from git_korus_mail.core.roster import stopped
+        raise MailError(stopped(dest, t.stopped, t.path, "ask"))
     if t.error:
         raise MailError(t.error)
     assert t.key is not None
@@ -87,9 +106,12 @@ def _path_of(root: "MailRoot", key_name: str) -> str:
 class Question:
     """One asked question: what `wait` and `delivered` need."""
 
-    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float) -> None:
+    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float,
+                 nobody: "Optional[str]" = None, launch: "Optional[str]" = None) -> None:
         self.root, self.target, self.msg, self.deadline = root, target, msg, deadline
         self.id = str(msg["id"])
+        self.nobody = nobody  # why no session there could answer when it was asked (nobody_to_answer)
+        self.launch = launch  # the tag of the client process that asked; None outside any client
 
 
 def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[str]",
@@ -115,6 +137,9 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
         raise Refused(_refusal(chain, root))
     box = root.box(t.key.name, create=True, path=t.key.path, owner=send.owner_of(clone, t))
     assert box is not None
+    # judged before the question is queued: a wake-up watcher disarms as soon as it sees new
+    # mail, so the moment after, the session it is waking would look idle and unwakeable
+    nobody = nobody_to_answer(box, t.session)
     try:
         box.publish(msg, message.encode(msg))
     except BaseException:
@@ -127,15 +152,56 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     except (OSError, MailError):
         pass  # bookkeeping for status: the question is queued and its wait open all the same
     root.journal("asked", id=qid, box=t.key.name, sender=clone.own_key.path, timeout=timeout)
-    return Question(root, box, msg, deadline)
+    return Question(root, box, msg, deadline, nobody, launch)
+
+
+def nobody_to_answer(box: "Box", only_for: "Optional[str]") -> "Optional[str]":
+    """Why no session in `box` (only session `only_for`, when the question is filtered to one)
+    can answer soon, or None when one can: a session working is shown the question at its next
+    tool call, and an idle one the wake-up tier can wake is woken by it. An idle session that
+    cannot be woken sees it only when a person prompts it: nothing to wait for either."""
+    records = [r for r in presence.sessions(box) if only_for is None or r.get("session") == only_for]
+    live = [r for r in records if r["liveness"] in presence.LIVE]
+    for r in live:
+        if r["liveness"] == "working" or presence.wakeable_until(box, r):
+            return None
+    if not live:
+        return f"session {only_for} does not run there" if only_for else "no session runs there"
+    who = f"session {only_for}" if only_for else "the session there" if len(live) == 1 else "the sessions there"
+    return (f"{who} {'is' if len(live) == 1 else 'are'} idle and cannot be woken (install --urgent arms "
+            f"the wake-up tier); the question is shown at the next prompt")
+
+
+def holder_stopped(q: "Question") -> "Optional[str]":
+    """Why the wait can end now although nothing answered: every launch that was shown the
+    question has stopped running (a killed or exited session runs no Stop, so no automatic
+    answer comes), or no session (of the filter) runs there any more. None while one may answer."""
+    only_for = q.msg.get("session")
+    shown = markers.shown_by(q.target, q.id)
+    if shown and not any(verdict.launch_alive(m.get("launch")) for m in shown):
+        return f"session {shown[0].get('session')}, which was shown it, stopped running"
+    if not any(r["liveness"] in presence.LIVE for r in presence.sessions(q.target)
+               if only_for is None or r.get("session") == only_for):
+        return f"session {only_for} stopped running" if only_for else "no session runs there any more"
+    return None
+
+
+def _left_queued(q: "Question", why: str) -> "Dict[str, Any]":
+    answers.close_wait(q.root, q.id)
+    return {"question": q.id, "status": "queued", "how": why, "left_queued": True}
 
 
 def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optional[Dict[str, Any]]":
     """The answer record once one is decided; None at the deadline (the wait is then closed). A
     question that can no longer be answered (the receiver's limits dropped it, it expired, its
-    sender cancelled it) ends the wait at once with a record of that state and no message."""
+    sender cancelled it) ends the wait at once with a record of that state and no message. A
+    question nobody could answer soon when asked (`nobody_to_answer`: at once), or whose holder
+    stopped (`holder_stopped`, while waiting) ends it with {"status": "queued", "how": <why>, "left_queued": True}: the question
+    stays queued and its answer comes as mail."""
     delay = POLL_FIRST
     checked = time.time()
+    if q.nobody is not None and answers.answer_of(q.target, q.id) is None:
+        return _left_queued(q, q.nobody)
     while True:
         rec = answers.answer_of(q.target, q.id)
         if rec is not None:
@@ -146,6 +212,9 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
             if state in ENDED:
                 answers.close_wait(q.root, q.id)
                 return {"question": q.id, "status": state, "how": ENDED[state], "detail": detail}
+            why = holder_stopped(q)
+            if why is not None and answers.answer_of(q.target, q.id) is None:
+                return _left_queued(q, why)
         left = q.deadline - time.time()
         if left <= 0:
             answers.close_wait(q.root, q.id)
@@ -170,16 +239,51 @@ def _consume_when_queued(root: "MailRoot", box: "Box", aid: str, session: str, o
         time.sleep(0.02)
 
 
-def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "List[str]":
-    """The answer is on the asker's stdout: consume its mail in the asker's box (so no drain
-    shows it again) and close the wait. Returns what could not be done (warnings)."""
+def _mark_shown(root: "MailRoot", box: "Box", aid: str, rec: "Dict[str, Any]", session: str, launch: "Launch",
+                qid: str, tries: int = 250) -> bool:
+    """Mark the answer shown to the asking launch, once its mail is queued (the answerer decides
+    before it publishes: wait for it, about 5 s at most, publishing it from the record meanwhile).
+    False when it never was queued: the caller consumes it as outside a client."""
+    from git_korus_mail.core.drain import session_dir_name
+    for _ in range(tries):
+        state = box.fate(aid)[0]
+        if state == "queued":
+            obs = {"session": session, "launch": launch.tag, "event": "ask", "question_of": qid,
+                   "at": utc_stamp(time.time())}
+            markers.for_launch(box, session_dir_name(session), launch).mark(aid, obs)
+            return True
+        if state != "gone":
+            return False
+        answers.publish_answer(root, rec)
+        time.sleep(0.02)
+    return False
+
+
+def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]",
+              launch: "Optional[Launch]" = None) -> "List[str]":
+    """The answer is on the asker's stdout: settle its mail in the asker's box (so no drain shows
+    it again) and close the wait: marked shown to the asking `launch` of `session`, whose Stop
+    consumes it, or consumed here outside a client (see the module's note). Returns what could
+    not be done (warnings)."""
     warnings: "List[str]" = []
+    kept = False
     answers.close_wait(q.root, q.id)
     try:
         answers.publish_answer(q.root, rec)  # a killed answerer may have decided it only
         to = rec["message"].get("to") or {}
         box = q.root.box(str(to.get("key")))
         aid = str(rec["message"]["id"])
+        # looked at after the answer was written, just before its consume: a launch that ended
+        # by then read nothing of this command's output (its model is gone with it)
+        kept = launches.ended(q.launch)
+        if kept:
+            q.root.journal("answer-kept", id=q.id, answer=aid, launch=q.launch)
+            warnings.append(f"the launch that asked ({q.launch}) has ended: answer {aid} stays queued in this "
+                            f"worktree's box, and the session's next launch is shown it")
+            box = None
+        if box is not None and launch is not None and session and launch.tag == q.launch \
+                and _mark_shown(q.root, box, aid, rec, session, launch, q.id):
+            box = None  # the launch's Stop consumes it
         if box is not None:
             obs = {"by": "ask", "question": q.id, "pid": os.getpid(), "at": utc_stamp(time.time())}
             got = _consume_when_queued(q.root, box, aid, session or "ask", obs, rec)
@@ -190,5 +294,6 @@ def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]") -> "
     except (OSError, MailError) as exc:
         warnings.append(f"answer not marked delivered ({exc}); the drain will show it again")
     crash.point("ask:delivered")
-    q.root.journal("answer-delivered", id=q.id, answer=rec["message"].get("id"), to="ask")
+    if not kept:
+        q.root.journal("answer-delivered", id=q.id, answer=rec["message"].get("id"), to="ask")
     return warnings + q.root.take_journal_faults()

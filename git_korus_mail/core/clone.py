@@ -89,6 +89,11 @@ class Clone:
     def mail_root(self, create: bool = False) -> "Optional[MailRoot]":
         if self._root is None:
             self._root = MailRoot.open(self.common_dir, create=create)
+            if self._root is not None:
+                # a command may own a wait or a claim that others judge; a life lock proves it
+                # alive or dead from any pid namespace (a client's sandbox: store/life.py)
+                from git_korus_mail.store import life
+                life.hold(self._root)
         return self._root
 
     def opened_root(self) -> "Optional[MailRoot]":

@@ -68,7 +68,7 @@ def consume(drain: "Drain") -> Outcome:
         if result == "held":
             from git_korus_mail.store import claims
             owner = box.claim_owner(name) or {}
-            verdict, known = claims.judge(owner)
+            verdict, known = claims.judge(owner, box.root)
             now = _fate(drain, name)  # looked at after the wait: the holder may have finished
             if not now.startswith("it is not consumed"):
                 faults.append(f"message {render_field(name)} was claimed by another process; {now}")

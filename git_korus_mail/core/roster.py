@@ -93,9 +93,9 @@ def _verified_entries(registry: "Registry", roots: "List[Tuple[str, str]]") -> "
     seen: "set[Tuple[int, int]]" = set()
     for root in roots:
         for e in registry(root[1] or None, root[0] or None):
-            start = claims.proc_start_time(e["pid"])
-            # (Claude Code's pidDomain names a boot, but not by /proc's boot_id: not compared)
-            if e.get("start") is None or start != e["start"]:
+            # the one liveness rule (a zombie client has ended); Claude Code's pidDomain names a
+            # boot, but not by /proc's boot_id: not compared
+            if e.get("start") is None or not claims.process_runs(e["pid"], e["start"])[0]:
                 ghosts[root] = ghosts.get(root, 0) + 1
                 continue
             if (e["pid"], e["start"]) not in seen:  # one process, listed under two spellings of a root
@@ -227,3 +227,16 @@ def pick(hits: "List[Session]") -> "Tuple[Optional[Session], List[Session]]":
     if len(pool) == 1:
         return pool[0], []
     return None, pool
+
+
+def stopped(dest: str, row: "Session", path: str, command: str) -> str:
+    """The refusal of a session name whose session no longer runs: one line that names the two
+    choices, mail the worktree or keep it for a resume of that session (send has both)."""
+    since = f" since {row['as_of']}" if row.get("as_of") else ""
+    head = (f"{dest}: session {row.get('name')} ({row['session']}) is {row['state']}{since}; "
+            f"nothing {'asked' if command == 'ask' else 'queued'}: ")
+    if command == "ask":
+        return head + (f"ask --to {path} asks whoever runs there (or the next session to start), "
+                       f"or resume that session and ask it again")
+    return head + (f"--to {path} mails the worktree (any session there), or --to {path} --session "
+                   f"{row['session']} keeps it for a resume of that session alone")

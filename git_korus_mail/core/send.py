@@ -33,15 +33,17 @@ SIZE_PROBE_BYTES = 64 * 1024 * 1024
 
 
 class Target:
-    __slots__ = ("dest", "key", "path", "error", "git_dir", "session", "nomatch")
+    __slots__ = ("dest", "key", "path", "error", "git_dir", "session", "nomatch", "stopped")
 
     def __init__(self, dest: str, key: "Optional[keys.Key]" = None, path: "Optional[str]" = None,
                  error: "Optional[str]" = None, git_dir: "Optional[str]" = None,
-                 session: "Optional[str]" = None, nomatch: bool = False) -> None:
+                 session: "Optional[str]" = None, nomatch: bool = False,
+                 stopped: "Optional[Session]" = None) -> None:
         self.dest, self.key, self.path, self.error = dest, key, path, error
         self.git_dir = git_dir  # the worktree's admin dir (common dir for main): its identity
         self.session = session  # a session name's session id: the filter (the address stays the path)
         self.nomatch = nomatch  # dest named no worktree, worktree name or box key at all
+        self.stopped = stopped  # the roster row of a named session that no longer runs (the refusal's why)
 
 
 def read_body(arg: "Optional[str]") -> str:
@@ -185,6 +187,10 @@ def _by_session_name(dest: str, name: str, wt_keys: "WorktreeKeys", sessions: "L
         if k.name == one["box"]:
             if wt.prunable:
                 return Target(dest, error=f"{dest}: session {name}'s worktree {wt.path} is prunable (its directory is gone)")
+            if one["state"] not in roster.LIVE_STATES:
+                # Mail for a session that no longer runs is shown only to a resume of it: a new
+                # session in that worktree never sees it (issue 21, item 9). The sender chooses.
+                return Target(dest, path=wt.path, error=roster.stopped(dest, one, wt.path, "send"), stopped=one)
             return Target(dest, k, wt.path, git_dir=wt.admin_dir, session=one["session"])
     return Target(dest, error=f"{dest}: session {name} ran in {one['worktree']}, which is no worktree of this clone now")
 
@@ -260,23 +266,23 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
     `fields` the optional message fields (in_reply_to, thread, wake: store/message.build).
 
     Each result is {"to", "ok", "error"} for a target not queued, or {"to", "ok", "id", "path",
-    "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link)."""
+    "box", "expires_at", "warnings"} for one queued (warnings: what failed after the link).
+
+    All or nothing: every target is checked before the first is published, and one that cannot
+    be mailed means none is (issue 21, item 8: a retry of a half-queued send doubled the rest)."""
+    # the receiver's backlog, read once (a bad setting refuses the send: MailError, one line);
+    # advice only, as any writer can skip it: the drain holds back what passes it (core/limits.py)
+    backlog = None if kind == limitconf.ANSWER else limitconf.read(clone.common_dir).backlog
+    refused = _refused(clone, targets, session, backlog)
+    if refused is not None:
+        root = clone.mail_root()
+        return refused, bool(root is not None and root.is_off())
     root = clone.mail_root(create=True)
     assert root is not None  # for mypy: create=True makes the root or raises
     sender = sender_record(clone, sender_session, sender_launch)
     results: List[Result] = []
-    # the receiver's backlog, read once (a bad setting refuses the send: MailError, one line);
-    # advice only, as any writer can skip it: the drain holds back what passes it (core/limits.py)
-    backlog = None if kind == limitconf.ANSWER else limitconf.read(clone.common_dir).backlog
     for t in targets:
-        if t.error:
-            results.append({"to": t.dest, "ok": False, "error": t.error})
-            continue
-        assert t.key is not None  # for mypy: resolve gives a key to every Target without an error
-        if t.session and session and t.session != session:
-            results.append({"to": t.dest, "ok": False, "error": f"{t.dest} is session {t.session}, "
-                                                                 f"but --session says {session}"})
-            continue
+        assert t.key is not None  # for mypy: every target here resolved (_refused checked each)
         msg: Optional[Message] = None
         box: Optional[Box] = None
         try:
@@ -323,6 +329,24 @@ def sender_record(clone: "Clone", session: "Optional[str]", launch: "Optional[st
     if launch is not None:
         sender["launch"] = launch
     return sender
+
+
+def _refused(clone: "Clone", targets: "Sequence[Target]", session: "Optional[str]",
+             backlog: "Optional[int]") -> "Optional[List[Result]]":
+    """None when every target can be mailed now; else the results of a send refused as a whole:
+    each target that cannot (unresolved, its name contradicts --session, its box full) with its
+    reason, every other one naming those (so the sender knows what to fix or drop)."""
+    why: "Dict[int, str]" = {}
+    root = clone.mail_root()
+    for i, t in enumerate(targets):
+        box = root.box(t.key.name) if root is not None and t.key is not None and not t.error else None
+        full = _full(box, backlog, t.session or session) if box is not None else None
+        if t.error or full or (t.session and session and t.session != session):
+            why[i] = t.error or (f"{t.dest}: {full}" if full else
+                                 f"{t.dest} is session {t.session}, but --session says {session}")
+    bad = ", ".join(targets[i].dest for i in sorted(why))
+    return [{"to": t.dest, "ok": False, "error": why.get(i) or f"{t.dest}: nothing is queued while {bad} "
+             f"cannot be mailed; fix or drop it, then send again"} for i, t in enumerate(targets)] if why else None
 
 
 def _full(box: "Box", backlog: "Optional[int]", session: "Optional[str]") -> "Optional[str]":

@@ -28,7 +28,8 @@ def _session(session: "Any") -> str:
     return f"session {field(session)}" if session else "a session that named no id"
 
 
-def _launch_alive(tag: "Optional[str]") -> bool:
+def launch_alive(tag: "Optional[str]") -> bool:
+    """Whether the client launch of this tag (store/launch.py) still runs."""
     parsed = parse_tag(tag) if isinstance(tag, str) else None
     if parsed is None:
         return False
@@ -40,8 +41,9 @@ def _launch_alive(tag: "Optional[str]") -> bool:
                          "boot": mine["boot"]})[0] == "alive"
 
 
-def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
-    """{"verdict", "as_of", "why", "shown_to"?} for a queued message, as things are now."""
+def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None) -> "Dict[str, Any]":
+    """{"verdict", "as_of", "why", "shown_to"?} for a queued message, as things are now;
+    `only_for` is the message's session filter (only that session is ever shown it)."""
     now = time.time()
     try:
         state, session = box.fate(msg_id)
@@ -51,7 +53,7 @@ def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
         return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": {"session": session},
                 "why": f"consumed by {_session(session)}"}
     for shown in markers.shown_by(box, msg_id):
-        if _launch_alive(shown.get("launch")):
+        if launch_alive(shown.get("launch")):
             return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": shown,
                     "why": f"shown to {_session(shown.get('session'))} at {field(shown.get('event'))}"}
     if state == "dropped":
@@ -62,7 +64,7 @@ def judge(box: "Box", msg_id: str) -> "Dict[str, Any]":
                 "why": f"the receiver's limits dropped it{rule}; it is shown to nobody"}
     if state in ("expired", "cancelled", "gone"):
         return {"verdict": state, "as_of": utc_stamp(now), "why": f"it is {state} before anyone was shown it"}
-    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, msg_id)}
+    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, msg_id, only_for)}
 
 
 def wired(box: "Box") -> bool:
@@ -77,12 +79,20 @@ def wired(box: "Box") -> bool:
         return True  # unknown: say nothing untrue about the wiring
 
 
-def _why_queued(box: "Box", msg_id: str = "") -> str:
+def _why_queued(box: "Box", msg_id: str = "", session: "Optional[str]" = None) -> str:
     from git_korus_mail.core import wake
     if not wired(box):
         return ("nothing is wired to show it: no hook is installed in this clone; "
                 "`git korus-mail install` wires one")
-    live = [r for r in presence.sessions(box) if r["liveness"] in ("working", "idle")]
+    records = presence.sessions(box)
+    if session is not None:
+        # mail filtered to one session waits for that session alone: never "when one starts"
+        # when a new session there would not be shown it (issue 21, item 9)
+        records = [r for r in records if r.get("session") == session]
+        if not any(r["liveness"] in ("working", "idle") for r in records):
+            return (f"for session {session} alone, which is not running: it is shown only when that "
+                    f"session is resumed; no other session there is shown it")
+    live = [r for r in records if r["liveness"] in ("working", "idle")]
     if not live:
         return "no live session there; it is shown when one starts"
     if msg_id and any(wake.woken_for(box, r, msg_id) for r in live):
@@ -129,19 +139,19 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: "Opti
         if box is None:
             r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "its box is gone"})
             continue
-        r.update(judge(box, r["id"]))
+        r.update(judge(box, r["id"], r.get("session")))
         if r["verdict"] == "queued" and wait > 0 and worth_waiting(box, sender, working):
             pending.append((r, box))
     while pending and time.time() < deadline:
         time.sleep(POLL)
         still = []
         for r, box in pending:
-            r.update(judge(box, r["id"]))
+            r.update(judge(box, r["id"], r.get("session")))
             if r["verdict"] == "queued":
                 still.append((r, box))
         pending = still
     for r, box in pending:
-        r.update(judge(box, r["id"]))
+        r.update(judge(box, r["id"], r.get("session")))
 
 
 def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: "Optional[float]",

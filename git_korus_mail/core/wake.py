@@ -147,8 +147,9 @@ class Watcher:
         return at > self.spawned + SPAWN_MARGIN
 
     def _alive(self) -> bool:
-        start = claims.proc_start_time(self.launch.pid)
-        return start is not None and (self.launch.start is None or start == self.launch.start)
+        """Whether the launch still runs, by the one liveness rule (claims.process_runs): a zombie
+        launch (killed, its parent not reaping it yet) has ended, and its watcher with it."""
+        return claims.process_runs(self.launch.pid, self.launch.start)[0]
 
     def _look(self, now: float) -> "Optional[str]":
         """The wake text when something may wake the launch now; "" to stop without waking (the

@@ -146,8 +146,10 @@ def asked(box: "Box") -> "List[Dict[str, Any]]":
 def open_wait(root: "MailRoot", qid: str, asker: str, target: str, deadline: float,
               launch: "Optional[str]") -> None:
     """Record that this process now waits for the answer to `qid` (asker and target: box keys)."""
+    from git_korus_mail.store import life
+    life.hold(root)  # so its owner is proven alive or dead from any pid namespace (a sandbox's)
     rec = {"question": qid, "asker": asker, "target": target, "deadline": deadline, "launch": launch,
-           "owner": claims.me("ask")}
+           "owner": claims.me("ask", root=root)}
     root.dir.ensure_sub(WAITS).create_staged(qid + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
                                              root.tmp, "wait", sync=False)
 
@@ -159,8 +161,10 @@ def close_wait(root: "MailRoot", qid: str) -> None:
 
 
 def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[str, Any]]":
-    """Every open wait whose owner may still run and whose deadline has not passed. A wait whose
-    owner is provably dead (killed by the tool's timeout, the user's Esc) is removed here."""
+    """Every open wait whose owner may still run, whose deadline has not passed and whose question
+    is not answered yet. A wait whose owner is provably dead (killed by the tool's timeout, the
+    user's Esc, its pid namespace gone: the one liveness rule, claims.judge) is removed here; one
+    whose question has its answer waits on nothing, so it is passed over (its ask removes it)."""
     now = time.time() if now is None else now
     d = root.dir.open_sub(WAITS)
     if d is None:
@@ -172,14 +176,56 @@ def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[st
         rec = d.read_json(name)
         if not isinstance(rec, dict) or not isinstance(rec.get("asker"), str) or not isinstance(rec.get("target"), str):
             continue
-        if claims.owner_is_dead(rec.get("owner")):
+        if claims.owner_is_dead(rec.get("owner"), root):
             d.unlink_quiet(name)
             continue
         deadline = rec.get("deadline")
         if isinstance(deadline, (int, float)) and deadline < now:
             continue
+        if _answered(root, rec):
+            continue
         out.append(rec)
     return out
+
+
+def _answered(root: "MailRoot", wait: "Dict[str, Any]") -> bool:
+    qid, target = wait.get("question"), wait["target"]
+    if not message.valid_id(qid) or "/" in target or target in ("", ".", ".."):
+        return False  # not a record we wrote: a name that is no single box
+    try:
+        box = root.box(target)
+    except (OSError, MailError):
+        return False
+    return box is not None and is_answered(box, str(qid))
+
+
+def release_wait(root: "MailRoot", qid: str, seen: "Dict[str, Any]") -> bool:
+    """Remove the wait on `qid` that a person released, only while it is still the record `seen`
+    they were shown (a new ask of the same id cannot be: ids are unique). True when removed."""
+    if read_wait(root, qid) != seen:
+        return False
+    d = root.dir.open_sub(WAITS)
+    return d is not None and d.unlink_quiet(qid + MSG_SUFFIX)
+
+
+def open_waits(root: "MailRoot") -> "List[Dict[str, Any]]":
+    """Every wait record as it is, with `answered` set (doctor): nothing is judged or swept."""
+    d = root.dir.open_sub(WAITS)
+    out: "List[Dict[str, Any]]" = []
+    if d is None:
+        return out
+    for name in sorted(d.names()):
+        rec = d.read_json(name) if name.endswith(MSG_SUFFIX) else None
+        if isinstance(rec, dict) and isinstance(rec.get("asker"), str) and isinstance(rec.get("target"), str):
+            out.append({**rec, "answered": _answered(root, rec)})
+    return out
+
+
+def read_wait(root: "MailRoot", qid: str) -> "Optional[Dict[str, Any]]":
+    """The open wait on question `qid` (`release`), or None."""
+    d = root.dir.open_sub(WAITS)
+    rec = d.read_json(qid + MSG_SUFFIX) if d is not None else None
+    return rec if isinstance(rec, dict) else None
 
 
 def cycle(waits: "List[Dict[str, Any]]", asker: str, target: str) -> "Optional[List[Dict[str, Any]]]":

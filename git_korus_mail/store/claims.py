@@ -12,8 +12,9 @@ claim race that ends badly can at worst refuse falsely, which leaves the message
 queued for the next drain, never deliver it twice.
 
 A claim is held state and never expires by age. It is broken only when its owner
-is provably dead: another boot, or the same boot and pid namespace with the pid
-gone or running a different process (start time differs).
+is provably dead, by the one liveness rule (`judge`, docs/STORE.md "Liveness"): another boot;
+its life lock free (store/life.py), in whatever pid namespace it ran; or, in our pid namespace,
+its pid gone, a zombie, or running a different process (start time differs).
 """
 
 import os
@@ -25,20 +26,24 @@ from git_korus_mail.store.fsafe import NotRegular, TooLarge
 # the /proc readers live in launch.py, so that identifying a launch loads nothing else (hot path);
 # re-exported (`as`) for the callers that judge processes through claims
 from git_korus_mail.store.launch import boot_id as boot_id, host, pid_ns, proc_start_time as proc_start_time
+from git_korus_mail.store.launch import process_runs as process_runs
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
+    from git_korus_mail.store.files import MailRoot
     from git_korus_mail.store.fsafe import Dir
 
 CLAIM_SUFFIX = ".claim"
 
 
-def me(purpose: str, session: "Optional[str]" = None) -> "dict[str, Any]":
-    """This process as a claim owner."""
+def me(purpose: str, session: "Optional[str]" = None, root: "Optional[MailRoot]" = None) -> "dict[str, Any]":
+    """This process as a claim owner; with its life token when it holds a life lock in `root`,
+    the mail root the record is for (store/life.py): it proves the owner alive or dead from any
+    pid namespace."""
     pid = os.getpid()
-    return {
+    rec = {
         "pid": pid,
         "start": proc_start_time(pid),
         "boot": boot_id(),
@@ -47,17 +52,25 @@ def me(purpose: str, session: "Optional[str]" = None) -> "dict[str, Any]":
         "purpose": purpose,
         "session": session,
     }
+    if root is not None:
+        from git_korus_mail.store import life  # a small module, and only for a record of a root
+        tok = life.token(root)
+        if tok is not None:
+            rec["life"] = tok
+    return rec
 
 
-def owner_is_dead(owner: "Any") -> bool:
-    """True only when the owner provably no longer runs; unsure means alive."""
-    return judge(owner)[0] == "dead"
+def owner_is_dead(owner: "Any", root: "Optional[MailRoot]" = None) -> bool:
+    """True only when the owner provably no longer runs; unsure means alive. `root`: the mail root
+    whose life locks prove an owner that recorded one (without it, only its pid is judged)."""
+    return judge(owner, root)[0] == "dead"
 
 
-def judge(owner: "Any") -> "tuple[str, str]":
-    """(verdict, what is known) about a claim's owner. verdict: "dead" (provably gone), "alive"
-    (a process with its pid and start time runs here) or "unknown" (nothing here can tell: such a
-    claim is never broken automatically; `git korus-mail release` lets a person who knows do it)."""
+def judge(owner: "Any", root: "Optional[MailRoot]" = None) -> "tuple[str, str]":
+    """(verdict, what is known) about an owner record (a claim's, a wait's, a watcher's): the one
+    liveness rule (docs/STORE.md, "Liveness"). verdict: "dead" (provably gone), "alive" (it runs)
+    or "unknown" (nothing here can tell: such a claim is never broken automatically; `git
+    korus-mail release` lets a person who knows do it)."""
     if not isinstance(owner, dict) or not owner:
         return "unknown", "its owner record is unreadable or mangled"
     mine = me("check")
@@ -66,26 +79,22 @@ def judge(owner: "Any") -> "tuple[str, str]":
         return "unknown", f"it was taken on host {owner.get('host')!r}, not this one ({mine['host']!r})"
     if owner.get("boot") and mine["boot"] and owner["boot"] != mine["boot"]:
         return "dead", "the machine has rebooted since it was taken"
+    if root is not None and "life" in owner:
+        from git_korus_mail.store import life
+        held = life.state(root, owner["life"])
+        if held == "dead":
+            return "dead", f"pid {owner.get('pid')!r} has ended: its life lock is free"
+        if held == "alive":
+            return "alive", f"pid {owner.get('pid')!r} runs: it holds its life lock"
     if owner.get("pidns") != mine["pidns"]:
-        # another pid namespace (a container): its pids mean nothing here
-        return "unknown", f"it was taken in another pid namespace ({owner.get('pidns')!r})"
+        # another pid namespace (a container, a client's sandbox) and no life lock to go by
+        return "unknown", f"it was taken in another pid namespace ({owner.get('pidns')!r}) and holds no life lock"
     pid = owner.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return "unknown", f"its record names no usable pid ({pid!r})"
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return "dead", f"pid {pid} no longer runs"
-    except PermissionError:
-        pass  # exists, another user's process: compare start times below
     start = owner.get("start")
-    if start is not None:
-        now_start = proc_start_time(pid)
-        if now_start is not None and now_start != start:
-            return "dead", f"pid {pid} now belongs to a newer process"  # the pid was reused
-        if now_start is not None:
-            return "alive", f"pid {pid} runs, with the start time the claim recorded"
-    return "alive", f"pid {pid} runs (its start time could not be compared, so a reused pid is not ruled out)"
+    runs, known = process_runs(pid, start if isinstance(start, int) and not isinstance(start, bool) else None)
+    return ("alive" if runs else "dead"), known
 
 
 def parse_owner(data: bytes) -> "Optional[dict[str, Any]]":
@@ -224,13 +233,7 @@ def breaker_may_be_alive(aside_name: str) -> bool:
     pid_text = tail.partition("-")[0]
     if not pid_text.isdigit() or int(pid_text) <= 0:
         return True
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
+    return process_runs(int(pid_text), None)[0]  # the one rule: a zombie breaker is not alive
 
 
 def is_breaker_leftover(name: str) -> bool:

@@ -49,7 +49,7 @@ class Drops:
         name = msg_id + MSG_SUFFIX
         if not self.has("inbox", name):
             return "gone"
-        owner = claims.me("drop")
+        owner = claims.me("drop", root=self.root)
         got = self._claim(msg_id, owner, patience=DROP_PATIENCE)
         if got != "won":
             return got

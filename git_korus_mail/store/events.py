@@ -89,6 +89,7 @@ def claim(box: "Box", session_dir: str, launch_tag: str, key: str,
     fd = os.open(staged, _FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=tmp.fd)
     linked = False
     try:
+        os.fchmod(fd, 0o600)  # whatever the umask: every file of the store is 0600 (tests/test_umask.py)
         # locked before it is visible: a twin that opens the name always finds it held
         fcntl.flock(fd, fcntl.LOCK_EX)
         mine = Claim(fd)

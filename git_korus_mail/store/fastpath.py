@@ -99,6 +99,7 @@ def sweep(root: "MailRoot", limit: int = SWEEP) -> None:
     fast = root.dir.open_sub(FAST_DIR)
     if fast is None:
         return
+    from git_korus_mail.store.launch import process_runs  # small, but only with stamps to judge
     try:
         judged = 0
         for name in fast.names():
@@ -106,12 +107,8 @@ def sweep(root: "MailRoot", limit: int = SWEEP) -> None:
             if not sep or not head or not pid.isdigit() or judged >= limit:
                 continue
             judged += 1
-            try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
+            if not process_runs(int(pid), None)[0]:  # the one liveness rule: a zombie has ended
                 clear(root, name)
-            except (PermissionError, OverflowError):
-                pass  # another user's process: alive
     finally:
         fast.close()
 

@@ -70,7 +70,7 @@ def move_one(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
     Returns "moved", "gone" (not queued in src any more: consumed, expired or moved),
     "held" (a live process holds its claim) or "skipped" (not a regular file: the
     drain quarantines those where they are)."""
-    owner = claims.me(why)
+    owner = claims.me(why, root=src.root)
     got = src._claim(msg_id, owner, patience=CLAIM_PATIENCE)
     if got != "won":
         return got

@@ -35,18 +35,52 @@ def _read_text(path: str) -> "Optional[str]":
         return None
 
 
-def proc_start_time(pid: int) -> "Optional[int]":
-    """Start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None when /proc
-    does not show it."""
+def proc_stat(pid: int) -> "Optional[tuple[str, int]]":
+    """(state letter, start time in clock ticks since boot) of a process: fields 3 and 22 of
+    /proc/<pid>/stat. None when /proc does not show it."""
     text = _read_text(f"/proc/{pid}/stat")
     if not text:
         return None
     # the command name (field 2) may hold spaces and parentheses: split after the last ')'
     rest = text[text.rfind(")") + 2:].split()
     try:
-        return int(rest[19])
+        return rest[0], int(rest[19])
     except (IndexError, ValueError):
         return None
+
+
+def proc_start_time(pid: int) -> "Optional[int]":
+    """Start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None when /proc
+    does not show it."""
+    st = proc_stat(pid)
+    return None if st is None else st[1]
+
+
+DEAD_STATES = ("Z", "X", "x")  # a zombie has exited (only its exit status is left unread); X: dying
+
+
+def process_runs(pid: int, start: "Optional[int]") -> "tuple[bool, str]":
+    """The one liveness rule for a process of this pid namespace (docs/STORE.md, "Liveness"):
+    (False, why) when `pid` provably no longer runs the process that started at `start`: it is
+    gone, a zombie, or a newer process with the same pid; else (True, what is known). A start
+    of None matches any process with that pid (a system without /proc recorded none)."""
+    st = proc_stat(pid)
+    if st is not None:
+        state, now_start = st
+        if state in DEAD_STATES:
+            return False, f"pid {pid} has exited (a zombie whose parent has not reaped it)"
+        if start is not None and now_start != start:
+            return False, f"pid {pid} now belongs to a newer process"  # the pid was reused
+        if start is not None:
+            return True, f"pid {pid} runs, with the start time recorded"
+        return True, f"pid {pid} runs (no start time was recorded, so a reused pid is not ruled out)"
+    try:
+        os.kill(pid, 0)  # /proc does not show it (none here, or hidden): ask the kernel
+    except ProcessLookupError:
+        return False, f"pid {pid} no longer runs"
+    except (PermissionError, OverflowError):
+        pass  # it exists (another user's), or not a pid this system has: unsure is alive
+    return True, f"pid {pid} runs (its start time could not be compared, so a reused pid is not ruled out)"
 
 
 def parent_of(pid: int) -> "Optional[int]":
@@ -161,6 +195,19 @@ class NoLaunch:
 
     def record(self) -> None:
         return None
+
+
+def ended(tag: "Optional[str]") -> bool:
+    """Whether the launch `tag` names provably no longer runs (the one liveness rule: another
+    boot, its pid gone, a zombie, or a newer process). False when it runs or nothing can tell."""
+    parsed = parse_tag(tag) if isinstance(tag, str) else None
+    if parsed is None:
+        return False
+    pid, start, boot8 = parsed
+    boot = boot_id()
+    if boot8 and boot and not boot.startswith(boot8):
+        return True
+    return not process_runs(pid, start)[0]
 
 
 def unix_session_tag() -> "Optional[str]":

@@ -56,7 +56,7 @@ class Moves:
         process holds its claim: try again at a later Stop)."""
         if not self.has("inbox", msg_id + MSG_SUFFIX):
             return "gone"
-        owner = claims.me("consume", session)
+        owner = claims.me("consume", session, self.root)
         got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
         if got != "won":
             return got
@@ -147,7 +147,7 @@ class Moves:
                 return "won"
             # False: the claim now is a live one, or the lock is busy: wait like for a live holder
             broke = claims.break_dead(claiming, msg_id, holder) if (
-                holder is not None and claims.owner_is_dead(holder)) else False
+                holder is not None and claims.owner_is_dead(holder, self.root)) else False
             if broke:
                 self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=(holder or {}).get("pid"),
                                   owner_session=(holder or {}).get("session"))
@@ -169,7 +169,7 @@ class Moves:
     # -- expire --------------------------------------------------------------
     def expire(self, msg_id: str, msg: "Optional[Message]" = None) -> bool:
         """Move a message past its expiry to expired/ (claimed like a consume). True when moved."""
-        owner = claims.me("expire")
+        owner = claims.me("expire", root=self.root)
         if self._claim(msg_id, owner) != "won":
             return False
         crash.point("expire:claimed")
@@ -195,7 +195,7 @@ class Moves:
         name = msg_id + MSG_SUFFIX
         if not self.has("inbox", name):
             return "consumed" if self.has("receipts", name) else "gone"
-        owner = claims.me("cancel")
+        owner = claims.me("cancel", root=self.root)
         got = self._claim(msg_id, owner, patience=CONSUME_PATIENCE)
         if got != "won":
             return "consumed" if got == "gone" and self.has("receipts", name) else got
@@ -235,7 +235,7 @@ class Moves:
             if name.endswith(claims.CLAIM_SUFFIX):
                 msg_id = name[:-len(claims.CLAIM_SUFFIX)]
                 holder = claims.read_owner(claiming, msg_id)
-                if holder is None or not claims.owner_is_dead(holder):
+                if holder is None or not claims.owner_is_dead(holder, self.root):
                     continue
                 if claims.break_dead(claiming, msg_id, holder):
                     self.root.journal("claim-broken", id=msg_id, box=self.name, owner_pid=holder.get("pid"),
@@ -250,7 +250,7 @@ class Moves:
                     continue
                 # Only for a breaker that died, and only by the one process whose unlink takes the
                 # file: a live breaker repairs for itself, and two repairers would journal twice.
-                if (claims.owner_is_dead(claims.parse_owner(data)) and not claims.breaker_may_be_alive(name)
+                if (claims.owner_is_dead(claims.parse_owner(data), self.root) and not claims.breaker_may_be_alive(name)
                         and claiming.unlink_quiet(name)):
                     self._repair_one(name.split(".claim.broken-", 1)[0])  # what the breaker left undone
                     fixed += 1
@@ -344,7 +344,7 @@ class Moves:
         is either done, its line written before it let go, or dead. When a live process
         holds the message, it finishes the move itself, or a later repair does."""
         name = msg_id + MSG_SUFFIX
-        owner = claims.me("repair")
+        owner = claims.me("repair", root=self.root)
         if claims.acquire(self.root.tmp, self.ensure_sub("claiming"), msg_id, owner)[0] != "won":
             return
         try:

@@ -234,7 +234,7 @@ def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
     name = msg_id + MSG_SUFFIX
     from git_korus_mail import crash
     from git_korus_mail.store import claims
-    owner = claims.me("prune")
+    owner = claims.me("prune", root=box.root)
     claiming = box.ensure_sub("claiming")
     if claims.acquire(box.root.tmp, claiming, msg_id, owner)[0] != "won":
         return False  # a live mover has it (or a dead one's claim waits for repair): next run

@@ -44,7 +44,7 @@ def arm(box: "Box", session_dir: str, launch: "Launch", until: float) -> "tuple[
     d = _dir(box, create=True)
     assert d is not None  # for mypy: create=True makes it or raises
     name = name_of(session_dir, launch)
-    rec = claims.me("watch", session_dir)
+    rec = claims.me("watch", session_dir, box.root)
     rec.update({"launch": launch.tag, "armed_at": utc_stamp(time.time()), "until": utc_stamp(until)})
     data = json.dumps(rec, sort_keys=True).encode()
     for _attempt in range(2):
@@ -54,7 +54,7 @@ def arm(box: "Box", session_dir: str, launch: "Launch", until: float) -> "tuple[
             return True, rec
         except FileExistsError:
             held = d.read_json(name, 4096)
-            if isinstance(held, dict) and not claims.owner_is_dead(held):
+            if isinstance(held, dict) and not claims.owner_is_dead(held, box.root):
                 return False, held
             d.unlink_quiet(name)  # its watcher is gone (or its record is mangled): the claim is free
     return False, None
@@ -89,8 +89,8 @@ def disarm(box: "Box", session_dir: str, launch: "Launch") -> bool:
     if not d.unlink_quiet(name):
         return False
     pid = held.get("pid") if isinstance(held, dict) else None
-    if isinstance(pid, int) and pid > 0 and pid != os.getpid() and held.get("start") is not None \
-            and claims.proc_start_time(pid) == held["start"]:
+    if isinstance(pid, int) and pid > 0 and pid != os.getpid() and isinstance(held.get("start"), int) \
+            and claims.process_runs(pid, held["start"])[0]:
         try:
             os.kill(pid, SIGTERM)
         except OSError:
@@ -102,27 +102,13 @@ def disarm(box: "Box", session_dir: str, launch: "Launch") -> bool:
 def _wait_gone(pid: int, start: int, limit: float = 0.5) -> None:
     """Wait (briefly) until the signalled watcher has exited, so that the turn this prompt starts
     cannot arm the next watcher while the old one still runs: one watcher process per launch,
-    not only one claim. It exits at once on SIGTERM (commands/watch.py); a zombie counts as gone."""
+    not only one claim. It exits at once on SIGTERM (commands/watch.py); gone by the one liveness
+    rule (claims.process_runs: a zombie is gone)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        stat = launch_stat(pid)
-        if stat is None or stat[1] != start or stat[0] in ("Z", "X"):
+        if not claims.process_runs(pid, start)[0]:
             return
         time.sleep(0.002)
-
-
-def launch_stat(pid: int) -> "Optional[tuple[str, int]]":
-    """(state, start time in ticks) of a process from /proc/<pid>/stat, None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    rest = text[text.rfind(")") + 2:].split()
-    try:
-        return rest[0], int(rest[19])
-    except (IndexError, ValueError):
-        return None
 
 
 def wakes(box: "Box", session_dir: str, launch: "Launch") -> "dict[str, Any]":
@@ -175,7 +161,7 @@ def until_of(box: "Box", session_dir: str, launch_tag: str) -> "Optional[str]":
     if d is None:
         return None
     held = d.read_json(f"{session_dir}@{launch_tag}", 4096)
-    if not isinstance(held, dict) or claims.owner_is_dead(held):
+    if not isinstance(held, dict) or claims.owner_is_dead(held, box.root):
         return None
     until = held.get("until")
     return until if isinstance(until, str) else None

@@ -8,6 +8,7 @@ queued, so the question arrives between its tool calls (PostToolUse), as for a b
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -63,6 +64,24 @@ def qid_in(req) -> str:
     return m.group(1)
 
 
+def wait_working(mail: Mail, timeout: float = 60) -> None:
+    """Until b's session is at work (its presence says so): an ask to a worktree where no
+    session can answer or be woken leaves the question queued and returns at once (core/ask.py)."""
+    import json
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = mail.box_b.dir
+        for f in (d / "sessions").glob("*.json") if d is not None and (d / "sessions").is_dir() else []:
+            try:
+                if json.loads(f.read_text()).get("state") == "working":
+                    return
+            except ValueError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError("b's session never reached work")
+
+
 def tool_result_after(api: MockAPI, needle: str) -> str:
     """The decoded text of the first request whose body holds `needle` (a tool result)."""
     hits = [r for r in api.agent_requests() if r.contains(needle)]
@@ -81,6 +100,7 @@ def test_busy_recipient_replies_and_the_answer_is_the_askers_tool_result(mail, p
     ])
     api_a.set_script([bash(ask_cmd(mail.b, "what is six times seven?")), text("got it")])
     pb = b.start("work on the schema", mail.b)
+    wait_working(mail)
     ra = a.run("ask b", mail.a, timeout=120)
     rb = pb.finish(120)
     assert ra.rc == 0 and rb.rc == 0, (ra.describe(), rb.describe())
@@ -92,8 +112,12 @@ def test_busy_recipient_replies_and_the_answer_is_the_askers_tool_result(mail, p
     first = api_a.agent_requests()[0]
     assert first.contains("`timeout` is in milliseconds: default 120000, max 600000 for a foreground command.")
     assert first.contains("Optional timeout in milliseconds (max 600000 for a foreground command)")
-    # delivered by ask: the answer's mail is consumed, so a's Stop showed nothing more
+    # delivered by ask: the answer was marked shown to a's launch (its tool result), so a's drain
+    # showed it no more, and a's own Stop consumed it (docs/DESIGN.md R5a)
     assert mail.box_a.ids("inbox") == []
+    [receipt] = mail.box_a.receipts().values()
+    assert receipt["observed"]["event"] == "ask" and receipt["session"] == ra.session_id
+    assert receipt["launch"]["client"] == "claude"
 
 
 def test_recipient_that_never_replies_answers_with_its_final_message(mail, pair):
@@ -101,6 +125,7 @@ def test_recipient_that_never_replies_answers_with_its_final_message(mail, pair)
     api_b.set_script([bash(wait_for_question(mail, mail.b)), text("The final answer is 42, see schema.sql.")])
     api_a.set_script([bash(ask_cmd(mail.b, "what did you find?")), text("ok")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     ra = a.run("ask b", mail.a, timeout=120)
     pb.finish(120)
     result = tool_result_after(api_a, "ask-exit=")
@@ -114,6 +139,7 @@ def test_recipient_whose_run_fails_ends_the_wait_with_failed(mail, pair):
     api_b.set_script([bash(wait_for_question(mail, mail.b))] + [too_long] * 8)
     api_a.set_script([bash(ask_cmd(mail.b, "are you there?")), text("ok")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     a.run("ask b", mail.a, timeout=120)
     pb.finish(120)
     result = tool_result_after(api_a, "ask-exit=")
@@ -141,6 +167,7 @@ def test_cli_ask_from_a_plain_shell_prints_the_answer(mail, pair):
     api_b.set_script([bash(wait_for_question(mail, mail.b)),
                       lambda req: bash(f"{HELPER} reply {qid_in(req)} -- 'from b'"), text("done")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     proc = subprocess.run([HELPER, "ask", f"--to={mail.b}", "--timeout=60", "--", "cli question?"],
                           cwd=str(mail.a), capture_output=True, text=True, timeout=120,
                           env={k: v for k, v in __import__("os").environ.items() if not k.startswith("CLAUDE")})
@@ -165,6 +192,7 @@ def test_stop_continued_by_another_hook_answers_with_the_first_stops_text(mail, 
     api_b.set_script([bash(wait_for_question(mail, mail.b)), text("first final"), text("second final")])
     api_a.set_script([bash(ask_cmd(mail.b, "which final?")), text("ok")])
     pb = b.start("work", mail.b)
+    wait_working(mail)
     a.run("ask b", mail.a, timeout=120)
     pb.finish(120)
     stops = [_json.loads(line) for line in log.read_text().splitlines() if line.strip()]
@@ -190,6 +218,7 @@ def test_user_interrupt_ends_the_wait_with_stopped_at_the_next_prompt(mail, pair
         t.wait_until(lambda: "shift+tab" in t.screen_text(), 60, "the prompt")
         t.type("work on it")
         t.type("\r")
+        wait_working(mail)
         pa = a.start("ask b", mail.a)
         t.wait_until(lambda: any("time.sleep(60)" in r.reply for r in api_b.agent_requests()), 60, "the slow tool call")
         time.sleep(1.5)
@@ -224,3 +253,50 @@ def test_idle_recipient_is_woken_and_answers_in_the_askers_turn(clone, pair):
         s.read_result(timeout=30)
     result = tool_result_after(api_a, "ask-exit=")
     assert "status done" in result and "Woken: the schema is unchanged." in result and "ask-exit=0" in result
+
+
+def test_an_ask_orphaned_by_a_sigkilled_claude_leaves_the_answer_to_the_resumed_launch(mail, pair):
+    """Claude Code 2.1.332 runs a Bash command in its own process group with its output in a file:
+    a SIGKILL of claude's whole process group leaves `git korus-mail ask` running (reference
+    §12). That orphan gets the answer, but its output reaches no model, so it must not consume
+    the answer: the answer stays mail in a's box, and `claude --resume` of the session is shown it."""
+    import json as _json
+    import time
+    from driver import descendants
+    api_a, a, _api_b, _b = pair
+    api_a.set_script([text("first run")])
+    sid = a.run("hello", mail.a, timeout=60).check().session_id
+    api_a.set_script([bash(ask_cmd(mail.b, "is the migration safe?", timeout=90)), text("never reached", delay=30)])
+    pa = a.start("ask b", mail.a, resume=sid)
+    inbox_b = mail.root / "box" / keys.key_for(str(mail.b)).name / "inbox"
+    pa.wait_until(lambda: list(inbox_b.glob("*.json")), 60, "the question in b's inbox")
+    asks = [p for p in descendants(pa.pid) if b"ask" in open(f"/proc/{p}/cmdline", "rb").read()]
+    assert asks, "no ask process under claude"
+    assert pa.kill(tree=False) == -9  # claude's whole process group, as an OOM kill or a crash would
+    qid = _json.loads(next(inbox_b.glob("*.json")).read_text())["id"]
+    assert any(os.path.exists(f"/proc/{p}") for p in asks), "the ask did not outlive claude (reference §12)"
+    cli("reply", qid, "--", "safe: it only adds a column", cwd=mail.b)
+    deadline = time.monotonic() + 30
+    while any(_runs(p) for p in asks):  # the orphan gets the answer, writes it into the void, exits
+        assert time.monotonic() < deadline, "the orphaned ask never ended"
+        time.sleep(0.05)
+    [answer_id] = mail.box_a.ids("inbox")  # the orphan did not consume it
+    assert '"answer-kept"' in (mail.root / "journal.jsonl").read_text()
+    api_a.clear_log()
+    api_a.set_script([text("noted")])
+    a.resume(sid, "anything new?", mail.a, timeout=60).check()
+    reqs = [r for r in api_a.agent_requests() if r.session_id == sid]
+    assert reqs and reqs[0].contains("safe: it only adds a column"), api_a.summary()
+    receipts = mail.box_a.receipts()
+    assert list(receipts) == [answer_id] and receipts[answer_id]["session"] == sid
+    assert receipts[answer_id]["launch"]["client"] == "claude"
+    import invariants  # tests/: the store's invariants after the kill
+    invariants.check(str(mail.root), killed_debris_ok=True)
+
+
+def _runs(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
