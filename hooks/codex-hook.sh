@@ -61,6 +61,7 @@ fi
 
 # The helper failed and said nothing: say why, in printable ASCII without quotes or
 # backslashes, so it can sit inside a JSON string as it is.
+killed=
 clean() { printf '%s' "$1" | LC_ALL=C tr -cd ' -~' | tr -d '"\\' | cut -c1-300; }
 if [ -z "$run" ]; then
     why="helper not found (was $helper_json; no git-korus-mail on PATH either)"
@@ -72,12 +73,21 @@ else
     interp=${interp%% *}
     if [ "$status" -eq 127 ] && [ "$interp" != "$first" ] && [ ! -x "$interp" ]; then
         why="$why: its Python interpreter $(clean "$interp") is gone (a Python upgrade removes a venv's base)"
+    elif [ "$status" -gt 128 ] && [ "$status" -lt 160 ] && "$run" --version </dev/null >/dev/null 2>&1; then
+        # Killed by a signal (137: SIGKILL, from the OOM killer or a time limit) while the
+        # helper itself runs: no broken install, and reinstalling would change nothing. The
+        # drain's moves are crash-safe, so the mail stays queued for the next event.
+        killed="$why: killed by signal $((status - 128)) (out of memory, or a time limit), not a broken install"
     else
         detail=$("$run" --version </dev/null 2>&1 | tail -n 1)
         [ -z "$detail" ] || why="$why: $(clean "$detail")"
     fi
 fi
-fault="git korus-mail: $why; mail is not being delivered. Fix: $advice_json"
+if [ -n "$killed" ]; then
+    fault="git korus-mail: $killed; the mail stays queued and is shown at a later event"
+else
+    fault="git korus-mail: $why; mail is not being delivered. Fix: $advice_json"
+fi
 
 # Exit 0: on another code Codex would drop the output. Said where a reader decides,
 # as the drain reports its own faults: at SessionStart (to the model and the user) and at

@@ -52,6 +52,8 @@ def test_the_question_shows_its_id_and_the_reply_command(clone):
 
 
 def test_no_answer_in_time_exits_2_and_the_answer_comes_later_as_mail(clone):
+    from install_fixtures import install
+    install(clone.main)  # wired: without a hook, the verdict says nothing is wired to show it
     working(clone)
     p = start_ask(clone, "slow one?", timeout=1)
     out, _ = p.communicate(timeout=30)

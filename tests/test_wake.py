@@ -260,6 +260,7 @@ def send_json(clone, to, body, *extra):
 
 
 def test_verdict_queued_without_a_live_session_and_refused_when_not_queued(clone):
+    install(clone.main)  # wired: without a hook, nothing would show it (test_true_words.py)
     res = send_json(clone, clone.web, "nobody there")
     assert (res["verdict"], res["why"]) == ("queued", "no live session there; it is shown when one starts")
     assert res["as_of"].endswith("Z")
@@ -339,3 +340,52 @@ def test_mail_the_limits_drop_or_hold_back_wakes_nobody(urgent, claude):
     out, err = w.communicate(timeout=15)
     assert w.returncode == 2 and err.startswith(b"1 new message(s)"), err
     invariants.check(urgent.mail_root)
+
+
+def _judge(clone, msg_id):
+    """The verdict `send` would give `msg_id` now (core/verdict.py), from the store as it is."""
+    from git_korus_mail.core import verdict
+    from git_korus_mail.store.files import MailRoot
+    root = MailRoot.open(str(clone.common_dir))
+    [box] = [b for b in root.boxes() if b.fate(msg_id)[0] != "gone"]
+    return verdict.judge(box, msg_id)
+
+
+def test_verdict_says_woken_right_after_the_wake_tier_woke_the_session(urgent, claude):
+    """issue 25: right after a wake the verdict called the session "not wakeable"."""
+    cc, sid = claude(), "s-woken"
+    drain("SessionStart", urgent.web, cc, sid)
+    drain("Stop", urgent.web, cc, sid)
+    w = start_watcher(urgent, urgent.web, cc, sid)
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    msg_id = send(urgent, urgent.web, "wake up")
+    assert w.wait(timeout=15) == 2  # woken
+    res = _judge(urgent, msg_id)
+    assert (res["verdict"], res["why"]) == (
+        "queued", "a session there was woken for it; it is shown in the turn the wake started"), res
+
+
+def test_who_and_the_verdict_say_a_spent_wake_budget(urgent, claude):
+    """issue 25: `who` said "wakeable until" for a session whose wake budget was spent."""
+    cc, sid = claude(), "s-spent"
+    drain("SessionStart", urgent.web, cc, sid)
+    for i in range(6):
+        send(urgent, urgent.web, f"message {i}")
+        w = start_watcher(urgent, urgent.web, cc, sid)
+        assert w.wait(timeout=15) == 2, i
+    w = start_watcher(urgent, urgent.web, cc, sid)  # armed: nothing waits that has not woken it
+    wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+    who = json.loads(run_cli("who", "--json", cwd=urgent.main, check=True).stdout)
+    [mine] = [r for r in who["sessions"] if r["session"] == sid]
+    assert mine["state"] == "idle" and mine["wakeable_until"] is None, mine
+    assert mine["wake_budget_spent_until"].endswith("Z"), mine
+    text = run_cli("who", cwd=urgent.main, check=True).stdout
+    assert "wakeable until" not in text and f"wake budget spent until {mine['wake_budget_spent_until']}" \
+        " (new mail waits for its next prompt)" in text, text
+    listed = json.loads(run_cli("list", "--json", cwd=urgent.main, check=True).stdout)
+    assert [s["wakeable_until"] for b in listed["boxes"] for s in b["sessions"] if s["session"] == sid] == [None]
+    msg_id = send(urgent, urgent.web, "one too many")
+    assert w.wait(timeout=15) == 0  # the budget: not woken
+    res = _judge(urgent, msg_id)
+    assert res["why"] == (f"a session there is idle and its wake budget is spent until "
+                          f"{mine['wake_budget_spent_until']}; it is shown at its next prompt"), res

@@ -328,6 +328,8 @@ def test_a_running_session_wins_over_a_closed_one_of_the_same_name(clone, launch
 def test_a_name_whose_session_no_longer_runs_is_refused_naming_both_choices(clone, launch, how):
     """Issue 21, item 9: mail sent by name to a session that is gone was filtered to it alone,
     so a new session in that worktree never saw it, while send said "shown when one starts"."""
+    from install_fixtures import install
+    install(clone.main)  # wired: without a hook, the verdict says nothing is wired to show it
     old = launch()
     old.hook("SessionStart", clone.web, S1)
     old.register(S1, clone.web, "builder")

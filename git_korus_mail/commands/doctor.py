@@ -89,6 +89,8 @@ def collect(clone, now):
         findings.add("delivery", False, root.path, "OFF is present: delivery is suppressed everywhere "
                      "(mail stays queued)", "git korus-mail on")
     drained = {k.name for wt, k in clone.worktree_keys() if not wt.prunable}
+    user_wired = install_record.Record.load(os.path.join(root.path, install_record.HOOKS_SUBDIR)).scope("user") \
+        is not None
     for name in root.box_names():
         try:
             box = root.box(name)
@@ -98,7 +100,7 @@ def collect(clone, now):
         if box is None:
             continue
         if name not in drained:
-            _check_stranded(box, findings)
+            _check_stranded(box, findings, user_wired)
         _check_claims(box, findings)
         _check_quarantine(box, findings)
         _check_drains(box, findings, now)
@@ -155,17 +157,27 @@ def _check_wiring(clone, root, findings):
     for client in clients.installers():
         wired, client_local = _check_client_wiring(client, clone, root, record, findings)
         local, wired_any = local or client_local, wired_any or wired
+    if not wired_any and not any(not wt.prunable for wt, _k in clone.worktree_keys()):
+        # a bare repository with no worktree yet: there is nothing to wire, and install (which
+        # exits 0) cannot change that; what counts is that `git worktree add` will wire one
+        _check_post_checkout(clone, record, findings, "no worktree to wire yet (a bare repository): ")
+        return
     if not wired_any:
         findings.add("wiring", False, clone.common_dir, "no settings file calls this clone's drain",
                      "git korus-mail install")
     if local:
-        hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
-            or os.path.join(postcheckout.git_hooks_dir(clone)[0], postcheckout.POST_CHECKOUT)
-        if postcheckout.is_ours_post_checkout(hook) and os.access(hook, os.X_OK):
-            findings.add("wiring", True, hook, "wires worktrees that `git worktree add` makes")
-        else:
-            findings.add("wiring", False, hook, "no post-checkout hook of ours: new worktrees are not wired",
-                         "git korus-mail install")
+        _check_post_checkout(clone, record, findings)
+
+
+def _check_post_checkout(clone, record, findings, head=""):
+    """Our post-checkout hook, which wires each worktree `git worktree add` makes."""
+    hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
+        or os.path.join(postcheckout.git_hooks_dir(clone)[0], postcheckout.POST_CHECKOUT)
+    if postcheckout.is_ours_post_checkout(hook) and os.access(hook, os.X_OK):
+        findings.add("wiring", True, hook, head + "wires worktrees that `git worktree add` makes")
+    else:
+        findings.add("wiring", False, hook, head + "no post-checkout hook of ours: new worktrees are not wired",
+                     "git korus-mail install")
 
 
 def _check_client_wiring(client, clone, root, record, findings):
@@ -176,6 +188,14 @@ def _check_client_wiring(client, clone, root, record, findings):
     if not wired:
         return False, False
     _check_stub(client, stub, record.data.get("helper"), findings, repo=postcheckout.repo_anchor(clone))
+    try:
+        getattr(client, "preflight", lambda: None)()
+    except MailError as exc:
+        # what every check of this client needs is missing (Codex's CLI): one problem, with the
+        # fix that makes it go away, not one `install` (which fails the same way) per file
+        findings.add("wiring", False, client.NAME, str(exc).split(": install ")[0] + ": doctor cannot check "
+                     "this client's wiring", client.PREFLIGHT_FIX)
+        return True, local
     for label, problems in client.check(root, stub, wired):
         if label == stub:
             if problems:
@@ -275,8 +295,10 @@ def _check_waits(root, findings, now):
                          f"if you know that ask is gone: git korus-mail release {qid}")
 
 
-def _check_stranded(box, findings):
-    """Queued mail in a box that belongs to no worktree (a removed, pruned or moved-away one)."""
+def _check_stranded(box, findings, user_wired=False):
+    """Queued mail in a box that belongs to no worktree (a removed, pruned or moved-away one, or
+    a `send --create` path). Under the user scope's wiring a session started at such a path
+    drains its box: one that did is proof that its mail is read there."""
     queued = box.count("inbox")
     if not queued:
         return
@@ -286,6 +308,12 @@ def _check_stranded(box, findings):
     if live:
         findings.add("stranded", True, where, f"{queued} queued for {was}, no worktree of this clone, "
                      f"but drained by live session {_e(live[0].get('session'))}")
+        return
+    drained_by = [r for r in presence.sessions(box) if r.get("session")] if user_wired else []
+    if drained_by:
+        findings.add("stranded", True, where, f"{queued} queued for {was}, no worktree of this clone, but "
+                     f"read there under the user scope's wiring (last by session {_e(drained_by[0]['session'])}): "
+                     f"the next session started there shows them")
         return
     findings.add("stranded", False, where, f"{queued} queued message(s) for {was}, which is no worktree "
                  f"of this clone: nobody will read them",

@@ -77,6 +77,11 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
         import io
         report, out = out, io.StringIO()
     helper = hookstub.find_helper()
+    if not only_own:
+        # everything a client needs is checked before the first byte is written (issue 25): a
+        # failed install leaves nothing behind that a later `git worktree add` would trip on
+        for client in clients.installers(names):
+            getattr(client, "preflight", lambda: None)()
     root = clone.mail_root(create=True)
     hooks_dir = install_record.ensure_hooks_dir(root)
     with install_record.locked(hooks_dir):

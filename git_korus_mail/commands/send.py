@@ -75,7 +75,10 @@ def run(clone, args, out):
         for r in results:
             if r["ok"]:
                 only = f" for session {r['session']}" if r.get("session") else ""
-                out.write(f"queued {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]}){only}\n")
+                # queued, then gone where nobody will see it (the receiver's limits dropped it, it
+                # expired, it was cancelled): the first word says that fate, never `queued`
+                fate = r["verdict"] if r["verdict"] in verdict.NOT_SHOWN else "queued"
+                out.write(f"{fate} {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]}){only}\n")
                 out.write(f"  {r['verdict']}, as of {r['as_of']}: {r['why']}\n")
                 for w in r["warnings"]:
                     sys.stderr.write(f"git korus-mail: warning: {r['id']} is queued, but {w}\n")

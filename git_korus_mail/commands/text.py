@@ -12,8 +12,14 @@ def more(n, what):
 
 def safe(value):
     """A value read from disk (a name, a path, a field), as text safe for a terminal or an agent's
-    context: every control, bidi or invisible character escaped by the drain's own rules."""
+    context: every control, bidi or invisible character escaped by the drain's own rules. A
+    missing value is `-` and a flag is yes or no: a person reads words, never Python's repr
+    (issue 25: `session None`, `wake False`)."""
     from git_korus_mail.core import render
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     text, _cut = render.escape_line(str(value), 1 << 20)
     return text
 

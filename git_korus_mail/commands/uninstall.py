@@ -72,14 +72,18 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
         record = install_record.Record.load(hooks_dir)
         scope_rec = record.scope(scope) or {"files": {}}
         files = dict(scope_rec.get("files") or {})
+        done = set()  # a file one client unwired: the record lists it for every client, said once
         for client, stub in wirings:
             for path in client.unwire_candidates(clone, scope, files):
+                if path in done:
+                    continue
                 try:
                     state = client.unwire_file(path, stub, files.get(path))
                 except MailError as exc:
                     out.write(f"settings  {path}  not changed: {exc}\n")
                     continue
                 if state and state != "absent":
+                    done.add(path)
                     out.write(f"settings  {path}  {state}\n")
         for client, _stub in wirings:
             client.after_unwiring(scope_rec, out)
@@ -97,6 +101,12 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
                 out.write(f"stub  {stub}  removed\n")
     if not record.data["scopes"]:
         install_record.remove_hooks_dir(hooks_dir)
+    elif record.scope(other) is not None:
+        # like git config's scopes, uninstall undoes one scope: the other one still wires this
+        # clone, and a person who ran plain `uninstall` must not take it for unwired (issue 25)
+        flag = "" if other == "local" else " --scope user"
+        out.write(f"note: the {other} scope still wires this clone's worktrees, so mail is still shown; "
+                  f"`git korus-mail uninstall{flag}` removes it\n")
     if purge:
         path = root.path
         root.close()

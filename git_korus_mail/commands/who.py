@@ -58,6 +58,8 @@ def state_text(s, now):
         text += " (working, but no hook event since)"
     if s.get("wakeable_until"):
         text += f", wakeable until {safe(s['wakeable_until'])}"
+    elif s.get("wake_budget_spent_until"):
+        text += f", wake budget spent until {safe(s['wake_budget_spent_until'])} (new mail waits for its next prompt)"
     if s.get("waiting_for"):
         text += f" for {safe((s['waiting_for'] or {}).get('id', 'an answer'))}"
     if not s["hooks"]:

@@ -37,6 +37,7 @@ def _box_row(box: "Box", now: float) -> "Row":
     counts = {sub: box.count(sub) for sub in COUNTED}
     counts["claiming"] = box.claim_count()
     oldest = box.oldest_unread_age(now)
+    from git_korus_mail.core import wake
     sess = presence.sessions(box)
     last: Dict[str, Dict[str, Any]] = {}
     for rec in sess:
@@ -49,7 +50,7 @@ def _box_row(box: "Box", now: float) -> "Row":
         "quarantined": len(box.quarantined_names()),
         "sessions": [{"session": r.get("session"), "state": r["liveness"], "last_event": r.get("last_event"),
                       "at": r.get("at"), "config_dir": r.get("config_dir"),
-                      "wakeable_until": presence.wakeable_until(box, r) if r["liveness"] == "idle" else None}
+                      "wakeable_until": wake.wakeable_until(box, r) if r["liveness"] == "idle" else None}
                      for r in sess],
         "last_drain": last,
     }

@@ -138,9 +138,10 @@ def _row(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", wts: "Dict
 
 def _state(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", at: "Optional[float]",
            now: float, activity: "Optional[Activity]" = None) -> "Dict[str, Any]":
-    """state, as_of (the time of the fact it rests on), last_activity, wakeable_until, waiting_for."""
+    """state, as_of (the time of the fact it rests on), last_activity, wakeable_until,
+    wake_budget_spent_until, waiting_for."""
     out: "Dict[str, Any]" = {"state": rec["liveness"], "as_of": rec.get("at"), "last_activity": None,
-                             "wakeable_until": None, "waiting_for": None}
+                             "wakeable_until": None, "wake_budget_spent_until": None, "waiting_for": None}
     if out["state"] not in presence.LIVE:
         return out  # closed or gone: since its last hook event
     status_at = (entry or {}).get("updated_at")
@@ -161,6 +162,7 @@ def _state(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", at: "Opt
             out["state"] = "not responding"
     elif out["state"] == "idle":
         out["wakeable_until"] = roster_hooks.wakeable_until(box, rec)
+        out["wake_budget_spent_until"] = roster_hooks.wake_budget_spent_until(box, rec)
     return out
 
 

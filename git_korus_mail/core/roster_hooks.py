@@ -18,9 +18,19 @@ if TYPE_CHECKING:
 
 def wakeable_until(box: "Box", rec: "Dict[str, Any]") -> "Optional[str]":
     """The UTC stamp until which this idle session wakes for new mail; None when it does not
-    (or the wake tier is not armed). `rec` is its presence record (store/presence.py)."""
-    from git_korus_mail.store import presence
-    return presence.wakeable_until(box, rec)
+    (or the wake tier is not armed, or its wake budget is spent). `rec` is its presence record
+    (store/presence.py)."""
+    from git_korus_mail.core import wake
+    return wake.wakeable_until(box, rec)
+
+
+def wake_budget_spent_until(box: "Box", rec: "Dict[str, Any]") -> "Optional[str]":
+    """The UTC stamp until which this session's wake budget is spent (new mail wakes it no
+    more and waits for its next prompt); None while it has wakes left."""
+    from git_korus_mail.core import wake
+    from git_korus_mail.stamps import utc_stamp
+    frees = wake.budget_frees_at(box, rec)
+    return utc_stamp(frees) if frees is not None else None
 
 
 def waiting_for(box: "Box", rec: "Dict[str, Any]") -> "Optional[Dict[str, Any]]":

@@ -6,6 +6,7 @@ the time it was true at. `send --wait` (and `ask`) poll `judge` for a few second
 
 import time
 
+from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store import claims, markers, presence
@@ -17,8 +18,14 @@ if TYPE_CHECKING:
 
     from git_korus_mail.store.files import Box, MailRoot
 
+NOT_SHOWN = ("dropped", "expired", "cancelled", "gone")  # verdicts of mail queued, then ended unshown
 DEFAULT_WAIT = 2.0  # seconds send waits for the proof by default
 POLL = 0.05
+
+
+def _session(session: "Any") -> str:
+    """`session <id>` as read from disk, escaped; words, never `session None`, when none is named."""
+    return f"session {field(session)}" if session else "a session that named no id"
 
 
 def launch_alive(tag: "Optional[str]") -> bool:
@@ -44,17 +51,39 @@ def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None) -> "Dict[st
         state, session = None, None
     if state in ("consumed", "consumed-unmoved"):
         return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": {"session": session},
-                "why": f"consumed by session {session}"}
+                "why": f"consumed by {_session(session)}"}
     for shown in markers.shown_by(box, msg_id):
         if launch_alive(shown.get("launch")):
             return {"verdict": "delivered", "as_of": utc_stamp(now), "shown_to": shown,
-                    "why": f"shown to session {shown.get('session')} at {shown.get('event')}"}
-    if state not in (None, "queued"):
-        return {"verdict": "queued", "as_of": utc_stamp(now), "why": f"not delivered: it is {state}"}
-    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, only_for)}
+                    "why": f"shown to {_session(shown.get('session'))} at {field(shown.get('event'))}"}
+    if state == "dropped":
+        # the receiver's limits decided: it is shown to nobody, so the verdict is the fate itself
+        why = session if isinstance(session, dict) else {}
+        rule = f" ({why.get('rule')}: {why.get('detail')})" if why.get("rule") else ""
+        return {"verdict": "dropped", "as_of": utc_stamp(now),
+                "why": f"the receiver's limits dropped it{rule}; it is shown to nobody"}
+    if state in ("expired", "cancelled", "gone"):
+        return {"verdict": state, "as_of": utc_stamp(now), "why": f"it is {state} before anyone was shown it"}
+    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, msg_id, only_for)}
 
 
-def _why_queued(box: "Box", session: "Optional[str]" = None) -> str:
+def wired(box: "Box") -> bool:
+    """Whether install wired any hook in this clone (either scope): without one, no session's
+    event ever runs the drain, so nothing will show the mail (wiring/record.py)."""
+    import os
+
+    from git_korus_mail.wiring import record
+    try:
+        return bool(record.Record.load(os.path.join(box.root.path, record.HOOKS_SUBDIR)).data["scopes"])
+    except (OSError, MailError):
+        return True  # unknown: say nothing untrue about the wiring
+
+
+def _why_queued(box: "Box", msg_id: str = "", session: "Optional[str]" = None) -> str:
+    from git_korus_mail.core import wake
+    if not wired(box):
+        return ("nothing is wired to show it: no hook is installed in this clone; "
+                "`git korus-mail install` wires one")
     records = presence.sessions(box)
     if session is not None:
         # mail filtered to one session waits for that session alone: never "when one starts"
@@ -66,23 +95,30 @@ def _why_queued(box: "Box", session: "Optional[str]" = None) -> str:
     live = [r for r in records if r["liveness"] in ("working", "idle")]
     if not live:
         return "no live session there; it is shown when one starts"
+    if msg_id and any(wake.woken_for(box, r, msg_id) for r in live):
+        return "a session there was woken for it; it is shown in the turn the wake started"
     if any(r["liveness"] == "working" for r in live):
         return "a session there is working; it is shown at its next tool call or prompt"
-    until = [u for u in (presence.wakeable_until(box, r) for r in live) if u]
+    until = [u for u in (wake.wakeable_until(box, r) for r in live) if u]
     if until:
         return f"a session there is idle and wakeable until {max(until)}; not shown yet"
+    spent = [f for f in (wake.budget_frees_at(box, r) for r in live) if f is not None]
+    if spent:
+        return (f"a session there is idle and its wake budget is spent until {utc_stamp(min(spent))}; "
+                "it is shown at its next prompt")
     return "the sessions there are idle and not wakeable; it is shown at their next prompt"
 
 
 def worth_waiting(box: "Box", sender: "Optional[str]" = None, working: bool = True) -> bool:
     """Whether a live session there could show it soon: idle with a watcher, or (`working`) one
     working. Never the sending session itself: its next event comes only after this send ends."""
+    from git_korus_mail.core import wake
     for r in presence.sessions(box):
         if sender is not None and r.get("session") == sender:
             continue
         if working and r["liveness"] == "working":
             return True
-        if r["liveness"] == "idle" and presence.wakeable_until(box, r):
+        if r["liveness"] == "idle" and wake.wakeable_until(box, r):
             return True
     return False
 

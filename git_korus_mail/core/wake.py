@@ -29,6 +29,33 @@ BUDGET = 6  # wakes per launch ...
 WINDOW = 600.0  # ... in this many seconds; past it the mail waits for the next prompt
 
 
+def budget_frees_at(box: "Box", rec: "Dict[str, Any]", now: "Optional[float]" = None) -> "Optional[float]":
+    """When the wake budget of the launch of presence record `rec` frees again (epoch seconds),
+    or None while it has wakes left: a spent budget wakes nobody, armed watcher or not."""
+    session, launch = rec.get("session"), rec.get("launch")
+    if not isinstance(session, str) or not isinstance(launch, str):
+        return None
+    now = time.time() if now is None else now
+    times = watch.wakes_of(box, session, launch)["times"]
+    recent = sorted(t for t in times if isinstance(t, (int, float)) and now - t < WINDOW)
+    return recent[-BUDGET] + WINDOW if len(recent) >= BUDGET else None
+
+
+def wakeable_until(box: "Box", rec: "Dict[str, Any]") -> "Optional[str]":
+    """Until when new mail wakes the session of presence record `rec`: its armed watcher's
+    `until` (store/presence.py), unless its wake budget is spent; None when nothing wakes it."""
+    until = presence.wakeable_until(box, rec)
+    return None if until is None or budget_frees_at(box, rec) is not None else until
+
+
+def woken_for(box: "Box", rec: "Dict[str, Any]", msg_id: str) -> bool:
+    """Whether the launch of presence record `rec` was woken for message `msg_id`."""
+    session, launch = rec.get("session"), rec.get("launch")
+    if not isinstance(session, str) or not isinstance(launch, str):
+        return False
+    return msg_id in watch.wakes_of(box, session, launch)["woken"]
+
+
 SPAWN_MARGIN = 0.02  # seconds: /proc's start time is cut to a clock tick (10 ms)
 
 

@@ -114,8 +114,13 @@ def _wait_gone(pid: int, start: int, limit: float = 0.5) -> None:
 def wakes(box: "Box", session_dir: str, launch: "Launch") -> "dict[str, Any]":
     """{"woken": [ids], "times": [epoch seconds], "told": [ids]}: what woke this launch, and
     which waiting messages the user was told were over the wake budget."""
+    return wakes_of(box, session_dir, launch.tag)
+
+
+def wakes_of(box: "Box", session_dir: str, launch_tag: str) -> "dict[str, Any]":
+    """`wakes` of the launch with tag `launch_tag` (a presence record's `launch`)."""
     d = _dir(box, create=False)
-    rec = d.read_json(name_of(session_dir, launch) + WAKES_SUFFIX, 256 * 1024) if d is not None else None
+    rec = d.read_json(f"{session_dir}@{launch_tag}" + WAKES_SUFFIX, 256 * 1024) if d is not None else None
     out: "dict[str, Any]" = {"woken": [], "times": [], "told": []}
     if isinstance(rec, dict):
         for k in out:

@@ -24,7 +24,7 @@ class Record:
         self.data = data
 
     @classmethod
-    def load(cls, hooks_dir):
+    def load(cls, hooks_dir: str) -> "Record":
         path = os.path.join(hooks_dir, RECORD_NAME)
         raw = wfiles.read_bytes(path)
         data = {}

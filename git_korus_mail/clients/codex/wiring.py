@@ -55,6 +55,18 @@ def needs_post_checkout(scope_rec):
 needs_exclude = needs_post_checkout  # .codex/hooks.json is written into worktrees only then
 
 
+# doctor's fix when preflight fails on a wired clone: what is missing is codex itself, and
+# `install` would fail the same way (it checks the same thing first)
+PREFLIGHT_FIX = "put codex on PATH, or set KORUS_MAIL_CODEX=<path to codex>, so its app-server can be asked"
+
+
+def preflight():
+    """What install needs before it writes anything: Codex's own CLI, whose app-server records the
+    trust of our hooks (trust.py). Without it, a stub, hooks files and an exclude line would be
+    written that Codex never runs, and every later `git worktree add` would repeat the failure."""
+    trust.find_codex()
+
+
 def settings_targets(clone, scope, only_own=False, trust_projects=False):
     """([(hooks.json path, repo anchor or None, cwd)], skipped worktrees) for `scope`."""
     if scope == "local" and trust_projects:
@@ -160,7 +172,10 @@ def retire_project_files(scope_rec, stub_file, out):
     take our entries out of those files (restoring their bytes where we can). Left in, they
     would fire beside the user hooks.json the day the person trusts the project."""
     files = scope_rec.get("files") or {}
-    for path in [p for p in files if p.endswith(os.sep + hooksfile.PROJECT_FILE)]:
+    # the user's own hooks.json is ~/.codex/hooks.json, which ends like a project's file too:
+    # it is the wiring just written, never a project file to retire
+    user = os.path.realpath(hooksfile.user_hooks_path())
+    for path in [p for p in files if p.endswith(os.sep + hooksfile.PROJECT_FILE) and os.path.realpath(p) != user]:
         try:
             state = hooksfile.unwire_file(path, stub_file, files.get(path))
         except MailError as exc:
