@@ -167,6 +167,17 @@ def test_the_same_payload_later_is_another_event(clone):
     assert "| twice-compacted" in context_of(first) and "| twice-compacted" in context_of(second)
 
 
+def test_an_event_started_in_the_tick_its_twin_answered_in_is_the_next_event():
+    """A process's start time counts whole clock ticks. The next event with the same payload can
+    start within the tick its predecessor answered in (tests do, quickly): it must be answered,
+    never taken for a silent twin (that left a Stop consuming nothing, at random, in the suite)."""
+    from git_korus_mail.store import events
+    answered = {"state": "answered", "ticks": 1000.4, "at": 0}
+    assert events._same_event(answered, 999)          # started a tick before the answer: a twin
+    assert not events._same_event(answered, 1000)     # the answer's own tick: the next event
+    assert not events._same_event(answered, 1001)
+
+
 def test_install_says_and_doctor_names_a_double_wiring(clone):
     local = run_cli("install", cwd=clone.main, check=True)
     assert "both scopes" not in local.stdout  # one scope: nothing to say

@@ -139,10 +139,14 @@ def _join(dir_fd: int, name: str, fcntl: "object", started: "Optional[int]") -> 
 
 
 def _same_event(rec: "dict[str, object]", started: "Optional[int]") -> bool:
-    """Whether an answered claim answered this very event: after this hook process started."""
+    """Whether an answered claim answered this very event: after this hook process started.
+    A start time counts whole clock ticks (10 ms), so a process started in the tick the answer
+    was written in may have started after it: that is the next event with the same payload (a
+    client starts it once the last one's hooks ended), and it is answered again. Twins start
+    together and are answered tens of ms later, in a later tick."""
     ticks, at = rec.get("ticks"), rec.get("at")
     if started is not None and isinstance(ticks, (int, float)):
-        return started <= ticks
+        return started < int(ticks)
     return isinstance(at, (int, float)) and 0 <= time.time() - at <= TWIN_WINDOW
 
 

@@ -117,7 +117,7 @@ def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
     pid = rec.get("claude_pid")
     mine = claims.me("check")
     if rec.get("pidns") and mine["pidns"] and rec["pidns"] != mine["pidns"] and rec.get("boot") == mine["boot"]:
-        # its pid counts in another pid namespace (a command in Codex's sandbox reads a record
+        # its pid counts in another pid namespace (a command in a client's sandbox reads a record
         # the hooks wrote outside it): nothing here can judge it, and unknown is not dead
         # (docs/STORE.md, "Liveness")
         return state
