@@ -267,6 +267,12 @@ def test_an_ask_orphaned_by_a_sigkilled_claude_leaves_the_answer_to_the_resumed_
     api_a.set_script([text("first run")])
     sid = a.run("hello", mail.a, timeout=60).check().session_id
     api_a.set_script([bash(ask_cmd(mail.b, "is the migration safe?", timeout=90)), text("never reached", delay=30)])
+    # a session at work in b (this test process as its client), so the ask waits for the answer
+    # (with nobody there to answer it, it would leave the question queued at once: core/ask.py)
+    at_work = {"session_id": "b-at-work", "transcript_path": "", "cwd": str(mail.b),
+               "hook_event_name": "UserPromptSubmit", "prompt": "working"}
+    subprocess.run([sys.executable, "-m", "git_korus_mail", "drain"], input=_json.dumps(at_work), cwd=mail.b,
+                   env=dict(os.environ, CLAUDE_PID=str(os.getpid())), capture_output=True, text=True, check=True)
     pa = a.start("ask b", mail.a, resume=sid)
     inbox_b = mail.root / "box" / keys.key_for(str(mail.b)).name / "inbox"
     pa.wait_until(lambda: list(inbox_b.glob("*.json")), 60, "the question in b's inbox")

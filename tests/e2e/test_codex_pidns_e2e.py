@@ -51,6 +51,13 @@ def test_an_ask_killed_with_codex_exec_in_its_sandbox_refuses_no_ask_back(far_cl
     main, a, b = far_clone
     assert cli("send", "--to", str(b), "--", "the store exists", cwd=a).returncode == 0
     mail = main / ".git" / "mail"
+    # a session at work in b (this test process as its client), so the ask waits (with nobody
+    # there to answer it would leave the question queued at once: core/ask.py); seen from the
+    # sandbox's pid namespace its pid cannot be judged, and unknown is not gone
+    at_work = {"session_id": "b-at-work", "transcript_path": "", "cwd": str(b),
+               "hook_event_name": "UserPromptSubmit", "prompt": "working"}
+    subprocess.run([sys.executable, "-m", "git_korus_mail", "drain"], input=json.dumps(at_work), cwd=b,
+                   env=dict(os.environ, CLAUDE_PID=str(os.getpid())), capture_output=True, text=True, check=True)
     codex = Codex(codex_bin, codexmock, tmp_path / "codex-home", path_prefix=HELPER_BIN)
     codexmock.set_script([shell(f"{HELPER} ask --to {b} --timeout=600 -- 'is the schema frozen?'"),
                           text("I asked; moving on.")])

@@ -143,6 +143,7 @@ def test_send_ask_and_reply_work_in_the_default_workspace_write_sandbox(world, c
     codexmock.set_script([shell(IN_SHELL + "git korus-mail ask --to ../api --timeout 1 \"which port? $((6*7))\"; "
                                 "echo rc=$?"), codex_text("asked")])
     run = codex.run("ask api", cwd=clone.web, sandbox=None).check()
+    asker = run.session_id  # the answer is mail for the session that asked (CODEX_SESSION_ID names it)
     assert sandbox_of(run).startswith("workspace-write"), run.stderr
     asked = tool_outputs(codexmock)[-1]
     assert "Read-only file system" not in asked and "git korus-mail: not" not in asked, asked
@@ -159,9 +160,9 @@ def test_send_ask_and_reply_work_in_the_default_workspace_write_sandbox(world, c
     out = tool_outputs(codexmock)[-1]
     assert "answered" in out and "queued" in out and "rc=0" in out, out
 
-    # the answer and the sent mail reach the linked worktree's next session
+    # the answer and the sent mail reach the asking session when it goes on (codex exec resume)
     codexmock.set_script([codex_text("read")])
-    codex.run("anything?", cwd=clone.web, sandbox=None).check()
+    codex.run("anything?", cwd=clone.web, sandbox=None, resume=asker).check()
     assert developer_texts(codexmock, "| port 42") and developer_texts(codexmock, "| sent from main")
 
     # doctor names a mail root Codex's sandbox cannot write (here: the person took it out again)
