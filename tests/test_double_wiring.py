@@ -13,19 +13,9 @@ import time
 
 import invariants
 from helpers import PYTHON, context_of, hook, launch_dir, run_cli
-from git_korus_mail.core import keys
 
 
-def box_dir(clone, path):
-    return clone.mail_root / "box" / keys.key_for(str(path)).name
-
-
-def send(clone, body, to="../web"):
-    return run_cli("send", "--to", to, body, cwd=clone.main, check=True).stdout.split()[1]
-
-
-def names(d):
-    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+from test_new_context import box_dir, names, send  # noqa: E402 - the same small helpers
 
 
 def payload(event, cwd, session="s1", **extra):
