@@ -9,6 +9,7 @@ from typing import Optional, Tuple
 from git_korus_mail import clients
 from git_korus_mail.core import roster, send, verdict
 from git_korus_mail.store import message
+from git_korus_mail.wiring import record
 from git_korus_mail.errors import UsageError
 
 MAX_DESTINATIONS = 8
@@ -68,7 +69,9 @@ def run(clone, args, out):
     sender_session, sender_launch = clients.sender_of(os.environ)
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
                                 sender_session=sender_session, sender_launch=sender_launch, wake=args.wake)
-    verdict.settle(clone, results, args.wait, sender=sender_session)
+    root = clone.mail_root()
+    wired = record.anything_wired(root.path) if root is not None else True
+    verdict.settle(clone, results, args.wait, sender=sender_session, wired=wired)
     if args.json:
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
     else:

@@ -41,7 +41,7 @@ def launch_alive(tag: "Optional[str]") -> bool:
                          "boot": mine["boot"]})[0] == "alive"
 
 
-def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None) -> "Dict[str, Any]":
+def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None, wired: bool = True) -> "Dict[str, Any]":
     """{"verdict", "as_of", "why", "shown_to"?} for a queued message, as things are now;
     `only_for` is the message's session filter (only that session is ever shown it)."""
     now = time.time()
@@ -64,24 +64,12 @@ def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None) -> "Dict[st
                 "why": f"the receiver's limits dropped it{rule}; it is shown to nobody"}
     if state in ("expired", "cancelled", "gone"):
         return {"verdict": state, "as_of": utc_stamp(now), "why": f"it is {state} before anyone was shown it"}
-    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, msg_id, only_for)}
+    return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, msg_id, only_for, wired)}
 
 
-def wired(box: "Box") -> bool:
-    """Whether install wired any hook in this clone (either scope): without one, no session's
-    event ever runs the drain, so nothing will show the mail (wiring/record.py)."""
-    import os
-
-    from git_korus_mail.wiring import record
-    try:
-        return bool(record.Record.load(os.path.join(box.root.path, record.HOOKS_SUBDIR)).data["scopes"])
-    except (OSError, MailError):
-        return True  # unknown: say nothing untrue about the wiring
-
-
-def _why_queued(box: "Box", msg_id: str = "", session: "Optional[str]" = None) -> str:
+def _why_queued(box: "Box", msg_id: str = "", session: "Optional[str]" = None, wired: bool = True) -> str:
     from git_korus_mail.core import wake
-    if not wired(box):
+    if not wired:
         return ("nothing is wired to show it: no hook is installed in this clone; "
                 "`git korus-mail install` wires one")
     records = presence.sessions(box)
@@ -124,7 +112,7 @@ def worth_waiting(box: "Box", sender: "Optional[str]" = None, working: bool = Tr
 
 
 def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: "Optional[float]",
-                   sender: "Optional[str]" = None) -> None:
+                   sender: "Optional[str]" = None, wired: bool = True) -> None:
     """Add "verdict", "as_of", "why" (and "shown_to") to each queued result ({"box", "id", ...}),
     waiting up to `wait` seconds for destinations where a live session could show it."""
     # no --wait: DEFAULT_WAIT, and only for a wakeable session, whose proof comes within a second;
@@ -139,25 +127,27 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: "Opti
         if box is None:
             r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "its box is gone"})
             continue
-        r.update(judge(box, r["id"], r.get("session")))
+        r.update(judge(box, r["id"], r.get("session"), wired))
         if r["verdict"] == "queued" and wait > 0 and worth_waiting(box, sender, working):
             pending.append((r, box))
     while pending and time.time() < deadline:
         time.sleep(POLL)
         still = []
         for r, box in pending:
-            r.update(judge(box, r["id"], r.get("session")))
+            r.update(judge(box, r["id"], r.get("session"), wired))
             if r["verdict"] == "queued":
                 still.append((r, box))
         pending = still
     for r, box in pending:
-        r.update(judge(box, r["id"], r.get("session")))
+        r.update(judge(box, r["id"], r.get("session"), wired))
 
 
 def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: "Optional[float]",
-           sender: "Optional[str]" = None) -> None:
+           sender: "Optional[str]" = None, wired: bool = True) -> None:
     """Give each of send.deliver's results its verdict: `refused` for one not queued, else what
-    `await_verdicts` finds within `wait` seconds."""
+    `await_verdicts` finds within `wait` seconds. `wired`: whether install wired any hook in this
+    clone (the command asks wiring/record.py; the core knows no wiring): without one, no
+    session's event runs the drain, and the verdict says so."""
     queued = [r for r in results if r.get("ok")]
     for r in results:
         if not r.get("ok"):
@@ -168,4 +158,4 @@ def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: "Optional[float]
             for r in queued:
                 r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "the mail root is gone"})
             return
-        await_verdicts(root, queued, wait, sender)
+        await_verdicts(root, queued, wait, sender, wired)

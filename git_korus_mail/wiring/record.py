@@ -91,3 +91,12 @@ def remove_hooks_dir(hooks_dir):
         os.rmdir(hooks_dir)
     except OSError:
         pass
+
+
+def anything_wired(mail_root: str) -> bool:
+    """Whether install wired any hook of this clone, in either scope (send's verdict: without
+    one, nothing shows the mail). True when the record cannot be read: say nothing untrue."""
+    try:
+        return bool(Record.load(os.path.join(mail_root, HOOKS_SUBDIR)).data["scopes"])
+    except (OSError, MailError, KeyError, TypeError):
+        return True
