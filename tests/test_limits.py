@@ -8,6 +8,8 @@ import multiprocessing as mp
 import os
 import time
 
+import pytest
+
 import invariants
 from helpers import context_of, git, hook, run_cli
 from install_fixtures import box_dir, mkdir700
@@ -170,11 +172,12 @@ def test_loop_seconds_zero_turns_the_rule_off(clone):
 
 
 # -- who is one sender (issue 22 item 7): real sends, each in its own process ----------------
-def send_from(clone, body, env=None, new_session=False, via_sh=False):
+def send_from(clone, body, env=None, new_session=False, via_sh=False, prefix=()):
     """`send` to web as a process of its own: with `env` over a scrubbed environment (no client's
     variables unless given), in a Unix session of its own (a terminal, a script started apart)
     when `new_session`, and as the child of a shell that stands in for a client's process when
-    `via_sh` (its $$ is what CLAUDE_PID names when `env` says CLAUDE_PID=$$)."""
+    `via_sh` (its $$ is what CLAUDE_PID names when `env` says CLAUDE_PID=$$); `prefix` runs it
+    under another command (`unshare -pf`)."""
     import subprocess
     import sys
     full = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_"))}
@@ -186,6 +189,7 @@ def send_from(clone, body, env=None, new_session=False, via_sh=False):
             argv = ["/bin/sh", "-c", 'CLAUDE_PID=$$ "$@"; exit $?', "sh", *argv]
         else:
             argv = ["/bin/sh", "-c", '"$@"; exit $?', "sh", *argv]  # `exit`: the shell stays the parent
+    argv = [*prefix, *argv]
     proc = subprocess.run(argv, cwd=clone.main, env=full, capture_output=True, text=True,
                           start_new_session=new_session)
     assert proc.returncode == 0, proc.stderr
@@ -214,6 +218,47 @@ def test_two_shells_in_one_worktree_are_two_senders_and_one_shell_is_one(clone):
     assert sender_field(clone, c)["launch"] == sender_field(clone, d)["launch"]
     show_all(clone)
     assert c in shown_ids(clone) and state_of(clone, d) == "dropped"
+    invariants.check(clone.mail_root)
+
+
+def _unshare_pid_works():
+    import subprocess
+    try:
+        return subprocess.run(["unshare", "-pf", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _unshare_pid_works(), reason="unshare -p needs root here")
+def test_a_session_led_from_outside_the_pid_namespace_is_one_sender(clone):
+    """In a container or a CI runner the Unix session's leader is outside the pid namespace, and
+    getsid() says 0 (seen in CI: such sends had no launch at all). Two sends in one such
+    namespace are one sender (the second, the same words, is a loop); one from another namespace
+    is another sender."""
+    import subprocess
+    import sys
+    config(clone, "loop-seconds", "3600")
+    argv = [sys.executable, "-m", "git_korus_mail", "send", "--json", "--wait=0", "--to", str(clone.web), "again"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_"))}
+
+    def in_one_namespace(times):
+        proc = subprocess.run(["unshare", "-pf", "/bin/sh", "-c", " && ".join(['"$@"'] * times), "sh", *argv],
+                              cwd=clone.main, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        decoder, text, ids = json.JSONDecoder(), proc.stdout, []
+        while text.strip():
+            doc, end = decoder.raw_decode(text.lstrip())
+            text = text.lstrip()[end:]
+            ids.append(doc["results"][0]["id"])
+        return ids
+
+    [c] = in_one_namespace(1)
+    d, e = in_one_namespace(2)
+    launch = sender_field(clone, c)["launch"]
+    assert launch.startswith("session:0-"), launch
+    assert sender_field(clone, d)["launch"] == sender_field(clone, e)["launch"] != launch
+    show_all(clone)
+    assert {c, d} <= shown_ids(clone) and state_of(clone, e) == "dropped"
     invariants.check(clone.mail_root)
 
 

@@ -213,13 +213,20 @@ def ended(tag: "Optional[str]") -> bool:
 def unix_session_tag() -> "Optional[str]":
     """This process's Unix session as a launch tag (`<leader pid>-<start>-<boot id[:8]>`): the
     terminal, cron job or service that started it. What tells one sender from another when no
-    client names one (a shell, a script: docs/DESIGN.md, "Limits"). A leader that is gone (or in
-    another pid namespace) leaves its start unknown; its id stays taken while the session lives."""
+    client names one (a shell, a script: docs/DESIGN.md, "Limits"). A leader that is gone leaves
+    its start unknown; its id stays taken while the session lives. A leader outside this pid
+    namespace is pid 0 there, and the namespace's inode stands in for its start."""
     try:
         sid = os.getsid(0)
     except OSError:
         return None
-    if sid <= 0:
+    if sid == 0:
+        # The leader lies outside this pid namespace (a container, a CI runner, `unshare -p`):
+        # every process in it that never started a session of its own shares that one session,
+        # so they are one sender, named by the namespace (pid 0 is nobody's).
+        ns = (pid_ns() or "").rpartition("[")[2].rstrip("]")
+        return f"0-{ns if ns.isdigit() else 'x'}-{(boot_id() or 'x')[:8]}"
+    if sid < 0:
         return None
     found = Launch.of_process("session", sid)
     return found.tag if found.known else f"{sid}-x-{(boot_id() or 'x')[:8]}"
