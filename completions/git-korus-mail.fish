@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release completion
+set -g __git_korus_mail_commands send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since
                 set skip 1
             case '-*'
             case '*'
@@ -129,7 +129,7 @@ function __git_korus_mail_no_arg_yet
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since
                 set skip 1
             case '-*'
             case '*'
@@ -294,6 +294,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -a status -d 'This box and the fate of mail it sent'
         complete -c $c -n $top -f -a inbox -d 'This worktree\'s mail: sender, state, first line'
         complete -c $c -n $top -f -a read -d 'One message whole, without consuming it'
+        complete -c $c -n $top -f -a log -d 'The clone\'s history; --follow as it happens'
         complete -c $c -n $top -f -a cancel -d 'Withdraw a message sent from here, not yet consumed'
         complete -c $c -n $top -f -a forward -d 'Move a stranded box\'s queued mail to a worktree'
         complete -c $c -n $top -f -a off -d 'Suppress delivery (queued mail is kept)'
@@ -307,7 +308,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read cancel forward off on drain install uninstall doctor release completion' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -328,12 +329,17 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using send' \
             -x -l wait -d 'Seconds to wait for the proof of delivery (default 2)'
         complete -c $c -n '__git_korus_mail_using drain' -f -l watch -d 'The wake-up tier watcher'
-        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read forward doctor' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log forward doctor' \
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status inbox' \
             -f -l all -d 'Show every entry, not only the latest'
         complete -c $c -n '__git_korus_mail_using status' \
             -f -l clone -d 'Journal events of every worktree'
+
+        # log
+        complete -c $c -n '__git_korus_mail_using log' -f -l follow -d 'Keep printing as things happen'
+        complete -c $c -n '__git_korus_mail_using log' \
+            -x -l since -d 'Only since a UTC time or a duration back'
 
         # read
         complete -c $c -n '__git_korus_mail_using read' -f -l raw -d 'The body\'s bytes unchanged, for a pipe'

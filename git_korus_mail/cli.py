@@ -23,6 +23,7 @@ commands:
   status      this worktree's box, the fate of the mail it sent, recent events
   inbox       this worktree's mail, oldest first: sender, state, first line
   read        one message whole, without consuming it
+  log         the clone's history, one line an event; --follow as it happens
   cancel      withdraw a message sent from here that nobody has consumed
   forward     move a box's queued mail (one no worktree reads) to a worktree
   off / on    suppress / resume delivery everywhere (queued mail is kept)
@@ -164,6 +165,23 @@ options:
   --json          machine-readable, every detail
   --raw           write the body's bytes unchanged, nothing else: to a pipe or file,
                   never a terminal (refused)
+""",
+    "log": """\
+usage:
+  git korus-mail log [--repo=<path>] [--follow] [--since=<when>] [--json]
+
+The clone's history as a person follows it, oldest first, one line an event under 100
+columns: sent (from, to, kind, first line), asked, shown (to which session, at which hook
+event), consumed, expired, cancelled, dropped (which rule), answered (how), quarantined,
+off and on. Every field is escaped as `read` escapes a body. It reads the journal and the
+store and never changes them.
+
+options:
+  --follow          keep printing as things happen, until Ctrl-C or a closed pipe
+  --since=<when>    only what happened since: a UTC time (2026-12-02T10:30) or a duration
+                    back from now (90s, 30m, 2h, 3d, 1w)
+  --repo=<path>     the clone whose history to read
+  --json            one JSON object a line, each journal record with what the store adds
 """,
     "cancel": """\
 usage:

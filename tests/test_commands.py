@@ -82,7 +82,7 @@ def test_status_json_counts_what_all_would_show(clone, in_main):
 ARGVS = [
     ["send", "--to=.", "--to=../web", "--kind=alert", "--ttl=5", "--session=s1", "--create", "--json", "hi"],
     ["send", "--all-worktrees", "-"],
-    ["list", "--all", "--json"], ["status"], ["inbox", "--all", "--json"], ["read", "2026", "--raw"],
+    ["list", "--all", "--json"], ["status"], ["inbox", "--all", "--json"], ["read", "2026", "--raw"], ["log", "--follow", "--since=2h", "--json"],
     ["cancel", "20260101T000000Z-0123456789abcdef"], ["forward", "abcd", "--to=web"],
     ["off"], ["on"], ["install", "--scope=user", "--force"], ["uninstall", "--purge", "--yes"],
     ["doctor", "--json"], ["who", "--json"], ["release", "20260101T000000Z-0123456789abcdef"], ["completion", "zsh"],

@@ -61,7 +61,7 @@ def long_options_in(text):
 # -- the usage itself ------------------------------------------------------------------
 def test_usage_surface_is_what_the_cli_parses(cmds):
     """The derivation reads what docopt reads: spot-check it against literal values."""
-    assert surface.subcommands() == ["send", "ask", "reply", "list", "who", "status", "inbox", "read", "cancel", "forward", "off",
+    assert surface.subcommands() == ["send", "ask", "reply", "list", "who", "status", "inbox", "read", "log", "cancel", "forward", "off",
                                      "on", "drain",
                                      "install", "uninstall", "doctor", "release", "completion"]
     assert cmds[None].options == {"--version": False, "-h": False, "--help": False}

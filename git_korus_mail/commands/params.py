@@ -38,6 +38,10 @@ def typed(command, a):
     if command == "read":
         from git_korus_mail.commands import read as cmd
         return cmd, cmd.ReadArgs(id=a["<id>"], json=bool(a["--json"]), raw=bool(a["--raw"]))
+    if command == "log":
+        from git_korus_mail.commands import log as cmd
+        return cmd, cmd.LogArgs(follow=bool(a["--follow"]), since=cmd.parse_since(a["--since"]),
+                                json=bool(a["--json"]))
     if command == "cancel":
         from git_korus_mail.commands import cancel as cmd
         return cmd, cmd.CancelArgs(id=a["<id>"])

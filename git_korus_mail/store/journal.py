@@ -192,3 +192,82 @@ def read(root_dir: "Dir", limit: "Optional[int]" = None) -> "list[dict[str, Any]
             if isinstance(rec, dict):
                 out.append(rec)
     return out[-limit:] if limit else out
+
+
+class Cursor:
+    """Where a reader of the journal stands: the live file (device, inode) and the offset of the
+    first byte it has not read. A rotation renames that file to ROTATED, so a cursor whose inode
+    is no longer the live one finishes the rotated file first (`log --follow`, docs/STORE.md)."""
+
+    __slots__ = ("dev", "ino", "offset")
+
+    def __init__(self, dev: int = -1, ino: int = -1, offset: int = 0) -> None:
+        self.dev, self.ino, self.offset = dev, ino, offset
+
+
+def read_new(root_dir: "Dir", cursor: "Optional[Cursor]" = None) -> "tuple[list[dict[str, Any]], Cursor]":
+    """The records written since `cursor` (None: every record, oldest first) and the cursor after
+    them. Only whole lines are taken: a line still being written (or torn by a killed writer and
+    not yet followed by another) waits for its newline. It only reads."""
+    records: "list[dict[str, Any]]" = []
+    after = Cursor(cursor.dev, cursor.ino, cursor.offset) if cursor is not None else Cursor()
+    live = _open_read(root_dir, NAME)
+    if live is None:
+        return records, _rest_of_rotated(root_dir, after, records)  # the next append makes it again
+    try:
+        st = os.fstat(live)
+        if (st.st_dev, st.st_ino) != (after.dev, after.ino):
+            _rest_of_rotated(root_dir, after, records)
+            after = Cursor(st.st_dev, st.st_ino, 0)
+        after.offset += _take(live, after.offset, records)
+        return records, after
+    finally:
+        os.close(live)
+
+
+def _rest_of_rotated(root_dir: "Dir", after: "Cursor", records: "list[dict[str, Any]]") -> "Cursor":
+    """The live file is not the one the cursor stood in: that one was rotated (read the rest of
+    it), or this is the first read (all of the rotated half), or it was rotated twice since the
+    last read (the file we stood in is gone, and the rotated one is wholly new to us)."""
+    rotated = _open_read(root_dir, ROTATED)
+    if rotated is None:
+        return after
+    try:
+        st = os.fstat(rotated)
+        start = after.offset if (st.st_dev, st.st_ino) == (after.dev, after.ino) else 0
+        return Cursor(st.st_dev, st.st_ino, start + _take(rotated, start, records))
+    finally:
+        os.close(rotated)
+
+
+def _open_read(root_dir: "Dir", name: str) -> "Optional[int]":
+    try:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=root_dir.fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):
+            return None
+        raise
+    if refusal(os.fstat(fd)):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _take(fd: int, offset: int, into: "list[dict[str, Any]]") -> int:
+    """Append the records of the whole lines from `offset` on; the bytes consumed."""
+    used = 0
+    with os.fdopen(os.dup(fd), "rb") as f:
+        f.seek(offset)
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break  # not yet whole: read again next time from its start
+            used += len(raw)
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue  # a torn line followed by others: skipped, as `read` does
+            if isinstance(rec, dict):
+                into.append(rec)
+    return used
