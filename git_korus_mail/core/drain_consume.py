@@ -43,9 +43,9 @@ def consume(ctx: "DrainContext") -> Outcome:
         return Outcome()  # another wiring of this very Stop consumes and tells: once (docs/HOOKS.md)
     record = ctx.launch.record() if ids else None
     for name in ids:
-        shown_dir = ctx.markers()
+        marks = ctx.markers()
         try:
-            observation = shown_dir.read(name)
+            observation = marks.read(name)
         except (OSError, ValueError, NotRegular, TooLarge) as exc:
             from git_korus_mail.core import render
             faults.append(f"display marker {render.field(name, 80)} unreadable ({exc}); "
@@ -56,7 +56,7 @@ def consume(ctx: "DrainContext") -> Outcome:
             from git_korus_mail.core import render
             faults.append(f"display marker {render.field(name, 80)} was not written by this launch; "
                           f"message left queued")
-            shown_dir.drop(name)
+            marks.drop(name)
             continue
         if observation.get("question"):
             from git_korus_mail.core import answer  # only with a question shown: its automatic answer
@@ -81,7 +81,7 @@ def consume(ctx: "DrainContext") -> Outcome:
                               f"dead ({render_field(known)}); {now}. If you know that process is "
                               f"gone: git korus-mail release {render_field(name)}")
             continue
-        shown_dir.drop(name)
+        marks.drop(name)
     ctx.sweep()
     faults.extend(root.take_journal_faults())
     ctx.faults = []

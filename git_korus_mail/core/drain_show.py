@@ -223,7 +223,7 @@ def _summary(ctx: "DrainContext", reading: Reading, blocks: "List[Rendered]", de
     return Shown.of([m for m, *_rest in reading.batch if m["id"] in rendered], ctx.key.path, deferred)
 
 
-def _load_batch(ctx: "DrainContext", candidates: "List[str]", shown_dir: "LaunchMarkers", ids: "List[str]",
+def _load_batch(ctx: "DrainContext", candidates: "List[str]", marks: "LaunchMarkers", ids: "List[str]",
                 judge: "Judge") -> "Tuple[List[Item], int, int, int]":
     """Read candidates oldest first until a render's worth is found. Returns
     ([(msg, path, seen_path, BodyView)], skipped, number examined, number not examined that wait
@@ -246,7 +246,7 @@ def _load_batch(ctx: "DrainContext", candidates: "List[str]", shown_dir: "Launch
     # that is never shown here, so it never holds back what is. Known from this launch's skip
     # markers for what an earlier event read, and from the reading below for the rest.
     from git_korus_mail.store.markers import SKIP_SUFFIX
-    marked = shown_dir.names()
+    marked = marks.names()
     position: Dict[str, int] = {}
     others = 0
     for n, i in enumerate(ids):
@@ -299,7 +299,7 @@ def _load_batch(ctx: "DrainContext", candidates: "List[str]", shown_dir: "Launch
             gone += msg_id in judge.dropped
             continue  # dropped (told once, below) or held back (told once per new arrival)
         if theirs:
-            shown_dir.skip(msg_id)
+            marks.skip(msg_id)
             skipped += 1
             gone += 1  # not this session's to read: it takes no place in its backlog
             continue
