@@ -251,3 +251,63 @@ def test_tool_calls_of_a_working_session_do_not_rewrite_presence(clone):
     send(clone, "mid-turn")
     ino = rec.stat().st_ino
     assert "mid-turn" in context_of(hook("PostToolUse", clone.web, "s1")[0])  # delivery never skipped
+
+
+# -- what a client hands the core: one read-only DrainFacts (core/drain_context.py) -------------
+def test_drain_facts_are_read_only_and_carry_show_flags_only_at_a_show():
+    from git_korus_mail.core.drain_context import DrainFacts
+    flags = {"opening": True, "frequent": True, "run_start": True, "new_context": True}
+    shown = DrainFacts("show", "s1", "/w", label="SessionStart", **flags)
+    assert [getattr(shown, f) for f in flags] == [True, True, True, True]
+    for phase in ("consume", "end", "fail", None):
+        other = DrainFacts(phase, "s1", "/w", **flags)  # a show's flags mean nothing elsewhere
+        assert [getattr(other, f) for f in flags] == [False, False, False, False], phase
+    assert DrainFacts(None, "s1", "/w").label == "none" and DrainFacts("end", "s1", "/w").label == "end"
+    assert DrainFacts("consume", "s1", "/w", final_text=7).final_text is None  # only a string is a text
+    with pytest.raises(AttributeError):
+        shown.phase = "consume"
+    with pytest.raises(AttributeError):
+        shown.extra = 1  # __slots__: no field beyond the named ones
+    with pytest.raises(ValueError, match="not a drain phase"):
+        DrainFacts("Stop", "s1", "/w")
+
+
+def _claude_payload(event, **raw):
+    from git_korus_mail.clients.claude import protocol
+    return protocol.read_payload(json.dumps({"session_id": "s1", "cwd": "/w", "hook_event_name": event,
+                                             "transcript_path": "", **raw}).encode())
+
+
+def test_claude_hands_the_core_the_facts_of_each_event():
+    from git_korus_mail.clients.claude import protocol
+    env = {"CLAUDE_CODE_SESSION_ID": "s1", "CLAUDE_PID": "4242", "CLAUDE_CONFIG_DIR": "/acct",
+           "CLAUDE_CODE_ENTRYPOINT": "cli"}
+    stop = protocol.drain_facts(_claude_payload("Stop", last_assistant_message="done"), env)
+    assert (stop.phase, stop.session, stop.cwd, stop.label, stop.final_text, stop.account, stop.surface) == \
+        ("consume", "s1", "/w", "Stop", "done", "/acct", "terminal")
+    assert (stop.fast_key, stop.context_unit, stop.context_limit, stop.launch) == ("s1@4242", "utf-16", None, None)
+    prompt = protocol.drain_facts(_claude_payload("UserPromptSubmit", prompt="hi"), env)
+    assert (prompt.phase, prompt.run_start, prompt.opening, prompt.frequent, prompt.final_text) == \
+        ("show", True, False, False, None)
+    tool = protocol.drain_facts(_claude_payload("PostToolUse"), env)
+    assert (tool.frequent, tool.run_start) == (True, False)
+    compact = protocol.drain_facts(_claude_payload("SessionStart", source="compact"), env)
+    startup = protocol.drain_facts(_claude_payload("SessionStart", source="startup"), env)
+    assert (compact.opening, compact.new_context, startup.new_context) == (True, True, False)
+    assert startup.launch is not None  # identified at once at the opening show: its name is looked up
+    assert protocol.drain_facts(_claude_payload("Notification"), env).phase is None  # presence only
+
+
+def test_codex_hands_the_core_the_facts_of_each_event():
+    from git_korus_mail.clients.codex import protocol
+    payload = protocol.read_payload(json.dumps({"session_id": "s1", "cwd": "/w", "hook_event_name": "Stop",
+                                                "transcript_path": "/t", "last_assistant_message": "done"}).encode())
+    stop = protocol.drain_facts(payload, {"CODEX_HOME": "/h"})
+    assert (stop.phase, stop.session, stop.cwd, stop.final_text, stop.account) == ("consume", "s1", "/w", "done", "/h")
+    assert (stop.context_unit, stop.context_limit, stop.fast_key, stop.launch) == ("utf-8", protocol.CONTEXT_LIMIT,
+                                                                                  None, None)
+    assert stop.find_launch is not None  # proved from /proc only when the drain needs it
+    prompt = protocol.read_payload(json.dumps({"session_id": "s1", "cwd": "/w",
+                                               "hook_event_name": "UserPromptSubmit"}).encode())
+    facts = protocol.drain_facts(prompt, {})
+    assert (facts.phase, facts.run_start, facts.final_text) == ("show", True, None)

@@ -902,7 +902,7 @@ def test_thousands_of_invalid_files_do_not_stall_a_hook(clone):
     """A flood of junk is quarantined a bounded slice per event (work per event stays bounded),
     and the valid mail behind it still arrives within a bounded number of events."""
     no_limits(clone)  # a flood on purpose: the store is measured, not the limits
-    from git_korus_mail.core import drain as drain_mod
+    from git_korus_mail.core import drain_show
     d = inbox(clone)
     for i in range(3000):
         (d / f"{message.new_id(1_000_000_000 + i)}.json").write_bytes(b"junk")
@@ -913,11 +913,11 @@ def test_thousands_of_invalid_files_do_not_stall_a_hook(clone):
         ans = drain_timed("UserPromptSubmit", clone.web, timeout=60)
         events += 1
         now = len([n for n in names(q) if n.endswith(".why.json")])
-        assert now - before <= drain_mod.MAX_EXAMINED
+        assert now - before <= drain_show.MAX_MESSAGES_EXAMINED
         before = now
         if good in ans.ids:
             break
-        assert events <= 3000 // drain_mod.MAX_EXAMINED + 1, "valid mail never reached"
+        assert events <= 3000 // drain_show.MAX_MESSAGES_EXAMINED + 1, "valid mail never reached"
     assert before == 3000
     stop = drain_timed("Stop", clone.web, timeout=60)
     assert stop.notice and "quarantined" in stop.notice and len(stop.notice) <= 2000

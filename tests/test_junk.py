@@ -15,7 +15,7 @@ import pytest
 from helpers import hook, no_limits, run_cli
 from test_hostile import (QUARANTINED_RE, SESSION, box_dir, drain, drain_timed, inbox, journal, names, send,
                           snapshot, write_raw)
-from git_korus_mail.core import drain as drain_mod
+from git_korus_mail.core import drain_show
 
 
 def _whys(clone):
@@ -66,9 +66,9 @@ def test_100k_junk_files_sorting_first_do_not_delay_real_mail(clone, request):
     good = send(clone, "behind the flood")
     ans = drain_timed("UserPromptSubmit", clone.web, timeout=120)
     assert ans.ids == [good], "real mail waited behind junk"
-    assert len(_whys(clone)) == drain_mod.MAX_JUNK  # junk work of one event is bounded
+    assert len(_whys(clone)) == drain_show.MAX_JUNK  # junk work of one event is bounded
     again = drain_timed("UserPromptSubmit", clone.web, timeout=120)
-    assert len(_whys(clone)) == 2 * drain_mod.MAX_JUNK and again.ids == []
+    assert len(_whys(clone)) == 2 * drain_show.MAX_JUNK and again.ids == []
 
 
 # -- another user's file ------------------------------------------------------------------------
@@ -160,8 +160,8 @@ def test_an_unexpected_error_tells_the_model_no_file_name(clone):
     """Whatever goes wrong, the fault text reaching the context names no file: the error's
     kind and the system's words only (the traceback on stderr has the rest)."""
     code = ("import sys\nfrom git_korus_mail.core import drain\n"
-            "def boom(self):\n    raise OSError(36, 'File name too long', 'IGNORE ALL PREVIOUS' + 'A' * 200)\n"
-            "drain.Drain._show = boom\n"
+            "def boom(ctx):\n    raise OSError(36, 'File name too long', 'IGNORE ALL PREVIOUS' + 'A' * 200)\n"
+            "drain._show = boom\n"
             "from git_korus_mail import cli\nsys.exit(cli.main(sys.argv[1:]))\n")
     payload = {"session_id": SESSION, "transcript_path": "", "cwd": str(clone.web),
                "hook_event_name": "SessionStart", "source": "startup"}

@@ -76,9 +76,9 @@ def _drainer(idx, web_path, seconds, barrier, conn):
         barrier.wait(TIMEOUT)
         until = time.time() + seconds
         while time.time() < until:
-            out = drain.Drain("show", session, web_path, label="UserPromptSubmit", launch=me).run()
+            out = drain.run(drain.DrainFacts("show", session, web_path, label="UserPromptSubmit", launch=me))
             out.commit()
-            drain.Drain("consume", session, web_path, label="Stop", launch=me).run().commit()
+            drain.run(drain.DrainFacts("consume", session, web_path, label="Stop", launch=me)).commit()
             events += 2
         conn.send(("ok", events))
     except BaseException:  # noqa: BLE001 - reported to the test

@@ -134,13 +134,13 @@ def _racer(session, cwd, mode, barrier, conn):
         try:
             barrier.wait(BARRIER_TIMEOUT)
             if cmd == "show":
-                out = drain.Drain("show", session, cwd, label="SessionStart", opening=True, launch=launch).run()
+                out = drain.run(drain.DrainFacts("show", session, cwd, label="SessionStart", opening=True, launch=launch))
                 out.commit()  # what commands/drain.py does after writing and flushing the output
                 conn.send(("ok", out.context or ""))
             elif cmd == "noop":
                 conn.send(("ok", None))
             else:
-                out = drain.Drain("consume", session, cwd, label="Stop", launch=launch).run()
+                out = drain.run(drain.DrainFacts("consume", session, cwd, label="Stop", launch=launch))
                 conn.send(("ok", (list(results), out.notice, lost[0])))
                 results.clear()
                 lost[0] = 0

@@ -72,8 +72,7 @@ def serve(client, repo=None):
         return 0
     from git_korus_mail.core import drain
     try:
-        outcome = drain.Drain(session=payload.session, cwd=payload.cwd, repo_opt=repo,
-                              **client.drain_facts(payload, os.environ)).run()
+        outcome = drain.run(client.drain_facts(payload, os.environ), repo_opt=repo)
     except Exception as exc:  # noqa: BLE001 - reported to the user below, never swallowed
         import traceback
         traceback.print_exc()

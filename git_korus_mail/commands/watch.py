@@ -59,9 +59,8 @@ def _watch(client, repo):
     why, can_wake = client.wake_facts(os.environ, launch.pid)
     if why is not None:
         return None  # e.g. `claude -p "prompt"`: it waits for this hook, so end now
-    from git_korus_mail.core import drain, wake
-    d = drain.Drain(phase=None, session=payload.session, cwd=payload.cwd, repo_opt=repo, launch=launch)
-    opened = d._open()
+    from git_korus_mail.core import drain_context, wake
+    opened = drain_context.open_box(payload.cwd, repo)
     if opened is None:
         return None
     _root, box, _key = opened
@@ -69,4 +68,5 @@ def _watch(client, repo):
 
     def still():  # uninstall removes the stub: a watcher armed before must not wake anyone after
         return can_wake() and (not stub or os.path.exists(stub))
-    return wake.watch_launch(box, d.session, launch, reach=_reach(), can_wake=still)
+    return wake.watch_launch(box, drain_context.session_dir_name(payload.session), launch, reach=_reach(),
+                             can_wake=still)

@@ -25,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-    from git_korus_mail.core.drain import Drain
+    from git_korus_mail.core.drain_context import DrainContext
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.message import Message
 
@@ -90,8 +90,8 @@ def give(root: "MailRoot", box: "Box", question: "Message", body: str, status: s
 
 
 # -- the drain's part ------------------------------------------------------------
-def _by(drain: "Drain") -> "Dict[str, Optional[str]]":
-    return {"path": drain.key.path, "branch": None, "session": drain.session}
+def _by(ctx: "DrainContext") -> "Dict[str, Optional[str]]":
+    return {"path": ctx.key.path, "branch": None, "session": ctx.session}
 
 
 def _question(box: "Box", qid: str) -> "Optional[Message]":
@@ -104,44 +104,45 @@ def _question(box: "Box", qid: str) -> "Optional[Message]":
     return None
 
 
-def answer_shown(drain: "Drain", qid: str, status: str, body: str) -> None:
+def answer_shown(ctx: "DrainContext", qid: str, status: str, body: str) -> None:
     """Answer one question this launch was shown, unless it is answered already; a decided
     answer that never reached the asker's box is delivered now (the repair of a killed answerer)."""
-    box = drain.box
+    box = ctx.box
     existing = answers.answer_of(box, qid)
     if existing is not None:
         try:
-            answers.publish_answer(drain.root, existing)
+            answers.publish_answer(ctx.root, existing)
         except (OSError, MailError) as exc:
-            drain.faults.append(f"answer to {qid} not delivered ({exc})")
+            ctx.faults.append(f"answer to {qid} not delivered ({exc})")
         return
     question = _question(box, qid)
     if question is None:
         return
     try:
-        give(drain.root, box, question, body, status, AUTOMATIC, _by(drain), launch=drain.launch.tag)
+        give(ctx.root, box, question, body, status, AUTOMATIC, _by(ctx), launch=ctx.launch.tag)
     except (OSError, MailError) as exc:
-        drain.faults.append(f"question {qid} not answered automatically ({exc}); it stays open")
+        ctx.faults.append(f"question {qid} not answered automatically ({exc}); it stays open")
 
 
-def at_run_end(drain: "Drain", qid: str) -> None:
-    text = drain.final_text if drain.final_text and drain.final_text.strip() else NO_FINAL_TEXT
-    answer_shown(drain, qid, "done", text)
+def at_run_end(ctx: "DrainContext", qid: str) -> None:
+    final = ctx.facts.final_text
+    text = final if final and final.strip() else NO_FINAL_TEXT
+    answer_shown(ctx, qid, "done", text)
 
 
-def close_open(drain: "Drain", status: str, body: str) -> "List[str]":
+def close_open(ctx: "DrainContext", status: str, body: str) -> "List[str]":
     """Answer every question this launch was shown and nobody answered (a failed run, the end of
     the session, an interrupted run); returns their ids."""
-    if not drain.launch.known:
+    if not ctx.launch.known:
         return []
-    shown = drain._markers()
+    shown = ctx.markers()
     done: "List[str]" = []
     for name in shown.shown_ids():
         try:
             obs = shown.read(name)
         except (OSError, ValueError, NotRegular, TooLarge):  # an unreadable marker proves nothing
             continue
-        if isinstance(obs, dict) and obs.get("question") and obs.get("launch") == drain.launch.tag:
-            answer_shown(drain, name, status, body)
+        if isinstance(obs, dict) and obs.get("question") and obs.get("launch") == ctx.launch.tag:
+            answer_shown(ctx, name, status, body)
             done.append(name)
     return done

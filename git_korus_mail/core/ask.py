@@ -248,7 +248,7 @@ def _mark_shown(root: "MailRoot", box: "Box", aid: str, rec: "Dict[str, Any]", s
     """Mark the answer shown to the asking launch, once its mail is queued (the answerer decides
     before it publishes: wait for it, about 5 s at most, publishing it from the record meanwhile).
     False when it never was queued: the caller consumes it as outside a client."""
-    from git_korus_mail.core.drain import session_dir_name
+    from git_korus_mail.core.drain_context import session_dir_name
     for _ in range(tries):
         state = box.fate(aid)[0]
         if state == "queued":

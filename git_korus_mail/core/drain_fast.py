@@ -1,6 +1,7 @@
 """The drain's side of the hook stub's fast path (store/fastpath.py, docs/HOOKS.md "The fast
 path"): a show that found nothing new for its launch stamps that, after its output, and every
-consume, end and opening show removes the launch's stamp. `drain` is the drain.Drain being run.
+consume, end and opening show removes the launch's stamp. `ctx` is the run's DrainContext
+(core/drain_context.py).
 
 Conservative by construction: a stamp is written only when this very run found the inbox
 holding nothing the launch was not shown, no claim to repair, no junk, no fault, delivery on,
@@ -16,51 +17,51 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import List, Optional, Tuple
 
-    from git_korus_mail.core.drain import Drain
+    from git_korus_mail.core.drain_context import DrainContext
 
     Look = Tuple[Optional[int], float]  # (the inbox's mtime in ns, None without an inbox; when it was taken)
 
 
-def stamp(drain: "Drain", seen: "Look") -> "List[str]":
+def stamp(ctx: "DrainContext", seen: "Look") -> "List[str]":
     """After the show's output and follow-up: stamp the launch when nothing was new. Never a
     fault: a stamp not written only means the next tool call runs Python."""
-    key = drain.fast_key
+    key = ctx.facts.fast_key
     mtime, looked_at = seen
-    box, root = drain.box, drain.root
-    if not fastpath.valid_key(key) or drain.faults:
+    box, root = ctx.box, ctx.root
+    if not fastpath.valid_key(key) or ctx.faults:
         return []
     # no MARGIN for a box without an inbox: the stub trusts that stamp only while the inbox does
     # not exist, which no clock tick can fake (docs/HOOKS.md, "A box that never got mail")
     if mtime is not None and not fastpath.may_stamp(mtime, looked_at):
         return []
     try:
-        if root.is_off() or box.names("claiming") or not drain.launch.known:
+        if root.is_off() or box.names("claiming") or not ctx.launch.known:
             return []
         assert key is not None  # for mypy: valid_key said so
         if mtime is None:
-            if box.inbox_mtime_ns() is None and not fastpath.current(root, box, key, None, drain.cwd, []):
-                fastpath.write(root, box, key, None, drain.cwd, [])
+            if box.inbox_mtime_ns() is None and not fastpath.current(root, box, key, None, ctx.facts.cwd, []):
+                fastpath.write(root, box, key, None, ctx.facts.cwd, [])
             return []
         ids, odd = box.inbox_ids()
-        if odd or (ids and drain._markers().unseen(ids)) or box.inbox_mtime_ns() != mtime:
+        if odd or (ids and ctx.markers().unseen(ids)) or box.inbox_mtime_ns() != mtime:
             return []
         names = [i + MSG_SUFFIX for i in ids]  # every one shown to or skipped by this launch (above)
-        if not fastpath.current(root, box, key, mtime, drain.cwd, names):
-            fastpath.write(root, box, key, mtime, drain.cwd, names)
+        if not fastpath.current(root, box, key, mtime, ctx.facts.cwd, names):
+            fastpath.write(root, box, key, mtime, ctx.facts.cwd, names)
     except (OSError, MailError):
         pass
     return []
 
 
-def clear(drain: "Drain") -> None:
+def clear(ctx: "DrainContext") -> None:
     """Remove this launch's stamp: its session goes idle or ends, or a new launch opens."""
-    key = drain.fast_key
+    key = ctx.facts.fast_key
     if not fastpath.valid_key(key):
         return
     assert key is not None  # for mypy: valid_key said so
     try:
-        fastpath.clear(drain.root, key)
-        if drain.opening:
-            fastpath.sweep(drain.root)  # killed launches' stamps: one opening show judges a few
+        fastpath.clear(ctx.root, key)
+        if ctx.facts.opening:
+            fastpath.sweep(ctx.root)  # killed launches' stamps: one opening show judges a few
     except (OSError, MailError):
         pass  # a stamp left behind is still checked against the inbox by the stub

@@ -41,7 +41,7 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
-    from git_korus_mail.core.drain import Drain
+    from git_korus_mail.core.drain_context import DrainContext
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.message import Message
 
@@ -188,18 +188,18 @@ def _secs(x: float) -> str:
 
 
 # -- what the recipient is told -------------------------------------------------------
-def tell(drain: "Drain", judge: "Optional[Judge]", behind: int) -> "Tuple[List[str], List[str], Optional[Dict[str, Any]]]":
+def tell(ctx: "DrainContext", judge: "Optional[Judge]", behind: int) -> "Tuple[List[str], List[str], Optional[Dict[str, Any]]]":
     """(lines for the show, notice names to clear once it is out, presence fields to record).
     Drops are told once, from their notices (written with the move, so a drop by a concurrent
     drain is told too); the backlog once per session for each newer message held back."""
     lines: "List[str]" = []
-    notes, names = drain.box.drop_notices()
+    notes, names = ctx.box.drop_notices()
     if notes:
-        lines.append(drop_line(notes, drain.box.path_of(DROPPED)))
+        lines.append(drop_line(notes, ctx.box.path_of(DROPPED)))
     extra: "Optional[Dict[str, Any]]" = None
     if judge is not None and judge.held_back:
         newest = judge.held_back[-1][0]
-        told = drain.prior.get("held_told")
+        told = ctx.prior.get("held_told")
         if not isinstance(told, str) or newest > told:
             lines.append(held_line(judge, len(judge.held_back) + behind))
             extra = {"held_told": newest}

@@ -75,7 +75,7 @@ def utf8_len(text: str) -> int:
 
 def measure_of(unit: str) -> "Callable[[str], int]":
     """The length function of a client's unit, "utf-16" code units or "utf-8" bytes: the
-    client's facts name it (core/drain.py, docs/CLIENTS.md); the core knows no client."""
+    client's facts name it (core/drain_context.py DrainFacts, docs/CLIENTS.md); the core knows no client."""
     if unit == "utf-8":
         return utf8_len
     if unit == "utf-16":

@@ -43,9 +43,10 @@ def launch_of(environ):
 
 
 def drain_facts(payload, environ):
+    from git_korus_mail.core.drain_context import DrainFacts
     phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
-    return {"phase": phase, "label": payload.event, "opening": opening, "frequent": frequent,
-            "launch": launch_of(environ), "account": environ.get("FAKE_CLIENT_HOME") or None}
+    return DrainFacts(phase, payload.session, payload.cwd, label=payload.event, opening=opening, frequent=frequent,
+                      launch=launch_of(environ), account=environ.get("FAKE_CLIENT_HOME") or None)
 
 
 def session_of(environ):

@@ -129,7 +129,8 @@ def account_of(environ):
     return environ.get("CLAUDE_CONFIG_DIR") or None
 
 
-# How each event drives the client-free drain: (phase, opening, frequent); see core drain.Drain.
+# How each event drives the client-free drain: (phase, opening, frequent); see core/drain_context.py
+# DrainFacts.
 # SessionStart opens a launch; PostToolUse fires at every tool call; Stop ends a turn, the one
 # point where the model has certainly read what was shown (consume); SessionEnd ends the launch.
 PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
@@ -154,34 +155,33 @@ def surface_of(entrypoint):
 
 
 def drain_facts(payload, environ):
-    """The keyword arguments of drain.Drain for this payload, after the session and cwd: the
-    event's phase, the event as a label, the account and surface and (identified only when the
-    drain needs it) the launch, from the environment. An event we do not wire has no phase: the
-    drain only records presence for it."""
-    phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
+    """What the core's drain needs of this payload (core/drain_context.DrainFacts): the session
+    and cwd, the event's phase, the event as a label, the account and surface and (identified
+    only when the drain needs it) the launch, from the environment. An event we do not wire has
+    no phase: the drain only records presence for it."""
+    from git_korus_mail.core.drain_context import DrainFacts
+    event = payload.event
+    phase, opening, frequent = PHASE_OF.get(event, (None, False, False))
     account = account_of(environ)
-    facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-             "find_launch": lambda: launch_of(environ), "account": account,
-             "fast_key": fast_key_of(payload, environ),
-             "event_key": lambda: event_key_of(payload.data),
-             "surface": surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT")),
-             "context_unit": "utf-16"}  # Claude Code measures its 10,000 inline limit so (core/render.py)
-    if payload.event == OPENING_EVENT and payload.source in NEW_CONTEXT_SOURCES:
-        facts["new_context"] = True
-    if payload.event in (OPENING_EVENT, END_EVENT):
-        launch = facts["launch"] = launch_of(environ)  # needed now, for the name
+    launch = name = final = None
+    if event in (OPENING_EVENT, END_EVENT):
+        launch = launch_of(environ)  # needed now, for the name
         if launch.known:
             # the session's name, while Claude Code's registry holds it: it is there at SessionStart, and at
             # a SessionEnd the process outlives (/clear), not at exit (docs/CLIENTS.md, "The session registry")
             from git_korus_mail.clients.claude import registry
-            facts["name"] = registry.name_of(account, launch.pid, launch.start)
-    if payload.event == CONSUME_EVENT:
+            name = registry.name_of(account, launch.pid, launch.start)
+    if event == CONSUME_EVENT:
         # the run's final text: Stop's stdin carries it (the transcript may lag behind Stop)
         final = payload.raw.get("last_assistant_message")
-        facts["final_text"] = final if isinstance(final, str) else None
-    elif payload.event == "UserPromptSubmit":
-        facts["run_start"] = True  # a prompt begins a run (a wake-up's notification too)
-    return facts
+    return DrainFacts(phase, payload.session, payload.cwd, label=event, opening=opening, frequent=frequent,
+                      launch=launch, find_launch=lambda: launch_of(environ), account=account,
+                      surface=surface_of(environ.get("CLAUDE_CODE_ENTRYPOINT")), name=name,
+                      final_text=final if isinstance(final, str) else None,
+                      run_start=event == "UserPromptSubmit",  # a prompt begins a run (a wake-up's notification too)
+                      new_context=event == OPENING_EVENT and payload.source in NEW_CONTEXT_SOURCES,
+                      fast_key=fast_key_of(payload, environ), event_key=lambda: event_key_of(payload.data),
+                      context_unit="utf-16")  # Claude Code measures its 10,000 inline limit so (core/render.py)
 
 
 def fast_key_of(payload, environ):

@@ -87,20 +87,19 @@ def account_of(environ):
 
 
 def drain_facts(payload, environ):
-    """The keyword arguments of drain.Drain after the session and cwd. The launch comes from
-    the payload and /proc, not the environment (launch.py): with Codex's daemon, the
+    """What the core's drain needs of this payload (core/drain_context.DrainFacts). The launch
+    comes from the payload and /proc, not the environment (launch.py): with Codex's daemon, the
     environment is that of whichever session started the daemon. It is proved only when the
     drain needs it (`find_launch`): an event with an empty box reads no /proc at all."""
-    phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
-    facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-             "find_launch": lambda: launch_of(payload), "account": account_of(environ),
-             "event_key": lambda: _event_key(payload.data),
-             "context_unit": "utf-8", "context_limit": CONTEXT_LIMIT}  # Codex cuts at 10,000 UTF-8 bytes
-    if payload.event == CONSUME_EVENT:
-        facts["final_text"] = payload.last_message  # the automatic answer to open questions (core/answer.py)
-    elif payload.event == "UserPromptSubmit":
-        facts["run_start"] = True
-    return facts
+    from git_korus_mail.core.drain_context import DrainFacts
+    event = payload.event
+    phase, opening, frequent = PHASE_OF.get(event, (None, False, False))
+    return DrainFacts(phase, payload.session, payload.cwd, label=event, opening=opening, frequent=frequent,
+                      find_launch=lambda: launch_of(payload), account=account_of(environ),
+                      # the automatic answer to open questions (core/answer.py)
+                      final_text=payload.last_message if event == CONSUME_EVENT else None,
+                      run_start=event == "UserPromptSubmit", event_key=lambda: _event_key(payload.data),
+                      context_unit="utf-8", context_limit=CONTEXT_LIMIT)  # Codex cuts at 10,000 UTF-8 bytes
 
 
 def _event_key(data):
