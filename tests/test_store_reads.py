@@ -97,27 +97,51 @@ def test_a_read_of_what_is_absent_says_so_and_creates_nothing(clone):
         raise AssertionError("a marker read from no directory")
 
 
-def test_a_box_finds_its_parts_methods_without_changing_its_class(clone, tmp_path):
-    """Records', Moves' and Drops' methods are a Box's (found on first use, store/files.py): the box
-    stays a Box, its own methods win over a part's of the same name, and a name no part has is
-    an AttributeError, not a lookup that loads anything twice."""
+def test_a_box_is_read_without_the_modules_that_act_on_it(clone):
+    """What is done to a box is a function over it, imported where used (store/files.py): a Box
+    has no method of records, moves, drops or publish, and no __getattr__ to find one. So a box
+    opened and its inbox read load none of them, and a records call loads no moves."""
     import subprocess
     import sys
-    run_cli("send", "--to", "web", "--", "for the parts", cwd=clone.main, check=True)
+    run_cli("send", "--to", "web", "--", "for the reader", cwd=clone.main, check=True)
     code = (
         "import sys\n"
         "from git_korus_mail.core import keys\n"
         "from git_korus_mail.store.files import Box, MailRoot\n"
         f"root = MailRoot.open({str(clone.mail_root.parent)!r})\n"
         f"box = root.box(keys.key_for({str(clone.web)!r}).name)\n"
-        "assert 'git_korus_mail.store.moves' not in sys.modules\n"
         "ids, _odd = box.inbox_ids()\n"
-        "assert len(ids) == 1 and box.receipt(ids[0]) is None\n"   # a Records method
-        "assert type(box) is Box and 'git_korus_mail.store.moves' in sys.modules\n"
-        "from git_korus_mail.store.moves import Moves\n"
-        "assert box.repair.__func__ is Box.repair and Moves.repair is not Box.repair\n"
-        "try:\n    box.no_such_method\nexcept AttributeError as exc:\n    print('refused', exc)\n"
+        "acting = ['git_korus_mail.store.' + m for m in ('records', 'moves', 'drops', 'publish', 'forwarding')]\n"
+        "assert not [m for m in acting if m in sys.modules], [m for m in acting if m in sys.modules]\n"
+        "assert not box.may_need_repair() and 'git_korus_mail.store.moves' not in sys.modules\n"
+        "from git_korus_mail.store import records\n"
+        "assert len(ids) == 1 and records.receipt(box, ids[0]) is None\n"
+        "assert 'git_korus_mail.store.moves' not in sys.modules\n"
+        "assert not hasattr(Box, '__getattr__') and not hasattr(box, 'receipt')\n"
+        "print('read')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("refused 'Box' object has no attribute 'no_such_method'")
+    assert out.stdout == "read\n"
+
+
+def test_files_imports_no_store_module_that_imports_it():
+    """store/files.py is the store's ground floor: every import it makes (at the top, inside a
+    function, or for mypy alone) is of a module that does not import it back, so the store has
+    no circle through it (issue 24)."""
+    import ast
+    store = Path(__file__).resolve().parent.parent / "git_korus_mail" / "store"
+
+    def imported(path):
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "git_korus_mail.store":
+                out |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("git_korus_mail.store."):
+                out.add(node.module.rsplit(".", 1)[1])
+        return out
+
+    below = imported(store / "files.py")
+    assert below >= {"fsafe", "layout"}  # the reading works: the imports are seen
+    back = sorted(m for m in below if (store / f"{m}.py").is_file() and "files" in imported(store / f"{m}.py"))
+    assert not back, back

@@ -18,8 +18,9 @@ import time
 from git_korus_mail import crash
 from git_korus_mail import fastjson as json
 from git_korus_mail.errors import MailError
-from git_korus_mail.store import claims, message
-from git_korus_mail.stamps import utc_stamp
+from git_korus_mail.store import claims, message, moves, publish, records
+# the publication record is the box's (records.py), which a move's repair also completes
+from git_korus_mail.store.records import PUBLISH_PURPOSE, PUBLISHED, mark_published
 from git_korus_mail.store.layout import MSG_SUFFIX
 
 TYPE_CHECKING = False
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
 ANSWERS = "answers"
 ASKED = "asked"
 WAITS = "waits"
-PUBLISHED = "published"  # box/<asker>/published/<answer id>.json: this answer was put in this box once
-PUBLISH_PURPOSE = "publish-answer"  # the purpose a publisher's claim names (see Moves._repair_one)
 PUBLISH_PATIENCE = 0.5  # seconds a publisher waits for a live holder of the answer's claim
 RECORD_LIMIT = 8 * 1024 * 1024  # an answer record holds a whole message (body up to 32 KiB, escaped)
 
@@ -81,16 +80,16 @@ def publish_answer(root: "MailRoot", rec: "Dict[str, Any]") -> str:
     if box.has(PUBLISHED, aid + MSG_SUFFIX):
         return "there"
     owner = claims.me(PUBLISH_PURPOSE)
-    if box.claim_id(aid, owner, patience=PUBLISH_PATIENCE) != "won":
+    if moves.claim(box, aid, owner, patience=PUBLISH_PATIENCE, queued=False) != "won":
         return "there"  # a live holder: a consume of the queued answer, or another publisher
     try:
         if box.has(PUBLISHED, aid + MSG_SUFFIX):
             return "there"
         result = "there"
-        if box.fate(aid)[0] == "gone":
+        if records.fate(box, aid)[0] == "gone":
             try:
                 # again: a publisher killed between staging and linking leaves the staging file behind
-                box.publish(msg, message.encode(msg), again=True)
+                publish.publish(box, msg, message.encode(msg), again=True)
                 result = "published"
             except MailError:
                 pass  # queued already (by a publisher of an older version): it is there
@@ -98,24 +97,7 @@ def publish_answer(root: "MailRoot", rec: "Dict[str, Any]") -> str:
         mark_published(box, aid, rec.get("question"))
         return result
     finally:
-        box.release_id(aid, owner)
-
-
-def mark_published(box: "Box", aid: str, qid: "Any") -> None:
-    """Record for good that answer `aid` was put in `box` (its asker's): no publish after this."""
-    rec = {"id": aid, "question": qid, "at": utc_stamp(time.time())}
-    try:
-        box.ensure_sub(PUBLISHED).create_staged(aid + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
-                                                box.root.tmp, "published", sync=True)
-    except FileExistsError:
-        pass
-
-
-def finish_dead_publisher(box: "Box", aid: str, qid: "Any") -> None:
-    """A publisher died holding the answer's claim (its claim was just broken; the caller holds
-    its own): when its link was made, record the publication it did not get to record."""
-    if not box.has(PUBLISHED, aid + MSG_SUFFIX) and box.fate(aid)[0] != "gone":
-        mark_published(box, aid, qid)
+        moves.release(box, aid, owner)
 
 
 # -- questions a box was asked ---------------------------------------------------

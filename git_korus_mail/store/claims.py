@@ -128,7 +128,7 @@ def read_owner(claiming_dir: "Dir", msg_id: str) -> "Optional[dict[str, Any]]":
 
 
 def release(claiming_dir: "Dir", msg_id: str) -> bool:
-    """Drop our claim; True when it was there."""
+    """Remove our claim; True when it was there."""
     return claiming_dir.unlink_quiet(msg_id + CLAIM_SUFFIX)
 
 
@@ -207,7 +207,7 @@ def release_as_seen(claiming_dir: "Dir", msg_id: str, seen_data: "Optional[bytes
 
 
 def release_own(claiming_dir: "Dir", msg_id: str, owner: "dict[str, Any]") -> bool:
-    """Drop our claim, only if it is still ours; True when removed. Read and unlinked under the
+    """Remove our claim, only if it is still ours; True when removed. Read and unlinked under the
     shared lock, so a remover (which holds the exclusive one) never reads our claim and then
     unlinks a newer one. A busy lock leaves the claim: ours, so dead when we exit, and broken."""
     fd = _lock(claiming_dir, exclusive=False)

@@ -87,7 +87,7 @@ def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: "Optional[int]
     os.symlink(gen, link, dir_fd=fast.fd)
     os.replace(link, key, src_dir_fd=fast.fd, dst_dir_fd=fast.fd)  # atomic: the old stamp or the new one
     crash.point("stamp:linked")
-    _drop_generations(fast, key, keep=gen)
+    _remove_generations(fast, key, keep=gen)
 
 
 def current(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: "Optional[int]", cwd: str,
@@ -137,12 +137,12 @@ def clear(root: "MailRoot", key: str) -> None:
             os.unlink(key, dir_fd=fast.fd)
         except FileNotFoundError:
             pass
-        _drop_generations(fast, key, keep=None)
+        _remove_generations(fast, key, keep=None)
     finally:
         fast.close()
 
 
-def _drop_generations(fast: "Dir", key: str, keep: "Optional[str]") -> None:
+def _remove_generations(fast: "Dir", key: str, keep: "Optional[str]") -> None:
     """Remove `key`'s stamp directories other than `keep` (a killed writer's, an old one)."""
     prefix = key + "."
     for name in fast.names():

@@ -1,14 +1,16 @@
 """The on-disk queue inside the clone's git common dir: the files backend of the store
-(docs/STORE.md). MailRoot and Box live here, with reading; a box's records are in records.py,
-its moves (consume, expire, cancel, repair) in moves.py, a limit's drop in drops.py, publication
-in publish.py, the file names
-in layout.py.
+(docs/STORE.md). MailRoot and Box live here, with reading. What else is done to a box is a
+function over it in the module of its job, imported where it is used: its records in
+records.py, its moves (consume, expire, cancel, repair) in moves.py, a limit's drop in
+drops.py, publication in publish.py; the file names are in layout.py. This module imports none
+of those (they import it): a Box has no method of theirs, and an event with an empty box loads
+none of them (hot path).
 
 Everything lives under `<git-common-dir>/mail/`: nothing under .git can enter a
 commit, and it is no ref namespace, so `push --mirror` cannot carry it either.
 
 State transitions of one message (each arrow is one link or unlink; a crash
-between two of them is repaired by the next reader, see `Box.repair`):
+between two of them is repaired by the next reader, see `moves.repair`):
 
     tmp/x --link--> inbox/<id>.json --unlink tmp/x                     (publish)
     inbox --claim--> receipt (excl. link) --link--> seen --unlink inbox (consume)
@@ -32,24 +34,13 @@ from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, FAST_DIR, FINAL
                                          PRUNE_EVERY, PRUNED_STAMP, PRUNING_DIR, TMP_MAX_AGE, WATCH_DIR, WHY_SUFFIX,
                                          WORKTREE_FILE, mail_root_path, quarantine_name,
                                          staging_name)
-# crash, stamps, message, journal, records, moves: loaded where used (hot path)
+# stamps, message, journal: loaded where used (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
-    from git_korus_mail.store.drops import Drops
     from git_korus_mail.store.message import Message
-    from git_korus_mail.store.moves import Moves
-    from git_korus_mail.store.publish import Publish
-    from git_korus_mail.store.records import Records
-
-    class _Mixins(Records, Moves, Drops, Publish):
-        """To mypy a Box has them all along; at run time their methods are found on first use (Box.__getattr__)."""
-else:
-    _Mixins = object
-
-_PARTS: "Optional[tuple[type, ...]]" = None  # see _parts
 
 
 class MailRoot:
@@ -139,11 +130,13 @@ class MailRoot:
         return self.dir.open_sub("box")
 
     def box(self, key_name: str, create: bool = False, path: "Optional[str]" = None,
-            owner: "Optional[Callable[[], str]]" = None) -> "Optional[Box]":
+            adopt: "Optional[Callable[[Box], None]]" = None) -> "Optional[Box]":
         """The box named `key_name`; None when it does not exist and create is False.
 
-        `owner`, when given, is a callable returning the worktree identity (wtident) the box
-        belongs to: a box first made for it adopts the queue of that worktree's older box."""
+        `adopt`, when given, is called with a box first made here for a worktree (or whose first
+        use a killed process left unfinished): the caller's `forwarding.first_use(box, identity)`,
+        so that the box adopts the queue of that worktree's older box. A callback, because
+        forwarding.py imports this module, and because only a new box needs it loaded (hot path)."""
         boxes = self.boxes_dir(create=create)
         if boxes is None:
             return None
@@ -154,23 +147,20 @@ class MailRoot:
         # `worktree` is the last file a box's first use writes, so its presence says all of it
         # was done: one stat per hook event, not a read, and no scan unless the box is new
         if create and path is not None and not d.exists(WORKTREE_FILE):
-            self._first_use(box, path, owner)
+            self._first_use(box, path, adopt)
         return box
 
-    def _first_use(self, box: "Box", path: str, owner: "Optional[Callable[[], str]]") -> None:
-        """Record the path, adopt a moved worktree's queue, then record the worktree identity.
+    def _first_use(self, box: "Box", path: str, adopt: "Optional[Callable[[Box], None]]") -> None:
+        """Record the path; then `adopt` takes over a moved worktree's queue and records the
+        worktree identity (forwarding.first_use).
 
         A process killed anywhere in here leaves `worktree` absent, so the next one redoes it all
         (each step is idempotent: see forwarding)."""
         if not box.dir.exists("path"):
             # the box name is a hash of this very path; write_replace: complete or absent, never torn
             box.dir.write_replace("path", (path + "\n").encode("utf-8", "surrogateescape"), self.tmp)
-        if owner is None:
-            return  # who it belongs to is for a caller that knows (the drain always does)
-        from git_korus_mail.store import forwarding  # only for a new box: off the hot path
-        ident = owner()
-        if forwarding.adopt(self, box, ident):
-            forwarding.write_worktree(box, ident)
+        if adopt is not None:  # who it belongs to is for a caller that knows (the drain always does)
+            adopt(box)
 
     def box_names(self) -> "list[str]":
         boxes = self.boxes_dir()
@@ -226,12 +216,10 @@ class MailRoot:
         return removed
 
 
-class Box(_Mixins):
-    """One recipient's box. Subdirectories are opened lazily and created on first need.
-
-    The methods of Records, Moves, Drops and Publish (records.py, moves.py, drops.py, publish.py) are a box's too, but
-    those modules load on the first use of one of them (`__getattr__`): an event with an empty
-    box uses none of them (hot path)."""
+class Box:
+    """One recipient's box: its directories and the reading of them. Subdirectories are opened
+    lazily and created on first need. What is done to a box (records.py, moves.py, drops.py,
+    publish.py, and the rest of store/) are functions over it, which files.py never imports."""
 
     def __init__(self, root: MailRoot, name: str, d: Dir) -> None:
         self.root = root
@@ -239,23 +227,12 @@ class Box(_Mixins):
         self.dir = d
         self._subs: "dict[str, Dir]" = {}
 
-    def __getattr__(self, name: str) -> "Any":
-        # Python asks here only for a name Box itself lacks, so Box's own methods (repair among
-        # them) always win; the parts are searched in the order they always had
-        if not name.startswith("__"):
-            for part in _parts():
-                method = part.__dict__.get(name)
-                if method is not None:
-                    return method.__get__(self, type(self))
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def repair(self) -> int:
-        """Moves.repair, which has nothing to do without a claim: told here, moves.py unloaded."""
+    def may_need_repair(self) -> bool:
+        """Whether claiming/ holds anything: only then can moves.repair have work (a dead
+        mover's half-done move). One directory read that spares an event with an empty box
+        loading moves.py (hot path)."""
         claiming = self.open_sub("claiming")
-        if claiming is None or not claiming.names():
-            return 0
-        from git_korus_mail.store.moves import Moves
-        return Moves.repair(self)
+        return claiming is not None and bool(claiming.names())
 
     def inbox_mtime_ns(self) -> "Optional[int]":
         """The inbox's mtime in ns, None without an inbox. Taken before a listing, it dates what
@@ -349,7 +326,7 @@ class Box(_Mixins):
         return ids, odd
 
     def clear_notices(self, names: "list[str]") -> None:
-        """Drop expiry notices once told; here, not in records.py: every show runs it (hot path)."""
+        """Remove expiry notices once told; here, not in records.py: every show runs it (hot path)."""
         d = self.open_sub("notices")
         if d is not None:
             for name in names:
@@ -367,15 +344,3 @@ class Box(_Mixins):
         from git_korus_mail.store.message import MAX_FILE_BYTES, parse
         data, st = d.read_regular(msg_id + MSG_SUFFIX, MAX_FILE_BYTES)
         return parse(data, expected_id=msg_id), st
-
-
-def _parts() -> "tuple[type, ...]":
-    """Records, Moves, Drops and Publish, the classes whose methods a Box has beside its own (loaded once)."""
-    global _PARTS
-    if _PARTS is None:
-        from git_korus_mail.store.drops import Drops
-        from git_korus_mail.store.moves import Moves
-        from git_korus_mail.store.publish import Publish
-        from git_korus_mail.store.records import Records
-        _PARTS = (Records, Moves, Drops, Publish)
-    return _PARTS

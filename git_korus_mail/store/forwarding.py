@@ -1,8 +1,9 @@
 """Moving a box's queued mail into another box: adoption after `git worktree move`, and
 `git korus-mail forward` for a box that no worktree drains any more.
 
-One message moves in four writes; a process killed between two of them leaves a state
-the next reader completes (each gap is a named crash point):
+One message moves by `moves.forward`, in four writes; a process killed between two of them
+leaves a state the next reader completes (each gap is a named crash point). It is a move like
+a consume, in moves.py, because a move's repair finishes it (moves._repair_one):
 
     claim <id> in the source box          as a consume does; a live holder keeps it (try later)
     source forwarded/<id>.json            the decision, naming the destination box
@@ -17,27 +18,17 @@ removed before the copy lands), so the next move decides afresh (docs/STORE.md).
 Nothing here deletes a message that was not first placed in the destination.
 """
 
-import os
-import time
-
-from git_korus_mail import crash
-from git_korus_mail.store import wtident
-from git_korus_mail.store import claims
-from git_korus_mail import fastjson as json
+from git_korus_mail.store import moves, wtident
 from git_korus_mail.store.fsafe import NotRegular, TooLarge
-from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store.message import MAX_FILE_BYTES
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Optional
 
     from git_korus_mail.store.files import Box, MailRoot
 
 MSG_SUFFIX = ".json"
-FORWARDED = "forwarded"
 WORKTREE_FILE = "worktree"
-CLAIM_PATIENCE = 0.5  # seconds to wait for a live holder of a claim (usually a Stop finishing)
 MAX_HOPS = 16         # forwarded/ records a reader follows before it gives up (a cycle, or junk)
 
 
@@ -50,118 +41,16 @@ def recorded_worktree(box: "Box") -> "Optional[str]":
     return data.decode("utf-8", "replace").strip() or None
 
 
+def first_use(box: "Box", ident: str) -> None:
+    """A box just made for the worktree `ident` (or whose first use a killed process cut short)
+    adopts the queue of that worktree's older boxes, then records the identity, once nothing is
+    left behind. Called by files.MailRoot.box through its caller's `adopt`."""
+    if adopt(box.root, box, ident):
+        write_worktree(box, ident)
+
+
 def write_worktree(box: "Box", ident: str) -> None:
     box.dir.write_replace(WORKTREE_FILE, (ident + "\n").encode("utf-8"), box.root.tmp)
-
-
-def forward_record(box: "Box", msg_id: str) -> "Optional[dict[str, Any]]":
-    """The source box's recorded decision for `msg_id` ({"box", "path", ...}), or None."""
-    d = box.open_sub(FORWARDED)
-    if d is None:
-        return None
-    rec = d.read_json(msg_id + MSG_SUFFIX)
-    return rec if isinstance(rec, dict) and isinstance(rec.get("box"), str) else None
-
-
-# -- one message ---------------------------------------------------------------------
-def move_one(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
-    """Move one queued message from box `src` to box `dst` (`why`: "adopted" or "forwarded").
-
-    Returns "moved", "gone" (not queued in src any more: consumed, expired or moved),
-    "held" (a live process holds its claim) or "skipped" (not a regular file: the
-    drain quarantines those where they are)."""
-    owner = claims.me(why, root=src.root)
-    got = src._claim(msg_id, owner, patience=CLAIM_PATIENCE)
-    if got != "won":
-        return got
-    crash.point("forward:claimed")
-    try:
-        return _move_claimed(src, dst, msg_id, why)
-    finally:
-        src._release(msg_id, owner)
-
-
-def finish(src: "Box", msg_id: str) -> bool:
-    """Complete a move a dead process decided (its forwarded/ record exists). For repair."""
-    rec = forward_record(src, msg_id)
-    if rec is None:
-        return False
-    dst = src.root.box(rec["box"], create=True, path=rec.get("path"))
-    assert dst is not None  # create=True: made, or MailError raised
-    return move_one(src, dst, msg_id, rec.get("why") or "forwarded") == "moved"
-
-
-def _move_claimed(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
-    name = msg_id + MSG_SUFFIX
-    inbox = src.ensure_sub("inbox")
-    if not inbox.exists(name):
-        return "gone"
-    if src.complete_decided(msg_id):
-        return "gone"  # a consume or an expiry had decided it (receipt, or expired link): completed
-    rec = forward_record(src, msg_id)
-    if rec is not None and rec["box"] != dst.name:
-        first = src.root.box(rec["box"], create=True, path=rec.get("path"))  # an unfinished decision stands
-        assert first is not None  # create=True: made, or MailError raised
-        dst = first
-    try:
-        data, _ = inbox.read_regular(name, MAX_FILE_BYTES)
-    except (NotRegular, TooLarge):
-        return "skipped"
-    except FileNotFoundError:
-        return "gone"
-    if rec is None:
-        decision = {"id": msg_id, "box": dst.name, "path": dst.recorded_path(), "from": src.name, "why": why,
-                    "at": utc_stamp(time.time())}
-        try:
-            src.ensure_sub(FORWARDED).create_staged(name, json.dumps(decision, sort_keys=True).encode(), src.root.tmp,
-                                             "fwdrec", sync=True)
-        except FileExistsError:
-            pass  # there, but unreadable (we hold the claim, so no one races us): the move goes on here
-        crash.point("forward:recorded")
-    if not _has_trace(dst, name):
-        _forget_departure(dst, name)
-        _place(dst, name, data)
-    crash.point("forward:copied")
-    removed = inbox.unlink_quiet(name)
-    crash.point("forward:unlinked")
-    if removed:
-        src.root.journal(why, id=msg_id, box=dst.name, source=src.name)
-    inbox.fsync()
-    return "moved"
-
-
-def _has_trace(box: "Box", name: str) -> bool:
-    """The destination holds the message already, in any state: never place it twice."""
-    for sub in ("inbox", "seen", "expired", "receipts"):
-        d = box.open_sub(sub)
-        if d is not None and d.exists(name):
-            return True
-    return False
-
-
-def _forget_departure(box: "Box", name: str) -> None:
-    """The message comes (back) into `box`: a forwarded/ record there stood only for the move
-    that took it out of `box` before, which is complete (`box` holds no trace of it), so it must
-    not steer the next move (a stale record sent b->c->b->d mail to c). Removed before the copy
-    lands: no reader ever sees the message queued here beside a record of its old departure,
-    and a crash in between leaves the source's own record, which the repair completes."""
-    d = box.open_sub(FORWARDED)
-    if d is not None:
-        d.unlink_quiet(name)
-
-
-def _place(box: "Box", name: str, data: bytes) -> None:
-    """A complete copy into the inbox with one link (a second link reads as foreign)."""
-    tmp = box.root.tmp
-    staged = f"fwd.{name}.{os.getpid()}.{os.urandom(4).hex()}"
-    tmp.create_exclusive(staged, data, sync=True)
-    inbox = box.ensure_sub("inbox")
-    try:
-        tmp.rename_to(staged, inbox, name)
-    except BaseException:
-        tmp.unlink_quiet(staged)
-        raise
-    inbox.fsync()
 
 
 # -- a whole box -----------------------------------------------------------------------
@@ -170,7 +59,7 @@ def move_queue(src: "Box", dst: "Box", why: str) -> "dict[str, list[str]]":
     out: "dict[str, list[str]]" = {"moved": [], "held": [], "skipped": []}
     ids, _odd = src.inbox_ids()
     for msg_id in ids:
-        result = move_one(src, dst, msg_id, why)
+        result = moves.forward(src, dst, msg_id, why)
         if result in out:
             out[result].append(msg_id)
     return out

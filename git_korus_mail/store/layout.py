@@ -19,11 +19,11 @@ WATCH_DIR = "watch"  # <box>/watch/: wake-up watchers' claims and wakes records 
 FAST_DIR = "fast"  # <mail>/fast/: the hook stub's fast-path stamps (store/fastpath.py)
 WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 
-CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (Box.cancel)
-DROPPED = "dropped"  # stopped by the receiver's limits (Box.drop); why: drops/<id>.json
+CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (moves.cancel)
+DROPPED = "dropped"  # stopped by the receiver's limits (drops.drop); why: drops/<id>.json
 DROPS = "drops"  # the reason record of each dropped message: the rule that fired, and when
 # The states a message leaves the inbox for without being consumed; each one's journal event
-# has the same name. A move into one is decided by the link into it (Moves.complete_decided).
+# has the same name. A move into one is decided by the link into it (moves.complete_decided).
 UNCONSUMED = ("expired", CANCELLED, DROPPED)
 FINAL = ("seen",) + UNCONSUMED  # the states retention prunes from (store/retention.py)
 # every directory a message file is filed in, one per state: queued, consumed, expired, cancelled, dropped

@@ -116,13 +116,14 @@ class LaunchMarkers:
         data, _ = d.read_regular(msg_id, 64 * 1024)
         return json.loads(data)
 
-    def drop(self, msg_id: str) -> None:
+    def unmark(self, msg_id: str) -> None:
+        """Remove the display marker of `msg_id` (its message consumed, or the marker not this launch's)."""
         d = self.existing()
         if d is not None:
             d.unlink_quiet(msg_id)
 
     def forget_shown(self) -> None:
-        """Drop every display marker of this launch (not its skips): the client started a new
+        """Remove every display marker of this launch (not its skips): the client started a new
         context, so nothing shown before proves that the model still has it."""
         d = self.existing()
         if d is None:

@@ -229,7 +229,7 @@ def _state_time(box: "Box", d: "Dir", state: str, msg_id: str) -> "Optional[floa
 
 
 def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
-    """Prune one message under its claim, leaving its marker for `prune` to drop once journaled;
+    """Prune one message under its claim, leaving its marker for `prune` to remove once journaled;
     True when it is pruned now (by this call, or by a killed prune whose marker this finishes)."""
     name = msg_id + MSG_SUFFIX
     from git_korus_mail import crash
@@ -260,13 +260,13 @@ def _one(box: "Box", msg_id: str, state: "Optional[str]") -> bool:
             if d is not None:
                 d.unlink_quiet(name)
         crash.point("prune:receipt")
-        _drop_markers(box, msg_id)
+        _unlink_markers(box, msg_id)
         return True
     finally:
         claims.release_own(claiming, msg_id, owner)
 
 
-def _drop_markers(box: "Box", msg_id: str) -> None:
+def _unlink_markers(box: "Box", msg_id: str) -> None:
     """Display markers of other launches for a message long gone: they authorize nothing now."""
     from git_korus_mail.store.markers import SKIP_SUFFIX
     shown = box.open_sub("shown")

@@ -1,5 +1,5 @@
 """The sender's index of what it sent: one record per message, so `status` can follow each
-message to its fate (see files.Box.fate, forwarding for mail that moved boxes).
+message to its fate (see records.fate, forwarding for mail that moved boxes).
 
 A sender inside a worktree keeps `box/<key>/sent/<id>.json`; one outside every worktree (in
 /tmp, in .git/mail, in a bare repository) keeps no box, so its records go to the mail root's

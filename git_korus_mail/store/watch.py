@@ -168,7 +168,7 @@ def until_of(box: "Box", session_dir: str, launch_tag: str) -> "Optional[str]":
 
 
 def _sweep(d: "Dir", keep: str) -> None:
-    """Drop a few files of launches that provably no longer run (a killed launch runs no end phase)."""
+    """Remove a few files of launches that provably no longer run (a killed launch runs no end phase)."""
     me: "Optional[dict[str, Any]]" = None
     for name in [n for n in d.names() if not n.startswith(".") and not n.startswith(keep)][:SWEEP]:
         tag = name[:-len(WAKES_SUFFIX)] if name.endswith(WAKES_SUFFIX) else name
