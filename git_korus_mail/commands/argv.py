@@ -51,7 +51,7 @@ def _shape(doc):
     return options, best, lines
 
 
-def explain(doc, argv):
+def explain(doc, argv) -> str:
     """One line saying what was wrong: the unknown option, the argument missing, the one too many."""
     options, arguments, lines = _shape(doc)
     command, positional, rest = argv[0], [], list(argv[1:])

@@ -79,7 +79,7 @@ def run(clone, args, out):
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
 
 
-def _write(out, q, rec, as_json):
+def _write(out, q, rec, as_json) -> None:
     msg = rec["message"]
     by = rec.get("by") or {}
     if as_json:

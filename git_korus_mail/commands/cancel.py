@@ -15,7 +15,7 @@ class CancelArgs:
     id: str   # the id of a message sent from here (status prints it), or a unique prefix
 
 
-def run(clone, args, out):
+def run(clone, args, out) -> int:
     r = retract.cancel(clone, args.id, session=clients.session_of(os.environ))
     to = safe(r.get("to") or r["box"])
     if r["result"] == "already-cancelled":

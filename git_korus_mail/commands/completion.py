@@ -36,7 +36,7 @@ def run(*given):
     return 0
 
 
-def _ids(clone, args, out):
+def _ids(clone, args, out) -> int:
     from git_korus_mail.core import ids
     from git_korus_mail.errors import UsageError
     if args.command not in ids.COMPLETED:

@@ -42,10 +42,10 @@ class DoctorArgs:
 
 
 class Findings:
-    def __init__(self):
+    def __init__(self) -> None:
         self.items = []
 
-    def add(self, check, ok, where, detail, fix=None):
+    def add(self, check, ok, where, detail, fix=None) -> None:
         self.items.append({"check": check, "ok": ok, "where": where, "detail": detail,
                            "fix": None if ok else fix})
 
@@ -66,7 +66,7 @@ def run(clone, args, out):
     return 0 if findings.healthy else 1
 
 
-def _write_text(data, out):
+def _write_text(data, out) -> None:
     out.write(f"doctor  {data['mail_root']}  as of {data['as_of']}\n")
     for f in data["findings"]:
         mark = "ok      " if f["ok"] else ui.red("PROBLEM ")
@@ -150,7 +150,7 @@ def _check_root(clone, findings):
 
 
 # -- wiring ----------------------------------------------------------------------------
-def _check_wiring(clone, root, findings):
+def _check_wiring(clone, root, findings) -> None:
     record = install_record.Record.load(os.path.join(root.path, install_record.HOOKS_SUBDIR))
     local = False
     wired_any = False
@@ -169,7 +169,7 @@ def _check_wiring(clone, root, findings):
         _check_post_checkout(clone, record, findings)
 
 
-def _check_post_checkout(clone, record, findings, head=""):
+def _check_post_checkout(clone, record, findings, head: str = "") -> None:
     """Our post-checkout hook, which wires each worktree `git worktree add` makes."""
     hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
         or os.path.join(postcheckout.git_hooks_dir(clone)[0], postcheckout.POST_CHECKOUT)
@@ -214,7 +214,7 @@ def _check_client_wiring(client, clone, root, record, findings):
     return True, local
 
 
-def _wiring_fix(client, path):
+def _wiring_fix(client, path) -> str:
     """Advice that can succeed: install never touches a settings file it cannot parse, so
     running it again alone would fail the same way."""
     try:
@@ -226,7 +226,7 @@ def _wiring_fix(client, path):
     return "git korus-mail install"
 
 
-def _check_stub(client, stub, helper, findings, repo=None):
+def _check_stub(client, stub, helper, findings, repo=None) -> None:
     """The stub runs the helper baked into it; with that gone it falls back to PATH, which
     an editor's Claude Code often lacks. So a gone helper is a fault even when PATH works here."""
     if not helper or not os.path.isfile(stub):
@@ -246,7 +246,7 @@ def _check_stub(client, stub, helper, findings, repo=None):
 
 
 # -- boxes -------------------------------------------------------------------------------
-def _check_claims(box, findings):
+def _check_claims(box, findings) -> None:
     for name in box.claim_names():
         where = f"box {box.name}"
         shown = _e(name)
@@ -274,7 +274,7 @@ def _check_claims(box, findings):
                          "git korus-mail list (it cleans these up)")
 
 
-def _check_waits(root, findings, now):
+def _check_waits(root, findings, now) -> None:
     """An ask's wait refuses asks back to its asker (a cycle) while it counts: name one whose
     ask nothing here can prove alive or dead, and the way out (docs/STORE.md, "Liveness")."""
     for w in answers.open_waits(root):
@@ -295,7 +295,7 @@ def _check_waits(root, findings, now):
                          f"if you know that ask is gone: git korus-mail release {qid}")
 
 
-def _check_stranded(box, findings, user_wired=False):
+def _check_stranded(box, findings, user_wired: bool = False) -> None:
     """Queued mail in a box that belongs to no worktree (a removed, pruned or moved-away one, or
     a `send --create` path). Under the user scope's wiring a session started at such a path
     drains its box: one that did is proof that its mail is read there."""
@@ -327,7 +327,7 @@ def _e(value):
     return render.escape_line(str(value), 1 << 16)[0]
 
 
-def _check_quarantine(box, findings):
+def _check_quarantine(box, findings) -> None:
     names = box.quarantined_names()
     if not names:
         return
@@ -337,7 +337,7 @@ def _check_quarantine(box, findings):
                  f"read the reasons in {qdir}/*.why.json, then delete what you have understood")
 
 
-def _check_drains(box, findings, now):
+def _check_drains(box, findings, now) -> None:
     """Last drain per event in this box, for each client; turns with no consume ever mean the
     consume event is not wired."""
     sessions = presence.sessions(box)
@@ -351,7 +351,7 @@ def _check_drains(box, findings, now):
             _check_client_drains(client, box, sessions, findings, now)
 
 
-def _check_client_drains(client, box, sessions, findings, now):
+def _check_client_drains(client, box, sessions, findings, now) -> None:
     last = {}
     turns = []
     for rec in sessions:
@@ -385,12 +385,12 @@ def _age(stamp, now):
         return 0
 
 
-def _ago(stamp, now):
+def _ago(stamp, now) -> str:
     return f"{human_age(_age(stamp, now))} ago"
 
 
 # -- the root's staging area and journal ---------------------------------------------------
-def _check_tmp(root, findings, now):
+def _check_tmp(root, findings, now) -> None:
     tmp_path = root.tmp_path()
     stale = []
     young = 0
@@ -407,7 +407,7 @@ def _check_tmp(root, findings, now):
         findings.add("tmp", True, tmp_path, f"{young} staging file(s) in flight")
 
 
-def _check_journal(root, findings):
+def _check_journal(root, findings) -> None:
     """The journal files the store refuses to use (journal.refusal): say which, and why."""
     for name in (journal.NAME, journal.ROTATED, journal.LOCK):
         path = os.path.join(root.path, name)
@@ -424,7 +424,7 @@ def _check_journal(root, findings):
                          f"chmod 600 '{path}'")
 
 
-def _check_clock(root, findings, now):
+def _check_clock(root, findings, now) -> None:
     try:
         records = root.read_journal(limit=JOURNAL_WINDOW)
     except OSError as exc:

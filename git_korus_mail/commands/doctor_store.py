@@ -14,7 +14,7 @@ def human_bytes(n):
     return f"{n:.1f} GiB"
 
 
-def check_size(root, findings):
+def check_size(root, findings) -> None:
     """One finding: the store's files and bytes, then per part (the states first)."""
     sizes = store_usage(root)
     total = sizes.pop("total")
@@ -25,7 +25,7 @@ def check_size(root, findings):
     findings.items[-1]["sizes"] = dict(sizes, total=total)
 
 
-def check_retention(clone, findings):
+def check_retention(clone, findings) -> None:
     days, problem = keep_days(clone.own_key.path)
     if problem:
         findings.add("retention", False, KEY, problem, f"git config {KEY} <days>  (a whole number; 30 by default)")

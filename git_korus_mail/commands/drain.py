@@ -54,7 +54,7 @@ def main(argv):
     return serve(clients.hook_protocol(client), repo)
 
 
-def serve(client, repo=None):
+def serve(client, repo=None) -> int:
     """Run one hook event for `client` (a hook-protocol module): payload from stdin, answer on
     stdout, display markers after the flush. Returns the exit code (docs/HOOKS.md)."""
     data = sys.stdin.buffer.read(MAX_STDIN + 1) if sys.stdin is not None else b""
@@ -112,6 +112,6 @@ def _said(exc):
     return type(exc).__name__
 
 
-def _emit(text):
+def _emit(text) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

@@ -17,7 +17,7 @@ class InboxArgs:
     json: bool = False   # machine-readable, every detail
 
 
-def run(clone, args, out):
+def run(clone, args, out) -> int:
     data = mailview.collect_inbox(clone, every=args.all)
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")

@@ -65,8 +65,8 @@ def run(clone, args, out):
 SCOPES = ("local", "user")
 
 
-def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,), urgent=False,
-                trust_projects=False):
+def run_install(clone, out, scope: str = "local", force: bool = False, names=(clients.DEFAULT,), urgent: bool = False,
+                trust_projects: bool = False):
     """Wire `scope` (one of SCOPES) for the clients `names` (commands/install.py checks the arguments).
     `urgent` arms the wake-up tier (the clients that have one: WAKE_TIER); a scope armed before
     stays armed (a new worktree's post-checkout install too). `trust_projects` is the person's
@@ -183,7 +183,7 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
     return 1 if failed or not_wired else 0
 
 
-def _say_double(client, clone, record, stub, scope, out):
+def _say_double(client, clone, record, stub, scope, out) -> None:
     """Both scopes now wired for this client: kept, and said (wiring/double.py)."""
     from git_korus_mail.wiring import double
     user = double.user_file(client.wired_files(clone, record, stub)[0])
@@ -191,7 +191,7 @@ def _say_double(client, clone, record, stub, scope, out):
         out.write(f"note  {double.said(client.NAME, user, keep=scope)}\n")
 
 
-def write_table(results, out):
+def write_table(results, out) -> None:
     out.write("verify\n")
     for label, problems in results:
         if not problems:

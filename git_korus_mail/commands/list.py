@@ -15,7 +15,7 @@ class ListArgs:
     json: bool = False   # machine-readable
 
 
-def run(clone, args, out):
+def run(clone, args, out) -> int:
     data = report.collect_list(clone)
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")

@@ -18,7 +18,7 @@ def columns(text):
     return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
-def fit(text, width=WIDTH, keep_end=False):
+def fit(text, width=WIDTH, keep_end: bool = False):
     """`text` (already safe) cut to `width` columns with an ellipsis; `keep_end` keeps the end,
     where a path says most (its start is the same for every worktree of a clone)."""
     if columns(text) <= width:

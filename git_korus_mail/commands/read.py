@@ -31,7 +31,7 @@ class ReadArgs:
     raw: bool = False    # the body's bytes unchanged (for a pipe)
 
 
-def run(clone, args, out):
+def run(clone, args, out) -> int:
     if args.json and args.raw:
         raise UsageError("--json and --raw exclude each other")
     if args.raw and _is_terminal(out):

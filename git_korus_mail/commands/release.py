@@ -58,7 +58,7 @@ def run(clone, args, out):
     return status
 
 
-def _release_wait(root, qid, wait, out):
+def _release_wait(root, qid, wait, out) -> int:
     owner = wait.get("owner")
     verdict, known = claims.judge(owner, root)
     who = (f"ask pid {_e(owner.get('pid'))} on host {_e(owner.get('host'))}" if isinstance(owner, dict) and owner
@@ -76,7 +76,7 @@ def _release_wait(root, qid, wait, out):
     return 0
 
 
-def _release(root, box, msg_id, out):
+def _release(root, box, msg_id, out) -> int:
     try:
         data = box.read_claim(msg_id)
     except FileNotFoundError:

@@ -21,7 +21,7 @@ class StatusArgs:
     json: bool = False   # machine-readable
 
 
-def run(clone, args, out):
+def run(clone, args, out) -> int:
     d = report.collect_status(clone, sent_limit=None if args.all else report.SENT_SHOWN,
                               whole_clone=args.clone)
     if args.json:
@@ -32,7 +32,7 @@ def run(clone, args, out):
     return 0
 
 
-def ago(stamp, now):
+def ago(stamp, now) -> str:
     """`3m ago` from a stamp read from disk, or the stamp made safe when it is none."""
     try:
         return f"{human_age(parse_stamp(now) - parse_stamp(stamp))} ago"
@@ -41,7 +41,7 @@ def ago(stamp, now):
 
 
 # -- the blocks --------------------------------------------------------------------------------
-def _header(d, out):
+def _header(d, out) -> None:
     out.write(fit_path("status of ", safe(d['this']['path']), f"  (as of {d['as_of'][:10]} {d['as_of'][11:19]}Z)") + "\n")
     row(out, f"mail root {safe(d['mail_root'])}")
     row(out, f"box {safe(d['this']['key'])} · delivery ", d["delivery"],
@@ -50,7 +50,7 @@ def _header(d, out):
         wrapped(out, "problem: " + safe(d["retention"]["problem"]))
 
 
-def _box(d, out):
+def _box(d, out) -> None:
     block(out, "this worktree's box", d["as_of"])
     if not d["box"]:
         row(out, "no mail has been sent here yet")
@@ -60,7 +60,7 @@ def _box(d, out):
         row(out, f"last {safe(ev)} drain {clock(last['at'], d['as_of'])}, session {session(last['session'])}")
 
 
-def _sent(d, out):
+def _sent(d, out) -> None:
     if not d["sent"]:
         return
     total, shown = d["sent_total"], len(d["sent"])
@@ -79,7 +79,7 @@ def _sent(d, out):
         row(out, more(n, "message" if n == 1 else "messages"))
 
 
-def _events(d, out):
+def _events(d, out) -> None:
     if not d["journal"]:
         return
     whose = "every worktree" if d["journal_scope"] == "clone" else "this worktree"
@@ -91,7 +91,7 @@ def _events(d, out):
         row(out, f"{clock(ev.get('at'), d['as_of'])}  {safe(name):<9} {where}{text(ev, d['this']['path'])}")
 
 
-def _questions(d, out):
+def _questions(d, out) -> None:
     """Questions asked from here and questions asked of here (core/questions.py), each with its
     state or its answer: how (explicit / automatic), by whom, when."""
     q, now = d["questions"], d["as_of"]
@@ -149,7 +149,7 @@ def _slug(box_name):
     return safe(str(box_name or "-").rsplit("-", 1)[0])
 
 
-def _sent_event(ev, here):
+def _sent_event(ev, here) -> str:
     if ev.get("sender") == here:
         return f"{safe(ev.get('id'))} to {_slug(ev.get('box'))}"
     return f"{safe(ev.get('id'))} from {relative(ev.get('sender'), here)}"

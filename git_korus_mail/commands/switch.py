@@ -10,7 +10,7 @@ class SwitchArgs:
     off: bool   # True for `off`, False for `on`
 
 
-def run(clone, args, out):
+def run(clone, args, out) -> int:
     changed, queued = report.switch(clone, args.off)
     state = "off" if args.off else "on"
     out.write(f"delivery {state}{'' if changed else ' (it already was)'}; "

@@ -5,7 +5,7 @@ import posixpath
 WIDTH = 99  # a report line's most columns on a terminal: under 100 (full detail is in --json)
 
 
-def more(n, what):
+def more(n, what) -> str:
     """The line that says a listing was cut: how many were left out, and how to see them."""
     return f"... and {n} more {what} (--all shows every one)"
 
@@ -38,7 +38,7 @@ def fit_path(head, path, tail, width=WIDTH):
     return fit(head + path + tail, width)
 
 
-def wrap(line, width=WIDTH, indent=9):
+def wrap(line, width=WIDTH, indent: int = 9):
     """`line` (already safe) as lines under `width` columns, broken at spaces, each after the
     first indented by `indent`; a word longer than a line's room (a path) is cut from its start
     with a leading `…`, as fit_path cuts one (--json has it whole)."""
@@ -75,7 +75,7 @@ def as_of(stamp):
     return safe(f"{stamp[:10]} {stamp[11:19]}Z")
 
 
-def session(value, n=8):
+def session(value, n: int = 8):
     """A session id by its first characters (status --json has it whole)."""
     return "-" if not value else safe(str(value)[:n])
 
@@ -91,12 +91,12 @@ def relative(path, here):
     return safe(path)
 
 
-def block(out, title, stamp=None):
+def block(out, title, stamp=None) -> None:
     """Start a block of a report: a blank line, then its title with its one as-of time."""
     out.write("\n" + fit(f"{title}{'  (as of ' + as_of(stamp) + ')' if stamp else ''}") + "\n")
 
 
-def row(out, left, state="", right="", colour=None):
+def row(out, left, state: str = "", right: str = "", colour=None) -> None:
     """One indented line of a block, under WIDTH columns: `left`, then `state` (coloured when
     `colour` is given), then `right`. Every part already safe. When the whole is too wide,
     `state` and `right` go on a second, deeper line; what still does not fit is cut."""
@@ -112,7 +112,7 @@ def row(out, left, state="", right="", colour=None):
     out.write((f"    {paint(state)}{right}" if len(rest) <= WIDTH else fit(rest)) + "\n")
 
 
-def wrapped(out, text, indent="  ", then="    "):
+def wrapped(out, text, indent: str = "  ", then: str = "    ") -> None:
     """A long sentence (already safe) over as many lines as it takes, each under WIDTH columns."""
     import textwrap
     for line in textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=then,

@@ -36,7 +36,7 @@ def queue_counts(root):
     return counts
 
 
-def _confirm_purge(root, yes, out):
+def _confirm_purge(root, yes, out) -> bool:
     counts = queue_counts(root)
     out.write(f"{root.path} holds: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
     if yes:
@@ -50,7 +50,7 @@ def _confirm_purge(root, yes, out):
     return answer.strip().lower() in ("y", "yes")
 
 
-def run_uninstall(clone, out, scope="local", purge=False, yes=False):
+def run_uninstall(clone, out, scope: str = "local", purge: bool = False, yes: bool = False) -> int:
     """Unwire `scope` (one of SCOPES); with `purge`, delete the mail root too (`yes`: asked already)."""
     root = clone.mail_root(create=False)
     if purge and not yes and not (sys.stdin is not None and sys.stdin.isatty()):

@@ -16,7 +16,7 @@ REACH_ENV = "KORUS_MAIL_WATCH_REACH"  # seconds; tests shorten the reach with it
 STUB_ENV = "KORUS_MAIL_STUB"  # the stub that runs this watcher (set by the stub itself)
 
 
-def serve_watch(client, repo=None):
+def serve_watch(client, repo=None) -> int:
     import signal
     # a prompt ends the watcher with SIGTERM (store/watch.disarm), after taking its claim away:
     # a normal end, exit 0, and at once, since that prompt waits for this process to be gone

@@ -17,7 +17,7 @@ class WhoArgs:
     json: bool = False   # machine-readable
 
 
-def run(clone, args, out):
+def run(clone, args, out) -> int:
     data = roster.collect(clone, clients.sessions, activity=clients.last_activity)
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")

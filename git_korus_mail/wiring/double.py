@@ -17,7 +17,7 @@ def user_file(wired):
     return user[0] if local and user else None
 
 
-def said(client_name, user_path, keep="local"):
+def said(client_name, user_path, keep: str = "local"):
     """One paragraph for install and doctor: what runs, what korus-mail does about it, the way
     back to one scope (`keep`: the scope the person just chose, or the local one)."""
     drop = "user" if keep == "local" else "local"

@@ -5,7 +5,7 @@ import os
 from git_korus_mail.wiring import files as wfiles
 
 
-def add_exclude(clone, scope_rec, line, covering, key="exclude"):
+def add_exclude(clone, scope_rec, line, covering, key: str = "exclude"):
     """Add `line` unless a line in `covering` is there already; the change goes in `scope_rec[key]`
     (one key per client: each takes out only its own line)."""
     path = os.path.join(clone.common_dir, "info", "exclude")

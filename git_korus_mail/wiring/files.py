@@ -18,7 +18,7 @@ def read_bytes(path):
 _ANY = object()
 
 
-def write_atomic(path, data, mode, expect=_ANY):
+def write_atomic(path, data, mode, expect=_ANY) -> bool:
     """Replace `path` by a sibling temp file and rename. A symlinked file (dotfiles
     repos) is written through, not replaced by a plain file. With `expect` (bytes, or
     None for "absent"), give up and return False when the file changed since it was

@@ -100,7 +100,7 @@ def _is_current(groups, want, stub, tail):
     return len(ours) == 1 and ours[0] == want
 
 
-def merge(doc, stub, tail, wanted, force=False):
+def merge(doc, stub, tail, wanted, force: bool = False):
     """A copy of `doc` with the groups `wanted` ({event: group}) for `stub`; equal to the input
     when they are current. Stale entries of this stub (another anchor, another timeout) are
     replaced, never duplicated. `force` puts them back afresh (last in each event)."""
@@ -179,7 +179,7 @@ def event_problems(doc, stub, tail, wanted, too_few):
 
 
 # -- the files on disk -----------------------------------------------------------------
-def worktree_targets(clone, relpath, only_own=False):
+def worktree_targets(clone, relpath, only_own: bool = False):
     """([(the file at `relpath` in a worktree, that worktree)] for the worktrees install wires,
     [the prunable or missing worktrees skipped]). `only_own`: just the worktree we run in."""
     wts = clone.worktrees
@@ -223,7 +223,7 @@ def read(path):
     return raw, data
 
 
-def wire_file(path, stub, tail, files, merged, dump, force=False, mkdir=os.mkdir):
+def wire_file(path, stub, tail, files, merged, dump, force: bool = False, mkdir=os.mkdir):
     """Merge our entries into one hooks file; `files` is the scope's record of files (what
     uninstall needs to restore it), `merged(doc)` the document with our entries, `dump(doc,
     raw)` its bytes in the client's style, `mkdir` how the file's folder is made when absent."""

@@ -78,7 +78,7 @@ def git_hooks_dir(clone):
     return os.path.normpath(os.path.join(cwd, hooks_path)), hooks_path
 
 
-def is_ours_post_checkout(path):
+def is_ours_post_checkout(path) -> bool:
     data = wfiles.read_bytes(path)
     return data is not None and POST_CHECKOUT_MARK.encode() in data[:512]
 

@@ -19,7 +19,7 @@ class Record:
     original text, so uninstall can restore bytes), dirs we made, the exclude line, the
     post-checkout hook."""
 
-    def __init__(self, path, data):
+    def __init__(self, path, data) -> None:
         self.path = path
         self.data = data
 
@@ -38,16 +38,16 @@ class Record:
         data.setdefault("scopes", {})
         return cls(path, data)
 
-    def scope(self, name, create=False):
+    def scope(self, name, create: bool = False):
         scopes = self.data["scopes"]
         if create:
             scopes.setdefault(name, {"files": {}})
         return scopes.get(name)
 
-    def drop_scope(self, name):
+    def drop_scope(self, name) -> None:
         self.data["scopes"].pop(name, None)
 
-    def save(self):
+    def save(self) -> None:
         if not self.data["scopes"]:
             if os.path.exists(self.path):
                 os.unlink(self.path)
@@ -75,7 +75,7 @@ def locked(hooks_dir):
         raise MailError(f"another install or uninstall holds {path}; try again") from None
 
 
-def remove_stub(stub):
+def remove_stub(stub) -> bool:
     """Delete the stub (once no scope calls it); True when there was one to delete."""
     if not os.path.lexists(stub):
         return False
@@ -83,7 +83,7 @@ def remove_stub(stub):
     return True
 
 
-def remove_hooks_dir(hooks_dir):
+def remove_hooks_dir(hooks_dir) -> None:
     """Nothing of ours is left to serialise: the lock file and hooks/ go too (best effort:
     a file someone else put there keeps the directory)."""
     try:

@@ -43,13 +43,13 @@ def _shell_word(path):
     return sh_quote(path)
 
 
-def zsh_setup_line(site_functions):
+def zsh_setup_line(site_functions) -> str:
     d = _shell_word(site_functions)
     # compinit again after adding the dir: this works wherever the line lands in .zshrc
     return f"echo 'fpath=({d} $fpath); autoload -Uz compinit && compinit' >> ~/.zshrc"
 
 
-def fish_setup_line(vendor_file):
+def fish_setup_line(vendor_file) -> str:
     # a link, not a copy: it follows the file an upgrade replaces
     conf = os.path.join(os.environ.get("XDG_CONFIG_HOME") or "~/.config", "fish", "conf.d")
     return f"mkdir -p {_shell_word(conf)} && ln -sf {_shell_word(vendor_file)} {_shell_word(conf)}/{FISH_FILE}"

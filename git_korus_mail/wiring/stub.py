@@ -118,7 +118,7 @@ def render(template, helper, repo=None):
     return re.sub("@HELPER_JSON@|@ADVICE_JSON@|@HELPER@|@PYTHON@|@PYPATH@", lambda m: values[m.group(0)], text)
 
 
-def write_executable(path, data, force=False):
+def write_executable(path, data, force: bool = False):
     """Write the stub at `path` when absent, different or forced; (path, "current" or "written")."""
     if not force and wfiles.read_bytes(path) == data and os.access(path, os.X_OK):
         return path, "current"
@@ -129,7 +129,7 @@ def write_executable(path, data, force=False):
 class Stub:
     """One client's stub: `<mail>/hooks/<name>`, rendered from the hook template `template`."""
 
-    def __init__(self, name, template):
+    def __init__(self, name, template) -> None:
         self.name, self.template = name, template
 
     def path(self, root):
@@ -138,7 +138,7 @@ class Stub:
     def render(self, helper, repo=None):
         return render(self.template, helper, repo)
 
-    def write(self, root, helper, force=False, repo=None):
+    def write(self, root, helper, force: bool = False, repo=None):
         """Write the stub when absent, different (template, helper or advice changed) or forced."""
         data = self.render(helper, repo).encode("utf-8", "surrogateescape")
         return write_executable(self.path(root), data, force)

@@ -48,7 +48,7 @@ class Payload:
 
     __slots__ = ("event", "session", "cwd", "source", "raw", "data")
 
-    def __init__(self, event, session, cwd, source, raw, data=b""):
+    def __init__(self, event, session, cwd, source, raw, data: bytes = b"") -> None:
         self.event, self.session, self.cwd, self.source, self.raw = event, session, cwd, source, raw
         self.data = data  # the stdin bytes as received: what identifies the event (event_key_of)
 

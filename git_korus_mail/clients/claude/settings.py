@@ -29,7 +29,7 @@ def watch_hook(stub, repo=None):
             "rewakeMessage": REWAKE_MESSAGE}
 
 
-def wanted_groups(stub, repo=None, urgent=False):
+def wanted_groups(stub, repo=None, urgent: bool = False):
     """{event: the matcher group install puts in a settings file}; with `urgent`, the Stop group
     holds the watcher too.
 
@@ -60,12 +60,12 @@ def stub_of(hook):
     return hookdoc.stub_of(hook, STUB_TAIL)
 
 
-def validate_settings(settings):
+def validate_settings(settings) -> None:
     """Raise BadSettings when the document's hook section is not the shape Claude Code reads."""
     hookdoc.validate(settings)
 
 
-def merge_settings(settings, stub, repo=None, force=False, urgent=False):
+def merge_settings(settings, stub, repo=None, force: bool = False, urgent: bool = False):
     """A copy of `settings` with our entries for `stub`; equal to the input when they are current
     (wiring/hookdoc.py); `force` puts them back afresh, `urgent` with the watcher."""
     return hookdoc.merge(settings, stub, STUB_TAIL, wanted_groups(stub, repo, urgent), force)

@@ -48,12 +48,12 @@ def user_settings_path():
     return os.path.join(base, "settings.json")
 
 
-def local_targets(clone, only_own=False):
+def local_targets(clone, only_own: bool = False):
     """[(settings path, worktree)] for the worktrees install wires, and the prunable ones skipped."""
     return hookdoc.worktree_targets(clone, LOCAL_SETTINGS, only_own)
 
 
-def wire_file(path, stub, repo, force, files, urgent=False):
+def wire_file(path, stub, repo, force, files, urgent: bool = False):
     """Merge our entries into one settings file (wiring/hookdoc.py); `files` is the scope's
     record of files; `urgent`: with the wake-up tier's watcher."""
     return hookdoc.wire_file(path, stub, claude.STUB_TAIL, files, dump=dump_like, force=force,

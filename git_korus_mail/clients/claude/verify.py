@@ -12,7 +12,7 @@ from git_korus_mail.wiring.postcheckout import repo_anchor
 
 
 
-def verify(root, stub, wired, run_stub=True, urgent=None):
+def verify(root, stub, wired, run_stub: bool = True, urgent=None):
     """[(label, [problems])]: every file read back, every entry checked, every caller's stub
     present and executable, and the stub run once per file with a synthetic SessionStart.
     `urgent`: whether the wake-up tier's watcher must be there (None: either form)."""
@@ -81,7 +81,7 @@ def wired_files(clone, record, stub):
     return wired, skipped, local
 
 
-def _recorded(record, scope):
+def _recorded(record, scope) -> bool:
     """Does installed.json say install wired Claude Code in `scope`? (A record from before
     `install --client` names no clients: it wired Claude Code only.)"""
     rec = record.scope(scope)

@@ -20,7 +20,7 @@ check = verify.verify
 wired_files = verify.wired_files
 
 
-def settings_targets(clone, scope, only_own=False):
+def settings_targets(clone, scope, only_own: bool = False):
     """([(settings path, repo anchor or None, cwd)] install wires for `scope`, prunable
     worktrees skipped). `only_own`: just the worktree install runs in (post-checkout)."""
     if scope == "local":

@@ -54,7 +54,7 @@ def stub_of(hook):
 validate = hookdoc.validate
 
 
-def merge(doc, stub, repo=None, force=False):
+def merge(doc, stub, repo=None, force: bool = False):
     return hookdoc.merge(doc, stub, STUB_TAIL, wanted_groups(stub, repo), force)
 
 

@@ -62,7 +62,7 @@ def codex_ancestor(start_pid):
     return None
 
 
-def holds_open(pid, path):
+def holds_open(pid, path) -> bool:
     """True when process `pid` has `path` open (compared by real path)."""
     try:
         fds = os.listdir(f"/proc/{pid}/fd")

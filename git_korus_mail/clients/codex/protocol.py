@@ -37,7 +37,7 @@ class Payload:
 
     __slots__ = ("event", "session", "cwd", "transcript", "last_message", "raw", "data")
 
-    def __init__(self, event, session, cwd, transcript, last_message, raw, data=b""):
+    def __init__(self, event, session, cwd, transcript, last_message, raw, data: bytes = b"") -> None:
         self.event, self.session, self.cwd, self.raw = event, session, cwd, raw
         self.transcript, self.last_message = transcript, last_message
         self.data = data  # the stdin bytes: what identifies the event to every wiring (event_key)

@@ -45,7 +45,7 @@ def config_path():
 class AppServer:
     """One `codex app-server` over stdio: initialize, then one request at a time."""
 
-    def __init__(self, codex):
+    def __init__(self, codex) -> None:
         import tempfile
         self._err = tempfile.TemporaryFile()
         try:
@@ -58,7 +58,7 @@ class AppServer:
         self.call("initialize", {"clientInfo": {"name": "git-korus-mail", "version": "1"}})
         self._send({"jsonrpc": "2.0", "method": "initialized"})
 
-    def _send(self, msg):
+    def _send(self, msg) -> None:
         self.proc.stdin.write((json.dumps(msg) + "\n").encode())
         self.proc.stdin.flush()
 
@@ -91,7 +91,7 @@ class AppServer:
                     raise MailError(f"codex app-server: {method}: {msg['error'].get('message', msg['error'])}")
                 return msg.get("result")
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
@@ -103,7 +103,7 @@ class AppServer:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()
 
 
@@ -161,7 +161,7 @@ def user_writable_roots(server):
     return None
 
 
-def trust(codex, targets, sources, commands, rec, out, writable_root=None, untrust_projects=False):
+def trust(codex, targets, sources, commands, rec, out, writable_root=None, untrust_projects: bool = False):
     """Trust each project in `targets` ([(cwd, trust the project?)]) and exactly our hooks as
     Codex lists them there, then prove it through `hooks/list`. `writable_root`: the mail root,
     added to the sandbox's writable roots so the model's `send`, `ask` and `reply` can write in
@@ -239,7 +239,7 @@ def verify_trust(server, cwd, sources, commands):
     return problems
 
 
-def untrust(rec, out):
+def untrust(rec, out) -> None:
     """Undo what trust() wrote in the user's config: its bytes when nothing else changed them,
     else only our keys (through the app-server)."""
     conf = rec.get("config")

@@ -60,14 +60,14 @@ needs_exclude = needs_post_checkout  # .codex/hooks.json is written into worktre
 PREFLIGHT_FIX = "put codex on PATH, or set KORUS_MAIL_CODEX=<path to codex>, so its app-server can be asked"
 
 
-def preflight():
+def preflight() -> None:
     """What install needs before it writes anything: Codex's own CLI, whose app-server records the
     trust of our hooks (trust.py). Without it, a stub, hooks files and an exclude line would be
     written that Codex never runs, and every later `git worktree add` would repeat the failure."""
     trust.find_codex()
 
 
-def settings_targets(clone, scope, only_own=False, trust_projects=False):
+def settings_targets(clone, scope, only_own: bool = False, trust_projects: bool = False):
     """([(hooks.json path, repo anchor or None, cwd)], skipped worktrees) for `scope`."""
     if scope == "local" and trust_projects:
         targets, skipped = hookdoc.worktree_targets(clone, hooksfile.PROJECT_FILE, only_own)
@@ -120,7 +120,7 @@ def _only_ours(path):
                for g in gs for h in g.get("hooks") or ())
 
 
-def tell_own_configs(clone, trusted, out):
+def tell_own_configs(clone, trusted, out) -> None:
     """Name each worktree that holds Codex config of its own, and what install did about it."""
     for path, names in own_config_worktrees(clone):
         what = ", ".join(f".codex/{n}" for n in names)
@@ -144,7 +144,7 @@ def commands(stub_file, repo):
     return [h["command"] for g in hooksfile.wanted_groups(stub_file, repo).values() for h in g["hooks"]]
 
 
-def after_wiring(clone, scope, wired, scope_rec, out, trust_projects=False):
+def after_wiring(clone, scope, wired, scope_rec, out, trust_projects: bool = False):
     """Trust what was wired (trust.py); [(cwd, problem)] for what Codex does not trust. Projects
     are trusted only with --trust-codex-config, and every such trust is said, with what it turns on."""
     if not wired:
@@ -167,7 +167,7 @@ def after_wiring(clone, scope, wired, scope_rec, out, trust_projects=False):
     return problems
 
 
-def retire_project_files(scope_rec, stub_file, out):
+def retire_project_files(scope_rec, stub_file, out) -> None:
     """An earlier install wired each worktree's .codex/hooks.json and trusted it without asking:
     take our entries out of those files (restoring their bytes where we can). Left in, they
     would fire beside the user hooks.json the day the person trusts the project."""
@@ -186,7 +186,7 @@ def retire_project_files(scope_rec, stub_file, out):
                   f"Codex is wired in the user's hooks.json now)\n")
 
 
-def after_unwiring(scope_rec, out):
+def after_unwiring(scope_rec, out) -> None:
     trust.untrust(scope_rec.get(NAME) or {}, out)
 
 
@@ -224,7 +224,7 @@ def wired_files(clone, record, stub_file):
     return wired, skipped, projects
 
 
-def recorded(record, scope):
+def recorded(record, scope) -> bool:
     """Does installed.json say install wired Codex in `scope`?"""
     return NAME in ((record.scope(scope) or {}).get("clients") or ())
 
@@ -252,7 +252,7 @@ def _sandbox_problems(server, root):
             f"run `git korus-mail install --client codex`"]
 
 
-def check(root, stub_file, wired, run_stub=True):
+def check(root, stub_file, wired, run_stub: bool = True):
     """[(label, [problems])]: each hooks.json read back and checked, the stub run once, and
     Codex asked (hooks/list) whether it loads and trusts every hook of ours."""
     results = []
