@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import List, Optional, Sequence, Tuple
 
-    Wired = Sequence[Tuple[str, Optional[str], Optional[str]]]  # (settings path, repo anchor, cwd)
+    Wired = Sequence[Tuple[str, Optional[str], str]]  # (settings path, repo anchor, cwd)
 
 LABELS = {"claude": "Claude Code", "codex": "Codex"}
 

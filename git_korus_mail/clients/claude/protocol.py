@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.clients.interface import Shown
     from git_korus_mail.core.vocab import PhaseOf
-    from git_korus_mail.store.launch import AnyLaunch
+    from git_korus_mail.store.launch import AnyLaunch, Launch
 
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"
@@ -122,7 +122,7 @@ def command_launch(environ: "Mapping[str, str]") -> "AnyLaunch":
     return launch_of(environ)
 
 
-def sender_launch(environ: "Mapping[str, str]", chain: "Sequence[int]") -> "Optional[Tuple[int, AnyLaunch]]":
+def sender_launch(environ: "Mapping[str, str]", chain: "Sequence[int]") -> "Optional[Tuple[int, Launch]]":
     """(its place in `chain`, launch) of the Claude Code process a command runs under, when
     CLAUDE_PID names one of the command's ancestors `chain` (nearest first); None otherwise: a
     variable anyone can set proves nothing by itself (clients.sender_of)."""

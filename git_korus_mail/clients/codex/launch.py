@@ -59,11 +59,12 @@ def is_codex(pid: int) -> bool:
 def codex_ancestor(start_pid: int) -> "Optional[int]":
     """The nearest ancestor of `start_pid` (itself excluded) whose executable is Codex's native
     binary, or None within MAX_DEPTH levels."""
-    pid: "Optional[int]" = start_pid
+    pid = start_pid
     for _level in range(MAX_DEPTH):
-        pid = _ppid(pid)
-        if pid is None or pid <= 1:
+        parent = _ppid(pid)
+        if parent is None or parent <= 1:
             return None
+        pid = parent
         if _exe_name(pid) == EXECUTABLE:
             return pid
     return None

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.clients.interface import Shown
     from git_korus_mail.core.vocab import PhaseOf
-    from git_korus_mail.store.launch import AnyLaunch
+    from git_korus_mail.store.launch import AnyLaunch, Launch
 
 NAME = "codex"
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
@@ -126,7 +126,7 @@ def session_of(environ: "Mapping[str, str]") -> "Optional[str]":
     return session if valid_session(session) else None
 
 
-def sender_launch(environ: "Mapping[str, str]", chain: "Sequence[int]") -> "Optional[Tuple[int, AnyLaunch]]":
+def sender_launch(environ: "Mapping[str, str]", chain: "Sequence[int]") -> "Optional[Tuple[int, Launch]]":
     """(its place in `chain`, launch) of the nearest Codex process among a command's ancestors
     `chain`; None when none is visible (the sandbox's pid namespace hides it)."""
     from git_korus_mail.clients.codex import launch
