@@ -115,8 +115,8 @@ def registries() -> "Tuple[Registry, ...]":
     return (claude,)
 
 
-def last_activity(client: str, config_root: "Optional[str]", cwd: "Optional[str]",
-                  session: "Optional[str]") -> "Optional[float]":
+def last_activity(client: "Optional[str]", config_root: "Optional[str]", cwd: "Optional[str]",
+                  session: str) -> "Optional[float]":
     """When `client`'s session last showed a sign of life of its own (epoch seconds), for `who`'s
     "not responding"; None when that client keeps no such trace or it is missing."""
     for registry in registries():
