@@ -15,7 +15,7 @@ from typing import IO, AbstractSet, Any, Callable, Dict, Iterable, List, Mapping
 from git_korus_mail.core.clone import Clone
 from git_korus_mail.core.gitrepo import Worktree
 from git_korus_mail.store.files import MailRoot
-from git_korus_mail.store.launch import Launch
+from git_korus_mail.store.launch import AnyLaunch, Launch
 from git_korus_mail.wiring.record import Record
 
 Environ = Mapping[str, str]
@@ -80,6 +80,13 @@ class Registry(Protocol):
     def last_activity(self, config_root: Optional[str], cwd: Optional[str],
                       session: Optional[str]) -> Optional[float]: ...
     def sessions(self, config_root: Optional[str]) -> List[Dict[str, Any]]: ...
+
+
+class Wakeable(HookProtocol, Protocol):
+    """A hook protocol with the wake-up tier (docs/HOOKS.md): only Claude Code's. The watcher
+    (commands/watch.py) tells it by `wake_facts`, and names the process from the environment."""
+    def launch_of(self, environ: Environ) -> AnyLaunch: ...
+    def wake_facts(self, environ: Environ, pid: int) -> Tuple[Optional[str], Callable[[], bool]]: ...
 
 
 # A settings file to wire: (its path, the repo anchor its stub call names, the cwd it is checked from).
