@@ -7,10 +7,13 @@ type-check here.
 Read by mypy only: every import of this module sits under `if TYPE_CHECKING:` (the hook hot
 path imports clients/; tests/test_vocab.py checks it). Members that only some clients have
 (Codex's trust, Claude Code's wake-up tier, a client's preflight) are not members here: the
-commands ask for them with getattr and a default, and say so where they do.
+commands ask for them with getattr and a default, and say so where they do. A module's
+constants are read-only properties here: a Protocol's plain attribute would be settable, and
+mypy then wants a module's `EVENTS` of six names to be exactly `Tuple[str, ...]`.
 """
 
-from typing import IO, AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Type
+from typing import (IO, AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence,
+                    Tuple, Type)
 
 from git_korus_mail.core.clone import Clone
 from git_korus_mail.core.gitrepo import Worktree
@@ -57,7 +60,9 @@ class HookProtocol(Protocol):
     def BadPayload(self) -> Type[Exception]: ...
 
     def read_payload(self, data: bytes) -> Payload: ...
-    # The keyword arguments of core drain.Drain after session and cwd (phase, label, launch...).
+    # The keyword arguments of core drain.Drain after session and cwd (phase, label, launch...),
+    # from the payload this very module's read_payload made: its own Payload class, which a
+    # Protocol parameter cannot name for every client (so Any).
     def drain_facts(self, payload: Any, environ: Environ) -> Dict[str, Any]: ...
     def session_of(self, environ: Environ) -> Optional[str]: ...
     def sender_launch(self, environ: Environ, chain: Sequence[int]) -> Optional[Tuple[int, Launch]]: ...

@@ -39,7 +39,7 @@ def fit(text: str, width: int = WIDTH, keep_end: bool = False) -> str:
     return "…" + "".join(reversed(out)) if keep_end else "".join(out) + "…"
 
 
-def stamp(value: "Any") -> str:
+def stamp(value: "Any") -> str:  # Any: a field from disk, sliced once parse_stamp accepts it
     """A stored time as a person reads it: to the second, UTC; anything else made safe."""
     try:
         parse_stamp(value)
@@ -48,7 +48,7 @@ def stamp(value: "Any") -> str:
     return f"{value[:10]} {value[11:19]}Z"
 
 
-def age(value: "Any", now: float) -> str:
+def age(value: object, now: float) -> str:
     try:
         return human_age(now - parse_stamp(value))
     except (ValueError, TypeError):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.core.gitrepo import Worktree
 
+    # JSON from a file anyone may have edited: read with isinstance and .get, so Any inside
     Doc = Dict[str, Any]    # a hooks document, as JSON gave it (validate checks its shape)
     Group = Dict[str, Any]  # one matcher group: {"matcher"?, "hooks": [handler, ...]}
     Files = Dict[str, Dict[str, Any]]  # a scope's record of the files it wired (wiring/record.py)
