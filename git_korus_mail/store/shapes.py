@@ -113,7 +113,7 @@ class _PresenceBase(TypedDict):
     session: str
     box: str
     cwd: str
-    claude_pid: Optional[int]  # the client's pid, whichever client (Codex's too)
+    claude_pid: Optional[int]  # the client process's pid, whichever client runs the session
     config_dir: Optional[str]
     client: Optional[str]
     launch: Optional[str]
