@@ -313,12 +313,16 @@ options:
   --watch           the wake-up tier's watcher (install --urgent): wait for new mail, then wake
 """
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Sequence
+
 EXIT_USAGE = 129   # as git does (commands/argv.py writes usage errors)
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
 
-def main(argv=None):
+def main(argv: "Optional[Sequence[str]]" = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["drain"]:
         if "-h" in argv or "--help" in argv:
@@ -344,7 +348,7 @@ def main(argv=None):
         return 0
 
 
-def _typed_at_a_terminal():
+def _typed_at_a_terminal() -> bool:
     """stdin is a terminal: a person typed `drain`, which would wait in silence for hook JSON.
     A client always pipes the payload (docs/HOOKS.md), so this never refuses a hook."""
     try:
@@ -353,7 +357,7 @@ def _typed_at_a_terminal():
         return False
 
 
-def _main(argv):
+def _main(argv: "Sequence[str]") -> int:
     from git_korus_mail import __version__
     from git_korus_mail.errors import MailError, UsageError
     from git_korus_mail.commands.argv import parse, unknown_command, usage_error
@@ -405,14 +409,15 @@ def _main(argv):
         return EXIT_ERROR
 
 
-def _dispatch(command, args):
+def _dispatch(command: str, args: "Dict[str, Any]") -> int:
     """Turn docopt's dict into the command's own typed arguments, then run it: no command
     sees the dict. `--repo` is not an argument of the command: it picks the clone."""
     from git_korus_mail.commands.params import typed
     out = sys.stdout
     if command == "completion" and not args.get("--ids"):
-        module, params = typed(command, args)
-        return module.run(params, out)  # a script: the one command that needs no clone
+        from git_korus_mail.commands import completion  # what `typed` names for it
+        _module, params = typed(command, args)
+        return completion.run(params, out)  # a script: the one command that needs no clone
     from git_korus_mail.core.clone import Clone
 
     clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report

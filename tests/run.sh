@@ -107,7 +107,7 @@ begin "lint (ruff)"
 echo "+ ruff check ." >&2
 .venv/bin/ruff check .
 end ok
-begin "types (mypy, then --strict)"
+begin "types (mypy --strict)"
 bash tests/typecheck.sh
 end ok
 export KORUS_LINT_RAN=1

@@ -72,7 +72,7 @@ def test_ci_runs_ruff_before_pytest():
 @pytest.mark.once
 def test_types_check():
     _not_run_already("mypy (tests/typecheck.sh)")
-    # tests/typecheck.sh is what tests/run.sh runs: the whole package, then --strict where typed
+    # tests/typecheck.sh is what tests/run.sh runs: the whole package, --strict
     exe = shutil.which("mypy", path=str(REPO_ROOT / ".venv" / "bin")) or shutil.which("mypy")
     if exe is None:
         pytest.skip("mypy is not installed (it is in the test extra: pip install -e '.[test]')")

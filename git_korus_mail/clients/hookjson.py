@@ -5,8 +5,12 @@ are each client's own (clients/<client>/protocol.py: Codex cuts its context to f
 
 from git_korus_mail import fastjson as json  # the parser the drain's answers are written with
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Optional
 
-def check_answer(event, stdout):
+
+def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer the client accepts at `event` and carries no
     fault; otherwise what is wrong. Empty output is accepted (the hook said nothing)."""
     text = stdout.strip()

@@ -5,34 +5,40 @@ import sys
 
 EXIT_USAGE = 129   # as git does
 EXIT_UNKNOWN_COMMAND = 1   # git's for `git sned`: not a usage error of a command, no usage follows
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Sequence, Set, Tuple, Union
+
 PROGRAM = "korus-mail"     # the usage lines say `git korus-mail <command>`: docopt's program is `git`
 
 
-def parse(doc, argv):
+def parse(doc: str, argv: "Sequence[str]") -> "Union[Dict[str, Any], int]":
     from docopt import DocoptExit, docopt
 
     try:
-        args = docopt(doc, argv=[PROGRAM] + list(argv), default_help=False)
+        args: "Dict[str, Any]" = docopt(doc, argv=[PROGRAM] + list(argv), default_help=False)
     except DocoptExit:
         return usage_error(explain(doc, argv), doc)
     args.pop(PROGRAM, None)
     return args
 
 
-def _shape(doc):
+def _shape(doc: str) -> "Tuple[Dict[str, bool], List[Tuple[str, bool]], List[Tuple[Set[str], int]]]":
     """({option: takes a value}, [(argument, required)] of the usage line that has the most
     arguments, [(the options, the argument count) of each usage line]), read from the usage block as docopt reads it."""
     from docopt import formal_usage, parse_docstring_sections, parse_options
 
-    options = {}
+    options: "Dict[str, bool]" = {}
     for o in parse_options(doc):
         for spelling in (o.longer, o.short):
             if spelling:
                 options[spelling] = o.argcount > 0
     usage = parse_docstring_sections(doc).usage_body
-    best, lines = [], []
+    best: "List[Tuple[str, bool]]" = []
+    lines: "List[Tuple[Set[str], int]]" = []
     for line in formal_usage(usage).split(" | "):
-        args, depth = [], 0
+        args: "List[Tuple[str, bool]]" = []
+        depth = 0
         opts = {w.split("=", 1)[0] for w in line.replace("(", " ").replace(")", " ").replace("[", " ")
                 .replace("]", " ").split() if w.startswith("--") and w != "--"}
         for word in line.replace("[", " [ ").replace("]", " ] ").replace("(", " ").replace(")", " ").split():
@@ -51,10 +57,11 @@ def _shape(doc):
     return options, best, lines
 
 
-def explain(doc, argv):
+def explain(doc: str, argv: "Sequence[str]") -> str:
     """One line saying what was wrong: the unknown option, the argument missing, the one too many."""
     options, arguments, lines = _shape(doc)
-    command, positional, rest = argv[0], [], list(argv[1:])
+    command, rest = argv[0], list(argv[1:])
+    positional: "List[str]" = []
     while rest:
         a = rest.pop(0)
         if a == "--":
@@ -76,9 +83,9 @@ def explain(doc, argv):
         return f"'{command}' needs --to <dest>"
     if len(positional) > len(arguments):
         return f"unexpected argument '{_shown(positional[len(arguments)])}' for '{command}'"
-    for (name, _required), given in zip(arguments, positional):
-        if "|" in name and given not in name.split("|"):
-            return f"'{command}' takes one of {', '.join(name.split('|'))}, not '{_shown(given)}'"
+    for (name, _required), value in zip(arguments, positional):
+        if "|" in name and value not in name.split("|"):
+            return f"'{command}' takes one of {', '.join(name.split('|'))}, not '{_shown(value)}'"
     missing = [name for name, required in arguments[len(positional):] if required]
     if missing:
         return f"'{command}' needs {missing[0]}"
@@ -97,17 +104,17 @@ def explain(doc, argv):
     return f"'{command}': these options do not go together: {' '.join(_shown(a) for a in argv[1:])}"
 
 
-def _shown(word):
+def _shown(word: str) -> str:
     from git_korus_mail.core.render import field
     return field(word, 60)
 
 
-def usage_error(line, doc):
+def usage_error(line: str, doc: str) -> int:
     sys.stderr.write(f"git korus-mail: {line}\n\n{doc}")
     return EXIT_USAGE
 
 
-def unknown_command(word, commands):
+def unknown_command(word: str, commands: "Iterable[str]") -> int:
     """As git says of `git sned`: one line, then the most similar commands if any are close."""
     import difflib
 

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Optional
+from typing import IO, Any, Dict, Optional
 
 from git_korus_mail import clients
 from git_korus_mail.core import ask, roster, send, verdict
@@ -17,6 +17,10 @@ from git_korus_mail.commands.text import safe
 
 EXIT_TIMEOUT = 2
 EXIT_UNANSWERED = 3
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from git_korus_mail.core.clone import Clone
+
 HOW = {"explicit": "an explicit reply", "automatic": "automatic: the recipient's final message of its run"}
 
 
@@ -28,11 +32,11 @@ class AskArgs:
     json: bool = False
 
 
-def parse_timeout(text):
+def parse_timeout(text: Optional[str]) -> Optional[int]:
     return None if text is None else ask.check_timeout(text)
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: AskArgs, out: IO[str]) -> int:
     timeout = ask.check_timeout(None if args.timeout is None else str(args.timeout))
     body = send.read_body(args.question)
     send.check_body(body)
@@ -79,7 +83,7 @@ def run(clone, args, out):
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
 
 
-def _write(out, q, rec, as_json):
+def _write(out: IO[str], q: ask.Question, rec: Dict[str, Any], as_json: bool) -> None:
     msg = rec["message"]
     by = rec.get("by") or {}
     if as_json:
@@ -87,7 +91,8 @@ def _write(out, q, rec, as_json):
                               "by": by, "at": rec.get("at"), "answer_id": msg.get("id"),
                               "body": msg.get("body")}, indent=2) + "\n")
         return
-    how = HOW.get(rec.get("how"), rec.get("how"))
+    said: Any = rec.get("how")  # as the answer record on disk has it
+    how = HOW.get(said, said)
     out.write(f"status {safe(rec.get('status'))} ({safe(how)}) · answer to question {safe(q.id)} · from (unverified) "
               f"{safe(by.get('path'))} · session {safe(by.get('session'))} · at {safe(rec.get('at'))}\n")
     for line in str(msg.get("body", "")).split("\n"):

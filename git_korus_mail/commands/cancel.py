@@ -10,12 +10,19 @@ from git_korus_mail.commands.text import safe
 from git_korus_mail.core import retract
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO
+
+    from git_korus_mail.core.clone import Clone
+
+
 @dataclass(frozen=True)
 class CancelArgs:
     id: str   # the id of a message sent from here (status prints it), or a unique prefix
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: CancelArgs, out: "IO[str]") -> int:
     r = retract.cancel(clone, args.id, session=clients.session_of(os.environ))
     to = safe(r.get("to") or r["box"])
     if r["result"] == "already-cancelled":

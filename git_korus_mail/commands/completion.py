@@ -3,10 +3,16 @@
 
 from dataclasses import dataclass
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from git_korus_mail.core.clone import Clone
+
 SCRIPTS = {"bash": "git-korus-mail.bash", "zsh": "_git-korus-mail", "fish": "git-korus-mail.fish"}
 
 
-def script_path(shell):
+def script_path(shell: str) -> str:
     from git_korus_mail.shipped import shipped_file
     path = shipped_file("completions", SCRIPTS[shell])
     if path is not None:
@@ -25,7 +31,7 @@ class IdsArgs:
     command: str   # one of ids.COMPLETED
 
 
-def run(*given):
+def run(*given: "Any") -> int:  # Any: two call forms, told apart by their count
     """run(CompletionArgs, out), which needs no clone, or run(clone, IdsArgs, out)."""
     if len(given) == 3:
         return _ids(*given)
@@ -36,7 +42,7 @@ def run(*given):
     return 0
 
 
-def _ids(clone, args, out):
+def _ids(clone: "Clone", args: IdsArgs, out: "IO[str]") -> int:
     from git_korus_mail.core import ids
     from git_korus_mail.errors import UsageError
     if args.command not in ids.COMPLETED:

@@ -29,7 +29,19 @@ from git_korus_mail.wiring import double, postcheckout
 from git_korus_mail.wiring.files import read_bytes
 from git_korus_mail.wiring import record as install_record
 from git_korus_mail.stamps import human_age, parse_stamp, utc_stamp
-from git_korus_mail.store.files import TMP_MAX_AGE, MailRoot, mail_root_path
+from git_korus_mail.store.files import MailRoot
+from git_korus_mail.store.layout import TMP_MAX_AGE, mail_root_path
+
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Any, Callable, Dict, List, Optional, Set, Tuple
+
+    from git_korus_mail.clients.interface import HookProtocol, Installer, Wired
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import Box
+
+    Finding = Dict[str, Any]  # {"check", "ok", "where", "detail", "fix"}: one line of the report (--json)
+    WakeFinding = Tuple[bool, str, str, Optional[str]]
 
 CLOCK_SLACK = 5 * 60   # journal times may disagree this much before it counts as a clock fault
 JOURNAL_WINDOW = 500   # recent records the clock check reads
@@ -42,19 +54,19 @@ class DoctorArgs:
 
 
 class Findings:
-    def __init__(self):
-        self.items = []
+    def __init__(self) -> None:
+        self.items: "List[Finding]" = []
 
-    def add(self, check, ok, where, detail, fix=None):
+    def add(self, check: str, ok: bool, where: str, detail: str, fix: "Optional[str]" = None) -> None:
         self.items.append({"check": check, "ok": ok, "where": where, "detail": detail,
                            "fix": None if ok else fix})
 
     @property
-    def healthy(self):
+    def healthy(self) -> bool:
         return all(f["ok"] for f in self.items)
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: DoctorArgs, out: "IO[str]") -> int:
     now = time.time()
     findings = collect(clone, now)
     data = {"as_of": utc_stamp(now), "mail_root": mail_root_path(clone.common_dir),
@@ -66,7 +78,7 @@ def run(clone, args, out):
     return 0 if findings.healthy else 1
 
 
-def _write_text(data, out):
+def _write_text(data: "Dict[str, Any]", out: "IO[str]") -> None:
     out.write(f"doctor  {data['mail_root']}  as of {data['as_of']}\n")
     for f in data["findings"]:
         mark = "ok      " if f["ok"] else ui.red("PROBLEM ")
@@ -77,7 +89,7 @@ def _write_text(data, out):
     out.write("healthy\n" if not bad else f"{bad} problem(s)\n")
 
 
-def collect(clone, now):
+def collect(clone: "Clone", now: float) -> Findings:
     findings = Findings()
     ok, limits = limitconf.report(clone.common_dir)  # the receiver's limits as the drain reads them
     findings.add("limits", ok, clone.common_dir, limits, "set it as the message says, or `git config --unset` it")
@@ -114,7 +126,7 @@ def collect(clone, now):
 
 
 # -- the mail root -------------------------------------------------------------------
-def _check_root(clone, findings):
+def _check_root(clone: "Clone", findings: Findings) -> "Optional[MailRoot]":
     """The root's own state, then an opened MailRoot (None when it cannot be opened safely)."""
     path = mail_root_path(clone.common_dir)
     try:
@@ -150,7 +162,7 @@ def _check_root(clone, findings):
 
 
 # -- wiring ----------------------------------------------------------------------------
-def _check_wiring(clone, root, findings):
+def _check_wiring(clone: "Clone", root: MailRoot, findings: Findings) -> None:
     record = install_record.Record.load(os.path.join(root.path, install_record.HOOKS_SUBDIR))
     local = False
     wired_any = False
@@ -169,9 +181,9 @@ def _check_wiring(clone, root, findings):
         _check_post_checkout(clone, record, findings)
 
 
-def _check_post_checkout(clone, record, findings, head=""):
+def _check_post_checkout(clone: "Clone", record: install_record.Record, findings: Findings, head: str = "") -> None:
     """Our post-checkout hook, which wires each worktree `git worktree add` makes."""
-    hook = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
+    hook: str = ((record.scope("local") or {}).get("post_checkout") or {}).get("path") \
         or os.path.join(postcheckout.git_hooks_dir(clone)[0], postcheckout.POST_CHECKOUT)
     if postcheckout.is_ours_post_checkout(hook) and os.access(hook, os.X_OK):
         findings.add("wiring", True, hook, head + "wires worktrees that `git worktree add` makes")
@@ -180,7 +192,8 @@ def _check_post_checkout(clone, record, findings, head=""):
                      "git korus-mail install")
 
 
-def _check_client_wiring(client, clone, root, record, findings):
+def _check_client_wiring(client: "Installer", clone: "Clone", root: MailRoot, record: install_record.Record,
+                         findings: Findings) -> "Tuple[bool, bool]":
     """One client's stub and settings files: (any wired?, local scope wired?). A client nobody
     wired here is no fault of its own (collect says so when no client is wired at all)."""
     stub = client.stub_path(root)
@@ -194,7 +207,7 @@ def _check_client_wiring(client, clone, root, record, findings):
         # what every check of this client needs is missing (Codex's CLI): one problem, with the
         # fix that makes it go away, not one `install` (which fails the same way) per file
         findings.add("wiring", False, client.NAME, str(exc).split(": install ")[0] + ": doctor cannot check "
-                     "this client's wiring", client.PREFLIGHT_FIX)
+                     "this client's wiring", getattr(client, "PREFLIGHT_FIX", "git korus-mail install"))
         return True, local
     for label, problems in client.check(root, stub, wired):
         if label == stub:
@@ -209,12 +222,15 @@ def _check_client_wiring(client, clone, root, record, findings):
         findings.add("wiring", True, where, detail)
     for wt in skipped:
         findings.add("wiring", True, wt.path, "prunable worktree, not wired (`git worktree prune` removes it)")
-    for ok, where, detail, fix in client.wake_findings(record, stub, wired) if getattr(client, "WAKE_TIER", 0) else ():
+    # only a client with the wake-up tier (Claude Code's) has wake_findings: not in the Installer Protocol
+    wake_findings: "Optional[Callable[[install_record.Record, str, Wired], List[WakeFinding]]]" = \
+        getattr(client, "wake_findings", None) if getattr(client, "WAKE_TIER", 0) else None
+    for ok, where, detail, fix in wake_findings(record, stub, wired) if wake_findings is not None else ():
         findings.add("wake", ok, where, detail, fix)  # the wake-up tier (install --urgent)
     return True, local
 
 
-def _wiring_fix(client, path):
+def _wiring_fix(client: "Installer", path: str) -> str:
     """Advice that can succeed: install never touches a settings file it cannot parse, so
     running it again alone would fail the same way."""
     try:
@@ -226,7 +242,8 @@ def _wiring_fix(client, path):
     return "git korus-mail install"
 
 
-def _check_stub(client, stub, helper, findings, repo=None):
+def _check_stub(client: "Installer", stub: str, helper: "Optional[str]", findings: Findings,
+                repo: "Optional[str]" = None) -> None:
     """The stub runs the helper baked into it; with that gone it falls back to PATH, which
     an editor's Claude Code often lacks. So a gone helper is a fault even when PATH works here."""
     if not helper or not os.path.isfile(stub):
@@ -246,7 +263,7 @@ def _check_stub(client, stub, helper, findings, repo=None):
 
 
 # -- boxes -------------------------------------------------------------------------------
-def _check_claims(box, findings):
+def _check_claims(box: "Box", findings: Findings) -> None:
     for name in box.claim_names():
         where = f"box {box.name}"
         shown = _e(name)
@@ -274,7 +291,7 @@ def _check_claims(box, findings):
                          "git korus-mail list (it cleans these up)")
 
 
-def _check_waits(root, findings, now):
+def _check_waits(root: MailRoot, findings: Findings, now: float) -> None:
     """An ask's wait refuses asks back to its asker (a cycle) while it counts: name one whose
     ask nothing here can prove alive or dead, and the way out (docs/STORE.md, "Liveness")."""
     for w in answers.open_waits(root):
@@ -295,7 +312,7 @@ def _check_waits(root, findings, now):
                          f"if you know that ask is gone: git korus-mail release {qid}")
 
 
-def _check_stranded(box, findings, user_wired=False):
+def _check_stranded(box: "Box", findings: Findings, user_wired: bool = False) -> None:
     """Queued mail in a box that belongs to no worktree (a removed, pruned or moved-away one, or
     a `send --create` path). Under the user scope's wiring a session started at such a path
     drains its box: one that did is proof that its mail is read there."""
@@ -321,13 +338,13 @@ def _check_stranded(box, findings, user_wired=False):
                  f"git korus-mail forward {box.name} --to <worktree> (moves them; nothing is deleted)")
 
 
-def _e(value):
+def _e(value: object) -> str:
     """A name or field from disk, escaped as the drain escapes it."""
     from git_korus_mail.core import render
     return render.escape_line(str(value), 1 << 16)[0]
 
 
-def _check_quarantine(box, findings):
+def _check_quarantine(box: "Box", findings: Findings) -> None:
     names = box.quarantined_names()
     if not names:
         return
@@ -337,13 +354,13 @@ def _check_quarantine(box, findings):
                  f"read the reasons in {qdir}/*.why.json, then delete what you have understood")
 
 
-def _check_drains(box, findings, now):
+def _check_drains(box: "Box", findings: Findings, now: float) -> None:
     """Last drain per event in this box, for each client; turns with no consume ever mean the
     consume event is not wired."""
     sessions = presence.sessions(box)
     if not sessions:
         return
-    asked = set()
+    asked: "Set[Tuple[Tuple[str, ...], str]]" = set()
     for client in clients.hook_protocols():
         names = (client.TURN_EVENTS, client.CONSUME_EVENT)
         if names not in asked:  # clients with the same event names read the same record once
@@ -351,9 +368,10 @@ def _check_drains(box, findings, now):
             _check_client_drains(client, box, sessions, findings, now)
 
 
-def _check_client_drains(client, box, sessions, findings, now):
-    last = {}
-    turns = []
+def _check_client_drains(client: "HookProtocol", box: "Box", sessions: "List[Dict[str, Any]]", findings: Findings,
+                         now: float) -> None:
+    last: "Dict[str, str]" = {}
+    turns: "List[str]" = []
     for rec in sessions:
         events = rec.get("events") or {}
         for ev, at in events.items():
@@ -378,21 +396,21 @@ def _check_client_drains(client, box, sessions, findings, now):
         findings.add("drains", True, where, f"last drain per event: {summary}")
 
 
-def _age(stamp, now):
+def _age(stamp: object, now: float) -> float:
     try:
         return now - parse_stamp(stamp)
     except (ValueError, TypeError):
         return 0
 
 
-def _ago(stamp, now):
+def _ago(stamp: object, now: float) -> str:
     return f"{human_age(_age(stamp, now))} ago"
 
 
 # -- the root's staging area and journal ---------------------------------------------------
-def _check_tmp(root, findings, now):
+def _check_tmp(root: MailRoot, findings: Findings, now: float) -> None:
     tmp_path = root.tmp_path()
-    stale = []
+    stale: "List[str]" = []
     young = 0
     for name, st in root.tmp_entries():
         if now - st.st_mtime > TMP_MAX_AGE:
@@ -407,7 +425,7 @@ def _check_tmp(root, findings, now):
         findings.add("tmp", True, tmp_path, f"{young} staging file(s) in flight")
 
 
-def _check_journal(root, findings):
+def _check_journal(root: MailRoot, findings: Findings) -> None:
     """The journal files the store refuses to use (journal.refusal): say which, and why."""
     for name in (journal.NAME, journal.ROTATED, journal.LOCK):
         path = os.path.join(root.path, name)
@@ -424,15 +442,15 @@ def _check_journal(root, findings):
                          f"chmod 600 '{path}'")
 
 
-def _check_clock(root, findings, now):
+def _check_clock(root: MailRoot, findings: Findings, now: float) -> None:
     try:
         records = root.read_journal(limit=JOURNAL_WINDOW)
     except OSError as exc:
         findings.add("clock", False, root.path, f"journal unreadable: {exc.strerror}",
                      "check the permissions of journal.jsonl")
         return
-    problems = []
-    prev = None
+    problems: "List[str]" = []
+    prev: "Optional[float]" = None
     for rec in records:
         try:
             t = parse_stamp(rec.get("at"))

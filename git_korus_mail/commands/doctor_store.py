@@ -3,10 +3,23 @@
 from git_korus_mail.core.retention import KEY, keep_days
 from git_korus_mail.store.usage import store_usage
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Protocol
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import MailRoot
+
+    class Findings(Protocol):
+        """doctor.Findings, named by its shape: doctor imports this module, never the reverse."""
+        items: List[Dict[str, Any]]
+
+        def add(self, check: str, ok: bool, where: str, detail: str, fix: Optional[str] = None) -> None: ...
+
 STATES = ("inbox", "claiming", "seen", "receipts", "expired", "cancelled", "dropped", "quarantine")
 
 
-def human_bytes(n):
+def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -14,7 +27,7 @@ def human_bytes(n):
     return f"{n:.1f} GiB"
 
 
-def check_size(root, findings):
+def check_size(root: "MailRoot", findings: "Findings") -> None:
     """One finding: the store's files and bytes, then per part (the states first)."""
     sizes = store_usage(root)
     total = sizes.pop("total")
@@ -25,7 +38,7 @@ def check_size(root, findings):
     findings.items[-1]["sizes"] = dict(sizes, total=total)
 
 
-def check_retention(clone, findings):
+def check_retention(clone: "Clone", findings: "Findings") -> None:
     days, problem = keep_days(clone.own_key.path)
     if problem:
         findings.add("retention", False, KEY, problem, f"git config {KEY} <days>  (a whole number; 30 by default)")

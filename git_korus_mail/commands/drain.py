@@ -14,15 +14,21 @@ import sys
 
 from git_korus_mail import clients
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Dict, Optional, Sequence, Tuple, Union
+
+    from git_korus_mail.clients.interface import HookProtocol
+
 MAX_STDIN = 4 * 1024 * 1024
 
 
 USAGE_LINE = "usage: git korus-mail drain [--client=<name>] [--repo=<path>] [--watch]"
 
 
-def _args(argv):
+def _args(argv: "Sequence[str]") -> "Tuple[str, Optional[str], bool]":
     """`drain [--client=<name>] [--repo=<path>] [--watch]`, parsed by hand to keep docopt off the hot path."""
-    opts = {"--repo": None, "--client": clients.DEFAULT, "--watch": False}
+    opts: "Dict[str, Union[str, bool, None]]" = {"--repo": None, "--client": clients.DEFAULT, "--watch": False}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -37,12 +43,14 @@ def _args(argv):
         else:
             raise ValueError(f"drain: unexpected argument {a!r} ({USAGE_LINE})")
         i += 1
-    if opts["--client"] not in clients.NAMES:
-        raise ValueError(f"drain: --client {opts['--client']!r}: expected one of {', '.join(clients.NAMES)}")
-    return opts["--client"], opts["--repo"], opts["--watch"]
+    client, repo = opts["--client"], opts["--repo"]
+    if not isinstance(client, str) or client not in clients.NAMES:  # a str whenever it is one of them
+        raise ValueError(f"drain: --client {client!r}: expected one of {', '.join(clients.NAMES)}")
+    # --client and --repo only ever hold a str (or the default); --watch is read for its truth
+    return client, (repo if isinstance(repo, str) else None), bool(opts["--watch"])
 
 
-def main(argv):
+def main(argv: "Sequence[str]") -> int:
     try:
         client, repo, watch = _args(argv)
     except ValueError as exc:
@@ -54,7 +62,7 @@ def main(argv):
     return serve(clients.hook_protocol(client), repo)
 
 
-def serve(client, repo=None):
+def serve(client: "HookProtocol", repo: "Optional[str]" = None) -> int:
     """Run one hook event for `client` (a hook-protocol module): payload from stdin, answer on
     stdout, display markers after the flush. Returns the exit code (docs/HOOKS.md)."""
     data = sys.stdin.buffer.read(MAX_STDIN + 1) if sys.stdin is not None else b""
@@ -101,7 +109,7 @@ def serve(client, repo=None):
     return 0
 
 
-def _said(exc):
+def _said(exc: BaseException) -> str:
     """An unexpected error as told to the model and the user: its kind and, for an OSError,
     the system's words, never its message, which may carry a file name someone else chose
     (a 240-byte junk name once reached the opening show's context this way). The traceback
@@ -111,6 +119,6 @@ def _said(exc):
     return type(exc).__name__
 
 
-def _emit(text):
+def _emit(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

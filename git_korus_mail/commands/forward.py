@@ -15,6 +15,14 @@ from git_korus_mail.store import forwarding
 from git_korus_mail.errors import MailError, UsageError
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, List
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import MailRoot
+
+
 @dataclass(frozen=True)
 class ForwardArgs:
     box: str              # a box key, a unique key prefix (4+ chars), or the path it was for
@@ -22,12 +30,12 @@ class ForwardArgs:
     json: bool = False    # machine-readable result
 
 
-def find_box(root, spec):
+def find_box(root: "MailRoot", spec: str) -> str:
     """The box named by `spec`: a box key, a unique prefix of 4+ characters, or its path."""
     names = root.box_names()
     if spec in names:
         return spec
-    hits = []
+    hits: "List[str]" = []
     if len(spec) >= 4:
         hits = [n for n in names if n.startswith(spec) or n.rsplit("-", 1)[-1].startswith(spec)]
     if not hits:
@@ -45,7 +53,7 @@ def find_box(root, spec):
     raise MailError(f"<box> {spec!r}: no such box (`git korus-mail list` shows them)")
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: ForwardArgs, out: "IO[str]") -> int:
     root = clone.mail_root()
     if root is None:
         raise MailError("this clone has no mail queue yet: nothing to forward")
@@ -55,12 +63,15 @@ def run(clone, args, out):
     [target] = send.resolve(clone, [args.to])
     if target.error:
         raise MailError(f"--to {target.error}")
+    assert target.key is not None  # resolved without an error: it names a box
     if target.key.name == src_name:
         raise MailError(f"{src_name} is the box of {target.path} itself: nothing to forward")
     src = root.box(src_name)
+    assert src is not None  # find_box named a box that is there
     src.repair()       # a forward or consume a killed process left half done is completed first
     src.expire_due()   # mail already past its expiry stays where it expired, with its notice
     dst = root.box(target.key.name, create=True, path=target.key.path, owner=send.owner_of(clone, target))
+    assert dst is not None  # create=True: made when absent
     result = forwarding.move_queue(src, dst, "forwarded")
     root.journal("box-forwarded", source=src_name, box=dst.name, moved=len(result["moved"]),
                  held=len(result["held"]), skipped=len(result["skipped"]))

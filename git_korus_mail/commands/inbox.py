@@ -11,13 +11,22 @@ from git_korus_mail.core import mailview
 from git_korus_mail.core.render import escape_line
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Any, Dict, List
+
+    from git_korus_mail.core.clone import Clone
+
+    Entry = Dict[str, Any]  # one message as mailview.collect_inbox lists it (--json prints it)
+
+
 @dataclass(frozen=True)
 class InboxArgs:
     all: bool = False    # consumed, expired and cancelled mail too (what the store still keeps)
     json: bool = False   # machine-readable, every detail
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: InboxArgs, out: "IO[str]") -> int:
     data = mailview.collect_inbox(clone, every=args.all)
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")
@@ -37,7 +46,7 @@ def run(clone, args, out):
     return 0
 
 
-def message_lines(e, here, now):
+def message_lines(e: "Entry", here: str, now: float) -> "List[str]":
     """The lines of one message, each at most WIDTH columns, every field escaped."""
     ident = safe(e["id"]) if e.get("id") else f"(file {safe(e.get('file'))})"
     state = e["state"]
@@ -57,7 +66,7 @@ def message_lines(e, here, now):
     return lines
 
 
-def state_line(e):
+def state_line(e: "Entry") -> str:
     """What happened to it: shown to whom, consumed by whom, expired, cancelled, dropped, quarantined."""
     state = e["state"]
     if state == "consumed":

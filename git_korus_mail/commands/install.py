@@ -29,6 +29,15 @@ from git_korus_mail.wiring import record as install_record
 from git_korus_mail.wiring import stub as hookstub
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    import io
+    from typing import IO, List, Optional, Tuple
+
+    from git_korus_mail.clients.interface import Checked, Installer, Wired
+    from git_korus_mail.core.clone import Clone
+
+
 @dataclass(frozen=True)
 class InstallArgs:
     scope: str = "local"   # one of SCOPES
@@ -41,20 +50,20 @@ class InstallArgs:
 CLIENT_CHOICES = ("claude", "codex", "all")
 
 
-def check_client(client):
+def check_client(client: str) -> "Tuple[str, ...]":
     """The client names `--client` stands for."""
     if client not in CLIENT_CHOICES:
         raise UsageError(f"--client {client!r}: expected claude, codex or all")
     return clients.NAMES if client == "all" else (client,)
 
 
-def check_scope(scope):
+def check_scope(scope: str) -> str:
     if scope not in SCOPES:
         raise UsageError(f"--scope {scope!r}: expected local or user")
     return scope
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: InstallArgs, out: "IO[str]") -> int:
     names = check_client(args.client)
     if args.trust_codex_config and ("codex" not in names or args.scope != "local"):
         raise UsageError("--trust-codex-config goes with --client codex (or all) and the local scope")
@@ -65,17 +74,20 @@ def run(clone, args, out):
 SCOPES = ("local", "user")
 
 
-def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,), urgent=False,
-                trust_projects=False):
+def run_install(clone: "Clone", out: "IO[str]", scope: str = "local", force: bool = False,
+                names: "Tuple[str, ...]" = (clients.DEFAULT,), urgent: bool = False,
+                trust_projects: bool = False) -> int:
     """Wire `scope` (one of SCOPES) for the clients `names` (commands/install.py checks the arguments).
     `urgent` arms the wake-up tier (the clients that have one: WAKE_TIER); a scope armed before
     stays armed (a new worktree's post-checkout install too). `trust_projects` is the person's
     --trust-codex-config (clients/codex/wiring.py): recorded, so it also holds for a new worktree."""
     only_own = os.environ.get(postcheckout.POST_CHECKOUT_ENV) == "1" and scope == "local"
+    captured: "Optional[io.StringIO]" = None
     if only_own:
         # from our post-checkout hook, inside `git worktree add`: one line, not the full report
         import io
         report, out = out, io.StringIO()
+        captured = out
     helper = hookstub.find_helper()
     if not only_own:
         # everything a client needs is checked before the first byte is written (issue 25): a
@@ -83,20 +95,22 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
         for client in clients.installers(names):
             getattr(client, "preflight", lambda: None)()
     root = clone.mail_root(create=True)
+    assert root is not None  # create=True: made, or MailError
     hooks_dir = install_record.ensure_hooks_dir(root)
     with install_record.locked(hooks_dir):
         record = install_record.Record.load(hooks_dir)
         if only_own and record.scope("local") is None:
             return 0  # uninstalled since: a stray post-checkout wires nothing
         scope_rec = record.scope(scope, create=True)
+        assert scope_rec is not None  # create=True: made when absent
         if only_own:
             names = tuple(scope_rec.get("clients") or (clients.DEFAULT,))  # what the person installed
         known = scope_rec.get("clients")
         if known is None:  # a record from before --client: it wired Claude Code only
             known = [clients.DEFAULT] if scope_rec.get("files") else []
         scope_rec["clients"] = [n for n in clients.NAMES if n in known or n in names]
-        wirings = []  # (client's wiring, its stub, [(settings path, repo anchor, cwd)])
-        not_wired = []
+        wirings: "List[Tuple[Installer, str, Wired]]" = []  # (client's wiring, its stub, its settings files)
+        not_wired: "List[Tuple[str, str]]" = []
         urgent = bool(urgent or scope_rec.get("urgent"))
         if urgent:
             scope_rec["urgent"] = True
@@ -164,7 +178,7 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
             if all(cwd != c for c, _why in not_wired):
                 report.write(f"git korus-mail: wired {path} to the mail drain\n")
         # a project trust is never silent, not even inside `git worktree add`
-        for line in out.getvalue().splitlines():
+        for line in (captured.getvalue() if captured is not None else "").splitlines():
             if "trusted the project" in line:
                 report.write(f"git korus-mail: {line}\n")
         if not failed and not not_wired:
@@ -183,7 +197,8 @@ def run_install(clone, out, scope="local", force=False, names=(clients.DEFAULT,)
     return 1 if failed or not_wired else 0
 
 
-def _say_double(client, clone, record, stub, scope, out):
+def _say_double(client: "Installer", clone: "Clone", record: install_record.Record, stub: str, scope: str,
+                out: "IO[str]") -> None:
     """Both scopes now wired for this client: kept, and said (wiring/double.py)."""
     from git_korus_mail.wiring import double
     user = double.user_file(client.wired_files(clone, record, stub)[0])
@@ -191,7 +206,7 @@ def _say_double(client, clone, record, stub, scope, out):
         out.write(f"note  {double.said(client.NAME, user, keep=scope)}\n")
 
 
-def write_table(results, out):
+def write_table(results: "Checked", out: "IO[str]") -> None:
     out.write("verify\n")
     for label, problems in results:
         if not problems:

@@ -9,13 +9,20 @@ from git_korus_mail.commands.text import more, safe
 from git_korus_mail.stamps import human_age
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, List
+
+    from git_korus_mail.core.clone import Clone
+
+
 @dataclass(frozen=True)
 class ListArgs:
     all: bool = False    # every session of each box (else the latest report.SESSIONS_SHOWN)
     json: bool = False   # machine-readable
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: ListArgs, out: "IO[str]") -> int:
     data = report.collect_list(clone)
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")
@@ -23,7 +30,7 @@ def run(clone, args, out):
     out.write(f"boxes as of {data['as_of']}  (delivery {data['delivery']})\n")
     for row in data["boxes"]:
         c = row["counts"]
-        flags = []
+        flags: "List[str]" = []
         if row["this"]:
             flags.append("this worktree")
         if row["prunable"]:
@@ -33,8 +40,9 @@ def run(clone, args, out):
         if row["stranded"]:
             flags.append(f"STRANDED: {row['counts']['inbox']} queued that no worktree reads; "
                          f"git korus-mail forward {row['key']} --to <worktree>")
-        if row["live_sessions"] > 1:
-            flags.append(roster.shared_box_warning(row["live_sessions"]))
+        shared = roster.shared_box_warning(row["live_sessions"])  # None for fewer than two: the old test
+        if shared is not None:
+            flags.append(shared)
         if row["quarantined"]:
             flags.append(f"{row['quarantined']} quarantined")
         oldest = row["oldest_unread_age_s"]

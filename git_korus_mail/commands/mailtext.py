@@ -8,23 +8,28 @@ from git_korus_mail.commands.text import safe
 from git_korus_mail.core import render
 from git_korus_mail.stamps import human_age, parse_stamp
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, List, Mapping, Optional
+
 WIDTH = 99  # every line of `inbox` stays under 100 columns
 
 
-def columns(text):
+def columns(text: str) -> int:
     """Terminal columns of escaped text: wide (East Asian) characters take two."""
     if text.isascii():
         return len(text)
     return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
-def fit(text, width=WIDTH, keep_end=False):
+def fit(text: str, width: int = WIDTH, keep_end: bool = False) -> str:
     """`text` (already safe) cut to `width` columns with an ellipsis; `keep_end` keeps the end,
     where a path says most (its start is the same for every worktree of a clone)."""
     if columns(text) <= width:
         return text
     chars = list(reversed(text)) if keep_end else list(text)
-    out, used = [], 0
+    out: "List[str]" = []
+    used = 0
     for ch in chars:
         w = columns(ch)
         if used + w > width - 1:
@@ -34,7 +39,7 @@ def fit(text, width=WIDTH, keep_end=False):
     return "…" + "".join(reversed(out)) if keep_end else "".join(out) + "…"
 
 
-def stamp(value):
+def stamp(value: "Any") -> str:  # Any: a field from disk, sliced once parse_stamp accepts it
     """A stored time as a person reads it: to the second, UTC; anything else made safe."""
     try:
         parse_stamp(value)
@@ -43,14 +48,14 @@ def stamp(value):
     return f"{value[:10]} {value[11:19]}Z"
 
 
-def age(value, now):
+def age(value: object, now: float) -> str:
     try:
         return human_age(now - parse_stamp(value))
     except (ValueError, TypeError):
         return "?"
 
 
-def rel_path(path, here):
+def rel_path(path: object, here: str) -> str:
     """A sender's path as seen from this worktree (`../api`), when that is shorter."""
     if not isinstance(path, str) or not path:
         return "?"
@@ -61,7 +66,7 @@ def rel_path(path, here):
     return safe(rel if len(rel) < len(path) else path)
 
 
-def sender(frm, here, width=None):
+def sender(frm: "Optional[Mapping[str, Any]]", here: str, width: "Optional[int]" = None) -> str:
     """`(unverified) ../api [main] session s-1`, every field escaped (the drain's order: the
     claim's label first, so no cut can take it). With `width`: the branch and the session cut
     first, so that the path, by its end, keeps most of the room; the caller cuts the rest."""
@@ -78,11 +83,11 @@ def sender(frm, here, width=None):
     return head + path + tail
 
 
-def body_lines(body):
+def body_lines(body: str) -> "List[str]":
     """The whole body for a terminal, line by line, as the drain renders it for the model: each
     line prefixed with render.BODY_PREFIX, a CRLF taken as one line break, and every control,
     bidi and invisible character (a lone CR, ESC, NUL, U+202E, U+200B...) as a visible escape."""
-    out = []
+    out: "List[str]" = []
     for line in body.split("\n"):
         if line.endswith("\r"):
             line = line[:-1]

@@ -19,6 +19,14 @@ from git_korus_mail.commands.text import safe, wrap
 from git_korus_mail.core import mailview, render
 from git_korus_mail.errors import MailError, UsageError
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Any, Dict, List, TextIO
+
+    from git_korus_mail.core.clone import Clone
+
+    Detail = Dict[str, Any]  # mailview.detail's dict: one message, every field as --json prints it
+
 NOT_CONSUMED = "read does not consume: the message stays as it was"
 RAW_ON_TERMINAL = ("--raw not on a terminal (a body's escapes would act on it); redirect or pipe it: "
                    "git korus-mail read {id} --raw > body.txt")
@@ -31,7 +39,7 @@ class ReadArgs:
     raw: bool = False    # the body's bytes unchanged (for a pipe)
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: ReadArgs, out: "TextIO") -> int:
     if args.json and args.raw:
         raise UsageError("--json and --raw exclude each other")
     if args.raw and _is_terminal(out):
@@ -58,22 +66,24 @@ def run(clone, args, out):
     return 0
 
 
-def _is_terminal(out):
+def _is_terminal(out: "IO[str]") -> bool:
     try:
         return out.isatty()
     except (AttributeError, ValueError):  # no isatty, or a closed stream: no terminal to protect
         return False
 
 
-def raw_bytes(e):
+def raw_bytes(e: "Detail") -> bytes:
     """The body as it was sent (a quarantined file: its bytes as they are on disk)."""
     if e["state"] == "quarantined":
-        return e.get("raw") or b""
+        raw: bytes = e.get("raw") or b""
+        return raw
     # a lone surrogate (a hostile file's \\ud800) cannot be UTF-8: written as it is, never refused
-    return e.get("body", "").encode("utf-8", "surrogatepass")
+    body: str = e.get("body", "")
+    return body.encode("utf-8", "surrogatepass")
 
 
-def lines(e, here):
+def lines(e: "Detail", here: str) -> "List[str]":
     now = time.time()
     where = ("this worktree's box" if e["own_box"] else
              f"the box of {safe(e.get('box_path') or '?')}, not this worktree's")

@@ -26,19 +26,27 @@ NEXT = {
 }
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Any, Dict, List
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import Box, MailRoot
+
+
 @dataclass(frozen=True)
 class ReleaseArgs:
     id: str   # the message id whose claim to release (doctor prints it), in any form core/ids.py takes
 
 
-def _e(value):
+def _e(value: object) -> str:
     return escape_line(str(value), 1 << 12)[0]
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: ReleaseArgs, out: "IO[str]") -> int:
     idt = ids.IdText(args.id, "doctor prints the id of each claim")
     root = clone.mail_root()
-    held = {}  # {id: [box]}: every claim of the clone, what an id may name here
+    held: "Dict[str, List[Box]]" = {}  # {id: [box]}: every claim of the clone, what an id may name here
     for box in root.boxes() if root is not None else []:
         for name in box.claim_names():
             if name.endswith(claims.CLAIM_SUFFIX) and message.valid_id(name[:-len(claims.CLAIM_SUFFIX)]):
@@ -48,8 +56,10 @@ def run(clone, args, out):
     if msg_id is None:
         raise MailError(f"no claim on {_e(args.id)} in any box of this clone, and no ask waits on it: "
                         f"nothing to release")
+    if root is None:
+        return 0  # no mail root: no box held it and no wait names it (what the lines below would find)
     boxes = held.get(msg_id, [])
-    wait = answers.read_wait(root, msg_id) if root is not None else None
+    wait = answers.read_wait(root, msg_id)
     status = 0
     for box in boxes:
         status = max(status, _release(root, box, msg_id, out))
@@ -58,7 +68,7 @@ def run(clone, args, out):
     return status
 
 
-def _release_wait(root, qid, wait, out):
+def _release_wait(root: "MailRoot", qid: str, wait: "Dict[str, Any]", out: "IO[str]") -> int:
     owner = wait.get("owner")
     verdict, known = claims.judge(owner, root)
     who = (f"ask pid {_e(owner.get('pid'))} on host {_e(owner.get('host'))}" if isinstance(owner, dict) and owner
@@ -76,7 +86,7 @@ def _release_wait(root, qid, wait, out):
     return 0
 
 
-def _release(root, box, msg_id, out):
+def _release(root: "MailRoot", box: "Box", msg_id: str, out: "IO[str]") -> int:
     try:
         data = box.read_claim(msg_id)
     except FileNotFoundError:

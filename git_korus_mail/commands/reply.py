@@ -4,11 +4,16 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Optional
+from typing import IO, Any, Dict, Optional
 
 from git_korus_mail import clients
 from git_korus_mail.core import reply, send
 from git_korus_mail.commands.text import safe
+
+
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from git_korus_mail.core.clone import Clone
 
 
 @dataclass(frozen=True)
@@ -18,7 +23,7 @@ class ReplyArgs:
     json: bool = False
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: ReplyArgs, out: IO[str]) -> int:
     body = send.read_body(args.body)
     send.check_body(body)
     clients.check_writable(clone)
@@ -45,7 +50,7 @@ def run(clone, args, out):
     return 1
 
 
-def _public(what):
+def _public(what: Dict[str, Any]) -> Dict[str, Any]:
     if "question" in what:
         msg = what.get("message") or {}
         return {"question": what.get("question"), "answer_id": msg.get("id"), "status": what.get("status"),

@@ -4,7 +4,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import IO, Optional, Tuple
 
 from git_korus_mail import clients
 from git_korus_mail.core import roster, send, verdict
@@ -13,6 +13,10 @@ from git_korus_mail.wiring import record
 from git_korus_mail.errors import UsageError
 
 MAX_DESTINATIONS = 8
+
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from git_korus_mail.core.clone import Clone
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,7 @@ class SendArgs:
 MAX_WAIT = 60
 
 
-def parse_wait(text):
+def parse_wait(text: Optional[str]) -> Optional[float]:
     """--wait as typed -> seconds (UsageError naming the option when it is no number in range)."""
     if text is None:
         return None
@@ -45,12 +49,12 @@ def parse_wait(text):
     return value
 
 
-def parse_ttl(text):
+def parse_ttl(text: Optional[str]) -> Optional[int]:
     """--ttl as typed -> minutes (UsageError naming the option when it is no whole number in range)."""
     return None if text is None else send.check_ttl(text)
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: SendArgs, out: IO[str]) -> int:
     """Returns the exit status: 0 only when every destination was queued."""
     if len(args.to) > MAX_DESTINATIONS:
         raise UsageError(f"{len(args.to)} destinations; at most {MAX_DESTINATIONS} (--to ... --to)")

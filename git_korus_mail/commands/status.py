@@ -13,6 +13,15 @@ from git_korus_mail.core import report
 from git_korus_mail.commands.text import block, clock, fit_path, more, relative, row, safe, session, wrapped
 from git_korus_mail.stamps import human_age, parse_stamp
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Any, Callable, Dict, List, Tuple
+
+    from git_korus_mail.core.clone import Clone
+
+    Report = Dict[str, Any]  # report.collect_status's dict, as --json prints it (docs/CONTRACT.md)
+    Record = Dict[str, Any]  # one sent message's fate, or one journal event, as the report has it
+
 
 @dataclass(frozen=True)
 class StatusArgs:
@@ -21,7 +30,7 @@ class StatusArgs:
     json: bool = False   # machine-readable
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: StatusArgs, out: "IO[str]") -> int:
     d = report.collect_status(clone, sent_limit=None if args.all else report.SENT_SHOWN,
                               whole_clone=args.clone)
     if args.json:
@@ -32,7 +41,7 @@ def run(clone, args, out):
     return 0
 
 
-def ago(stamp, now):
+def ago(stamp: object, now: object) -> str:
     """`3m ago` from a stamp read from disk, or the stamp made safe when it is none."""
     try:
         return f"{human_age(parse_stamp(now) - parse_stamp(stamp))} ago"
@@ -41,7 +50,7 @@ def ago(stamp, now):
 
 
 # -- the blocks --------------------------------------------------------------------------------
-def _header(d, out):
+def _header(d: "Report", out: "IO[str]") -> None:
     out.write(fit_path("status of ", safe(d['this']['path']), f"  (as of {d['as_of'][:10]} {d['as_of'][11:19]}Z)") + "\n")
     row(out, f"mail root {safe(d['mail_root'])}")
     row(out, f"box {safe(d['this']['key'])} · delivery ", d["delivery"],
@@ -50,7 +59,7 @@ def _header(d, out):
         wrapped(out, "problem: " + safe(d["retention"]["problem"]))
 
 
-def _box(d, out):
+def _box(d: "Report", out: "IO[str]") -> None:
     block(out, "this worktree's box", d["as_of"])
     if not d["box"]:
         row(out, "no mail has been sent here yet")
@@ -60,7 +69,7 @@ def _box(d, out):
         row(out, f"last {safe(ev)} drain {clock(last['at'], d['as_of'])}, session {session(last['session'])}")
 
 
-def _sent(d, out):
+def _sent(d: "Report", out: "IO[str]") -> None:
     if not d["sent"]:
         return
     total, shown = d["sent_total"], len(d["sent"])
@@ -79,7 +88,7 @@ def _sent(d, out):
         row(out, more(n, "message" if n == 1 else "messages"))
 
 
-def _events(d, out):
+def _events(d: "Report", out: "IO[str]") -> None:
     if not d["journal"]:
         return
     whose = "every worktree" if d["journal_scope"] == "clone" else "this worktree"
@@ -91,7 +100,7 @@ def _events(d, out):
         row(out, f"{clock(ev.get('at'), d['as_of'])}  {safe(name):<9} {where}{text(ev, d['this']['path'])}")
 
 
-def _questions(d, out):
+def _questions(d: "Report", out: "IO[str]") -> None:
     """Questions asked from here and questions asked of here (core/questions.py), each with its
     state or its answer: how (explicit / automatic), by whom, when."""
     q, now = d["questions"], d["as_of"]
@@ -113,22 +122,22 @@ def _questions(d, out):
                 colour=ui.bold)
 
 
-SECTIONS = [_header, _box, _sent, _questions, _events]
+SECTIONS: "List[Callable[[Report, IO[str]], None]]" = [_header, _box, _sent, _questions, _events]
 
 
 # -- one sent message's fate in a few words: (state, detail) ------------------------------------
-def _consumed(f, now):
+def _consumed(f: "Record", now: str) -> "Tuple[str, str]":
     return "consumed", f" {ago(f.get('at'), now)} by session {session(f.get('session'))}"
 
 
-def _shown(f, now):
+def _shown(f: "Record", now: str) -> "Tuple[str, str]":
     shown = f.get("shown") or []
     first = shown[0] if shown else {}
     others = f" and {len(shown) - 1} more" if len(shown) > 1 else ""
     return "shown", f" to session {session(first.get('session'))} {ago(first.get('at'), now)}{others}"
 
 
-FATE_TEXT = {
+FATE_TEXT: "Dict[str, Callable[[Record, str], Tuple[str, str]]]" = {
     "consumed": _consumed,
     "shown": _shown,
     "queued": lambda f, now: ("queued", ""),
@@ -141,21 +150,21 @@ FATE_TEXT = {
 
 
 # -- one journal event in a few words ----------------------------------------------------------
-def _event_fields(ev, here):
+def _event_fields(ev: "Record", here: str) -> str:
     return " ".join(f"{safe(k)}={safe(v)}" for k, v in sorted(ev.items()) if k not in ("at", "event"))
 
 
-def _slug(box_name):
+def _slug(box_name: object) -> str:
     return safe(str(box_name or "-").rsplit("-", 1)[0])
 
 
-def _sent_event(ev, here):
+def _sent_event(ev: "Record", here: str) -> str:
     if ev.get("sender") == here:
         return f"{safe(ev.get('id'))} to {_slug(ev.get('box'))}"
     return f"{safe(ev.get('id'))} from {relative(ev.get('sender'), here)}"
 
 
-EVENT_TEXT = {  # the hook event, the launch and the box key of each are in --json
+EVENT_TEXT: "Dict[str, Callable[[Record, str], str]]" = {  # the hook event, the launch and the box key of each are in --json
     "sent": _sent_event,
     "shown": lambda ev, here: f"{safe(ev.get('id'))} to session {session(ev.get('session'))}",
     "consumed": lambda ev, here: f"{safe(ev.get('id'))} by session {session(ev.get('session'))}",

@@ -5,12 +5,19 @@ from dataclasses import dataclass
 from git_korus_mail.core import report
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO
+
+    from git_korus_mail.core.clone import Clone
+
+
 @dataclass(frozen=True)
 class SwitchArgs:
     off: bool   # True for `off`, False for `on`
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: SwitchArgs, out: "IO[str]") -> int:
     changed, queued = report.switch(clone, args.off)
     state = "off" if args.off else "on"
     out.write(f"delivery {state}{'' if changed else ' (it already was)'}; "

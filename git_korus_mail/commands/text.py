@@ -2,15 +2,19 @@
 
 import posixpath
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import IO, Callable, List, Optional
+
 WIDTH = 99  # a report line's most columns on a terminal: under 100 (full detail is in --json)
 
 
-def more(n, what):
+def more(n: int, what: str) -> str:
     """The line that says a listing was cut: how many were left out, and how to see them."""
     return f"... and {n} more {what} (--all shows every one)"
 
 
-def safe(value):
+def safe(value: object) -> str:
     """A value read from disk (a name, a path, a field), as text safe for a terminal or an agent's
     context: every control, bidi or invisible character escaped by the drain's own rules. A
     missing value is `-` and a flag is yes or no: a person reads words, never Python's repr
@@ -24,12 +28,12 @@ def safe(value):
     return text
 
 
-def fit(line, width=WIDTH):
+def fit(line: str, width: int = WIDTH) -> str:
     """`line` (already safe) cut to `width` columns with a closing `…`."""
     return line if len(line) <= width else line[:width - 1] + "…"
 
 
-def fit_path(head, path, tail, width=WIDTH):
+def fit_path(head: str, path: str, tail: str, width: int = WIDTH) -> str:
     """`head + path + tail` under `width` columns, cutting the path (already safe) from its start
     with a leading `…`: the worktree's name at the end and the tail (an as-of time) stay."""
     room = width - len(head) - len(tail)
@@ -38,13 +42,14 @@ def fit_path(head, path, tail, width=WIDTH):
     return fit(head + path + tail, width)
 
 
-def wrap(line, width=WIDTH, indent=9):
+def wrap(line: str, width: int = WIDTH, indent: int = 9) -> "List[str]":
     """`line` (already safe) as lines under `width` columns, broken at spaces, each after the
     first indented by `indent`; a word longer than a line's room (a path) is cut from its start
     with a leading `…`, as fit_path cuts one (--json has it whole)."""
     room = width - indent
     body = line.lstrip(" ")
-    out, cur = [], line[:len(line) - len(body)]  # a continuation line keeps its own indent
+    out: "List[str]" = []
+    cur = line[:len(line) - len(body)]  # a continuation line keeps its own indent
     for word in body.split(" "):
         if len(word) > room:
             word = "…" + word[-(room - 1):]
@@ -58,7 +63,7 @@ def wrap(line, width=WIDTH, indent=9):
     return out
 
 
-def clock(stamp, as_of):
+def clock(stamp: object, as_of: object) -> str:
     """A stamp read from disk, short: `10:44:24` on the as-of day, `11-30 23:05` before it, the
     stamp itself (made safe) when it is no stamp. The block's as-of time says which day."""
     if not isinstance(stamp, str) or len(stamp) < 19 or stamp[10] != "T":
@@ -68,19 +73,19 @@ def clock(stamp, as_of):
     return safe(f"{stamp[5:10]} {stamp[11:16]}")
 
 
-def as_of(stamp):
+def as_of(stamp: object) -> str:
     """A block's one as-of time: `2026-12-01 10:44:24Z`."""
     if not isinstance(stamp, str) or len(stamp) < 19:
         return safe(stamp)
     return safe(f"{stamp[:10]} {stamp[11:19]}Z")
 
 
-def session(value, n=8):
+def session(value: object, n: int = 8) -> str:
     """A session id by its first characters (status --json has it whole)."""
     return "-" if not value else safe(str(value)[:n])
 
 
-def relative(path, here):
+def relative(path: object, here: object) -> str:
     """A worktree path as seen from `here` (`../api`) when that is shorter; made safe."""
     if not isinstance(path, str) or not path:
         return "?"
@@ -91,16 +96,17 @@ def relative(path, here):
     return safe(path)
 
 
-def block(out, title, stamp=None):
+def block(out: "IO[str]", title: str, stamp: object = None) -> None:
     """Start a block of a report: a blank line, then its title with its one as-of time."""
     out.write("\n" + fit(f"{title}{'  (as of ' + as_of(stamp) + ')' if stamp else ''}") + "\n")
 
 
-def row(out, left, state="", right="", colour=None):
+def row(out: "IO[str]", left: str, state: str = "", right: str = "",
+        colour: "Optional[Callable[[str], str]]" = None) -> None:
     """One indented line of a block, under WIDTH columns: `left`, then `state` (coloured when
     `colour` is given), then `right`. Every part already safe. When the whole is too wide,
     `state` and `right` go on a second, deeper line; what still does not fit is cut."""
-    paint = colour if colour is not None and state else (lambda text: text)
+    paint: "Callable[[str], str]" = colour if colour is not None and state else (lambda text: text)
     if len(f"  {left}{state}{right}") <= WIDTH:
         out.write(f"  {left}{paint(state)}{right}\n")
         return
@@ -112,7 +118,7 @@ def row(out, left, state="", right="", colour=None):
     out.write((f"    {paint(state)}{right}" if len(rest) <= WIDTH else fit(rest)) + "\n")
 
 
-def wrapped(out, text, indent="  ", then="    "):
+def wrapped(out: "IO[str]", text: str, indent: str = "  ", then: str = "    ") -> None:
     """A long sentence (already safe) over as many lines as it takes, each under WIDTH columns."""
     import textwrap
     for line in textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=then,

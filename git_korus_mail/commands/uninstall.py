@@ -18,11 +18,19 @@ class UninstallArgs:
     yes: bool = False      # confirm --purge without asking
 
 
-def run(clone, args, out):
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Dict, Set
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.files import MailRoot
+
+
+def run(clone: "Clone", args: UninstallArgs, out: "IO[str]") -> int:
     return run_uninstall(clone, out, scope=check_scope(args.scope), purge=args.purge, yes=args.yes)
 
 
-def queue_counts(root):
+def queue_counts(root: "MailRoot") -> "Dict[str, int]":
     """{what: count} of what the mail root holds, for uninstall's report and --purge's listing."""
     counts = {"boxes": 0, "queued": 0, "seen": 0, "expired": 0, "quarantined": 0, "sessions": 0}
     for box in root.boxes():
@@ -36,7 +44,7 @@ def queue_counts(root):
     return counts
 
 
-def _confirm_purge(root, yes, out):
+def _confirm_purge(root: "MailRoot", yes: bool, out: "IO[str]") -> bool:
     counts = queue_counts(root)
     out.write(f"{root.path} holds: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
     if yes:
@@ -50,7 +58,7 @@ def _confirm_purge(root, yes, out):
     return answer.strip().lower() in ("y", "yes")
 
 
-def run_uninstall(clone, out, scope="local", purge=False, yes=False):
+def run_uninstall(clone: "Clone", out: "IO[str]", scope: str = "local", purge: bool = False, yes: bool = False) -> int:
     """Unwire `scope` (one of SCOPES); with `purge`, delete the mail root too (`yes`: asked already)."""
     root = clone.mail_root(create=False)
     if purge and not yes and not (sys.stdin is not None and sys.stdin.isatty()):
@@ -72,7 +80,7 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
         record = install_record.Record.load(hooks_dir)
         scope_rec = record.scope(scope) or {"files": {}}
         files = dict(scope_rec.get("files") or {})
-        done = set()  # a file one client unwired: the record lists it for every client, said once
+        done: "Set[str]" = set()  # a file one client unwired: the record lists it for every client, said once
         for client, stub in wirings:
             for path in client.unwire_candidates(clone, scope, files):
                 if path in done:

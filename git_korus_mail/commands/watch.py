@@ -11,12 +11,22 @@ watcher that fails can never wake the model.
 import os
 import sys
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Optional
+
+    # mypy's own (it depends on typing_extensions); never imported at run time, where TypeGuard
+    # would need Python 3.10
+    from typing_extensions import TypeGuard
+
+    from git_korus_mail.clients.interface import HookProtocol, Wakeable
+
 WAKE_MARK = "korus-mail-wake"  # the stub's word for "exit 2 with the rest of this line"
 REACH_ENV = "KORUS_MAIL_WATCH_REACH"  # seconds; tests shorten the reach with it
 STUB_ENV = "KORUS_MAIL_STUB"  # the stub that runs this watcher (set by the stub itself)
 
 
-def serve_watch(client, repo=None):
+def serve_watch(client: "HookProtocol", repo: "Optional[str]" = None) -> int:
     import signal
     # a prompt ends the watcher with SIGTERM (store/watch.disarm), after taking its claim away:
     # a normal end, exit 0, and at once, since that prompt waits for this process to be gone
@@ -36,7 +46,7 @@ def serve_watch(client, repo=None):
     return 0
 
 
-def _reach():
+def _reach() -> float:
     from git_korus_mail.core.wake import REACH
     raw = os.environ.get(REACH_ENV)
     try:
@@ -45,8 +55,8 @@ def _reach():
         return REACH
 
 
-def _watch(client, repo):
-    if not hasattr(client, "wake_facts"):
+def _watch(client: "HookProtocol", repo: "Optional[str]") -> "Optional[str]":
+    if not _wakeable(client):
         return None  # a client without the wake-up tier (docs/CLIENTS.md)
     data = sys.stdin.buffer.read(4 * 1024 * 1024) if sys.stdin is not None else b""
     try:
@@ -66,7 +76,12 @@ def _watch(client, repo):
     _root, box, _key = opened
     stub = os.environ.get(STUB_ENV)
 
-    def still():  # uninstall removes the stub: a watcher armed before must not wake anyone after
+    def still() -> bool:  # uninstall removes the stub: a watcher armed before must not wake anyone after
         return can_wake() and (not stub or os.path.exists(stub))
     return wake.watch_launch(box, drain_context.session_dir_name(payload.session), launch, reach=_reach(),
                              can_wake=still)
+
+
+def _wakeable(client: "HookProtocol") -> "TypeGuard[Wakeable]":
+    """Whether `client` has the wake-up tier: a client module that offers `wake_facts`."""
+    return hasattr(client, "wake_facts")

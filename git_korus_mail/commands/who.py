@@ -12,12 +12,21 @@ from git_korus_mail.stamps import human_age, parse_stamp
 SURFACES = {"terminal": "terminal", "sdk": "-p/SDK", "editor": "editor"}
 
 
+TYPE_CHECKING = False  # mypy reads the block below
+if TYPE_CHECKING:
+    from typing import IO, Any, Dict, Optional
+
+    from git_korus_mail.core.clone import Clone
+
+    Row = Dict[str, Any]  # one session of roster.collect (docs/CONTRACT.md)
+
+
 @dataclass(frozen=True)
 class WhoArgs:
     json: bool = False   # machine-readable
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: WhoArgs, out: "IO[str]") -> int:
     data = roster.collect(clone, clients.sessions, activity=clients.last_activity)
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")
@@ -28,7 +37,7 @@ def run(clone, args, out):
         out.write("  none: no hook of this clone has run yet (git korus-mail install wires them)\n")
         return 0
     shared = {w["box"]: w["shared"] for w in data["worktrees"]}
-    current = object()
+    current: object = object()
     for s in data["sessions"]:
         if s["box"] != current:
             current = s["box"]
@@ -41,14 +50,15 @@ def run(clone, args, out):
     return 0
 
 
-def _root(s):
-    if s["config_root"]:
-        return s["config_root"]
+def _root(s: "Row") -> str:
+    root: "Optional[str]" = s["config_root"]
+    if root:
+        return root
     default = clients.default_config_root(s["client"])
     return f"{default} (the default)" if default else "the default"
 
 
-def state_text(s, now):
+def state_text(s: "Row", now: float) -> str:
     """`working as of T`, `idle as of T, wakeable until U`, `closed 5m ago`, ..."""
     state = s["state"]
     if state in ("closed", "gone"):
@@ -67,7 +77,7 @@ def state_text(s, now):
     return text
 
 
-def _ago(stamp, now):
+def _ago(stamp: object, now: float) -> str:
     try:
         return human_age(max(0.0, now - parse_stamp(stamp))) + " ago"
     except (ValueError, TypeError):

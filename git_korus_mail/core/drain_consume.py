@@ -8,7 +8,7 @@ from git_korus_mail.store.files import NotRegular, TooLarge
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
     from git_korus_mail.core.drain_context import DrainContext
 
@@ -64,14 +64,14 @@ def consume(ctx: "DrainContext") -> Outcome:
         try:
             result = box.consume(name, ctx.session, observation, launch=record)
         except (OSError, MailError) as exc:
-            faults.append(f"consuming {render_field(name)} met an error ({why(exc)}); {_fate(ctx, name)}")
+            faults.append(f"consuming {render_field(name)} met an error ({why(exc)}); {_fate(ctx, name)[1]}")
             continue  # the marker stays: the next consume finishes or retries the consume
         if result == "held":
             from git_korus_mail.store import claims
             owner = box.claim_owner(name) or {}
             verdict, known = claims.judge(owner, box.root)
-            now = _fate(ctx, name)  # looked at after the wait: the holder may have finished
-            if not now.startswith("it is not consumed"):
+            state, now = _fate(ctx, name)  # looked at after the wait: the holder may have finished
+            if state != "queued":  # consumed, expired, gone, or unreadable: the claim is no longer the story
                 faults.append(f"message {render_field(name)} was claimed by another process; {now}")
             elif verdict == "alive":
                 faults.append(f"message {render_field(name)} is claimed by live process "
@@ -91,22 +91,23 @@ def consume(ctx: "DrainContext") -> Outcome:
     return Outcome(notice=_notice(faults))
 
 
-def _fate(ctx: "DrainContext", msg_id: str) -> str:
-    """What became of a message whose consume failed, looked at afterwards: the notice says
+def _fate(ctx: "DrainContext", msg_id: str) -> "Tuple[Optional[str], str]":  # str: a store.shapes.Fate
+    """What became of a message whose consume failed, looked at afterwards: its state (None when
+    it cannot be read), for the caller to branch on, and the words for the notice, which say
     what is on disk, never what the failed step was meant to do."""
     try:
         state, session = ctx.box.fate(msg_id)
     except (OSError, MailError) as exc:
-        return f"its state cannot be read ({why(exc)})"
+        return None, f"its state cannot be read ({why(exc)})"
     if state in ("consumed", "consumed-unmoved"):
         who = "this session" if session == ctx.session else f"session {render_field(session)}"
         later = "; its move out of the inbox completes at a later Stop" if state == "consumed-unmoved" else ""
-        return f"its receipt is written, so it is consumed (by {who}){later}"
+        return state, f"its receipt is written, so it is consumed (by {who}){later}"
     if state == "queued":
-        return "it is not consumed and stays queued"
+        return state, "it is not consumed and stays queued"
     if state == "expired":
-        return "it had expired unread"
-    return "it is no longer queued"
+        return state, "it had expired unread"
+    return state, "it is no longer queued"
 
 
 def _notice(faults: "List[str]") -> "Optional[str]":

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
     from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.shapes import Liveness
     from git_korus_mail.store.fsafe import Dir
 
 CLAIM_SUFFIX = ".claim"
@@ -66,7 +67,7 @@ def owner_is_dead(owner: "Any", root: "Optional[MailRoot]" = None) -> bool:
     return judge(owner, root)[0] == "dead"
 
 
-def judge(owner: "Any", root: "Optional[MailRoot]" = None) -> "tuple[str, str]":
+def judge(owner: "Any", root: "Optional[MailRoot]" = None) -> "tuple[Liveness, str]":
     """(verdict, what is known) about an owner record (a claim's, a wait's, a watcher's): the one
     liveness rule (docs/STORE.md, "Liveness"). verdict: "dead" (provably gone), "alive" (it runs)
     or "unknown" (nothing here can tell: such a claim is never broken automatically; `git

@@ -10,7 +10,7 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.stamps import epoch, parse_stamp, utc_stamp
-from git_korus_mail.store.layout import valid_session  # noqa: F401 - the `session` field; for callers
+from git_korus_mail.store.layout import valid_session as valid_session  # the `session` field; for callers
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:

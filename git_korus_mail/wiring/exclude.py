@@ -4,8 +4,15 @@ import os
 
 from git_korus_mail.wiring import files as wfiles
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import AbstractSet, Any, Dict, Optional, Tuple
 
-def add_exclude(clone, scope_rec, line, covering, key="exclude"):
+    from git_korus_mail.core.clone import Clone
+
+
+def add_exclude(clone: "Clone", scope_rec: "Dict[str, Any]", line: str, covering: "AbstractSet[str]",
+                key: str = "exclude") -> "Tuple[str, str]":
     """Add `line` unless a line in `covering` is there already; the change goes in `scope_rec[key]`
     (one key per client: each takes out only its own line)."""
     path = os.path.join(clone.common_dir, "info", "exclude")
@@ -21,9 +28,9 @@ def add_exclude(clone, scope_rec, line, covering, key="exclude"):
     return path, "added"
 
 
-def remove_exclude(clone, rec, line):
+def remove_exclude(clone: "Clone", rec: "Optional[Dict[str, Any]]", line: str) -> "Optional[str]":
     """Take out what add_exclude added (recorded in `rec`); returns the path, or None."""
-    path = (rec or {}).get("path") or os.path.join(clone.common_dir, "info", "exclude")
+    path: str = (rec or {}).get("path") or os.path.join(clone.common_dir, "info", "exclude")
     raw = wfiles.read_bytes(path)
     if raw is None or rec is None:
         return None

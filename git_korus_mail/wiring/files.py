@@ -6,8 +6,12 @@ import os
 
 from git_korus_mail.store.fsafe import write_new
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Optional
 
-def read_bytes(path):
+
+def read_bytes(path: str) -> "Optional[bytes]":
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -18,7 +22,7 @@ def read_bytes(path):
 _ANY = object()
 
 
-def write_atomic(path, data, mode, expect=_ANY):
+def write_atomic(path: str, data: bytes, mode: int, expect: "Optional[object]" = _ANY) -> bool:
     """Replace `path` by a sibling temp file and rename. A symlinked file (dotfiles
     repos) is written through, not replaced by a plain file. With `expect` (bytes, or
     None for "absent"), give up and return False when the file changed since it was
@@ -39,14 +43,14 @@ def write_atomic(path, data, mode, expect=_ANY):
     return True
 
 
-def mode_of(path, default):
+def mode_of(path: str, default: int) -> int:
     try:
         return os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         return default
 
 
-def default_file_mode():
+def default_file_mode() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask

@@ -14,12 +14,24 @@ from git_korus_mail.errors import MailError
 from git_korus_mail.shell import sh_quote
 from git_korus_mail.wiring import files as wfiles
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.core.gitrepo import Worktree
+
+    # JSON from a file anyone may have edited: read with isinstance and .get, so Any inside
+    Doc = Dict[str, Any]    # a hooks document, as JSON gave it (validate checks its shape)
+    Group = Dict[str, Any]  # one matcher group: {"matcher"?, "hooks": [handler, ...]}
+    Files = Dict[str, Dict[str, Any]]  # a scope's record of the files it wired (wiring/record.py)
+
 
 class BadHooks(Exception):
     """A hooks document we cannot merge into without guessing; the text says where."""
 
 
-def hook_command(stub, event, repo=None):
+def hook_command(stub: str, event: str, repo: "Optional[str]" = None) -> str:
     """`'<stub>' <Event> [--repo '<clone>']`: the stub takes the event only for its fault form."""
     cmd = f"{sh_quote(stub)} {event}"
     if repo:
@@ -27,7 +39,7 @@ def hook_command(stub, event, repo=None):
     return cmd
 
 
-def stub_of(hook, tail):
+def stub_of(hook: object, tail: str) -> "Optional[str]":
     """The stub path a handler calls when it is one of ours (any clone's: its path ends with
     `tail`), else None. The command must start with the path as sh_quote writes it ('...' with
     '\\'' for a quote), followed by a space or nothing."""
@@ -36,7 +48,8 @@ def stub_of(hook, tail):
     cmd = hook.get("command")
     if not isinstance(cmd, str) or not cmd.startswith("'"):
         return None
-    i, path = 1, []
+    i = 1
+    path: "List[str]" = []
     while i < len(cmd):
         if cmd.startswith("'\\''", i):
             path.append("'")
@@ -54,7 +67,7 @@ def stub_of(hook, tail):
     return found if found.endswith(tail) else None
 
 
-def validate(doc):
+def validate(doc: object) -> None:
     """Raise BadHooks when the document's hook section is not the shape the clients read.
 
     We refuse rather than repair: rewriting a section we do not understand could
@@ -74,10 +87,11 @@ def validate(doc):
                 raise BadHooks(f'"hooks.{event}[{i}]" is not a matcher group with a "hooks" list')
 
 
-def _without_ours(groups, stub, tail):
+def _without_ours(groups: "List[Any]", stub: str, tail: str) -> "Tuple[List[Any], int]":
     """(groups with our hooks for `stub` taken out, how many were taken). A group left
     empty by the removal goes too; foreign hooks and groups keep their place."""
-    out, removed = [], 0
+    out: "List[Any]" = []
+    removed = 0
     for group in groups:
         hooks = group.get("hooks") if isinstance(group, dict) else None
         if not isinstance(hooks, list):
@@ -93,20 +107,20 @@ def _without_ours(groups, stub, tail):
     return out, removed
 
 
-def _is_current(groups, want, stub, tail):
+def _is_current(groups: "List[Any]", want: "Group", stub: str, tail: str) -> bool:
     """True when our only hook for `stub` in this event sits alone in a group equal to `want`."""
     ours = [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             and any(stub_of(h, tail) == stub for h in g["hooks"])]
     return len(ours) == 1 and ours[0] == want
 
 
-def merge(doc, stub, tail, wanted, force=False):
+def merge(doc: "Doc", stub: str, tail: str, wanted: "Mapping[str, Group]", force: bool = False) -> "Doc":
     """A copy of `doc` with the groups `wanted` ({event: group}) for `stub`; equal to the input
     when they are current. Stale entries of this stub (another anchor, another timeout) are
     replaced, never duplicated. `force` puts them back afresh (last in each event)."""
     validate(doc)
     new = copy.deepcopy(doc)
-    hooks = new.get("hooks")
+    hooks: "Optional[Dict[str, Any]]" = new.get("hooks")
     if hooks is None:
         hooks = new["hooks"] = {}
     for event, want in wanted.items():
@@ -118,7 +132,7 @@ def merge(doc, stub, tail, wanted, force=False):
     return new
 
 
-def remove(doc, stub, tail):
+def remove(doc: "Doc", stub: str, tail: str) -> "Tuple[Doc, int]":
     """(a copy of `doc` without our entries for `stub`, number of hooks removed).
 
     An event list, or the "hooks" object, emptied by the removal is dropped; one that
@@ -142,9 +156,9 @@ def remove(doc, stub, tail):
     return new, total
 
 
-def callers(doc, tail):
+def callers(doc: object, tail: str) -> "List[Tuple[str, str]]":
     """[(event, stub path)] for every entry of ours (any clone's) in a hooks document."""
-    out = []
+    out: "List[Tuple[str, str]]" = []
     hooks = doc.get("hooks") if isinstance(doc, dict) else None
     if not isinstance(hooks, dict):
         return out
@@ -157,11 +171,11 @@ def callers(doc, tail):
     return out
 
 
-def event_problems(doc, stub, tail, wanted, too_few):
+def event_problems(doc: "Doc", stub: str, tail: str, wanted: "Mapping[str, Group]", too_few: str) -> "List[str]":
     """Problems with our entries for `stub` in a validated document, event by event ([] when
     each event holds exactly the group in `wanted`). `too_few`: what to say when an event has
     some of our hooks but fewer than its wanted group holds."""
-    problems = []
+    problems: "List[str]" = []
     hooks = doc.get("hooks") or {}
     for event, want in wanted.items():
         groups = hooks.get(event, [])
@@ -179,14 +193,16 @@ def event_problems(doc, stub, tail, wanted, too_few):
 
 
 # -- the files on disk -----------------------------------------------------------------
-def worktree_targets(clone, relpath, only_own=False):
+def worktree_targets(clone: "Clone", relpath: str,
+                     only_own: bool = False) -> "Tuple[List[Tuple[str, Worktree]], List[Worktree]]":
     """([(the file at `relpath` in a worktree, that worktree)] for the worktrees install wires,
     [the prunable or missing worktrees skipped]). `only_own`: just the worktree we run in."""
     wts = clone.worktrees
     if only_own:
         own = clone.own_worktree()
         wts = [own] if own is not None else []
-    targets, skipped = [], []
+    targets: "List[Tuple[str, Worktree]]" = []
+    skipped: "List[Worktree]" = []
     for wt in wts:
         if wt.prunable or not os.path.isdir(wt.path):
             skipped.append(wt)
@@ -195,7 +211,7 @@ def worktree_targets(clone, relpath, only_own=False):
     return targets, skipped
 
 
-def calls_stub(path, stub, tail):
+def calls_stub(path: str, stub: str, tail: str) -> bool:
     """True when the hooks file at `path` has an entry calling `stub` (or cannot be read: a
     broken file is for the client's verify to report)."""
     try:
@@ -205,7 +221,7 @@ def calls_stub(path, stub, tail):
     return data is not None and any(s == stub for _e, s in callers(data, tail))
 
 
-def read(path):
+def read(path: str) -> "Tuple[Optional[bytes], Optional[Doc]]":
     """(raw bytes or None when absent, parsed dict or None). MailError when the file is not
     a hooks document we can merge into; the file is never touched then."""
     raw = wfiles.read_bytes(path)
@@ -223,7 +239,9 @@ def read(path):
     return raw, data
 
 
-def wire_file(path, stub, tail, files, merged, dump, force=False, mkdir=os.mkdir):
+def wire_file(path: str, stub: str, tail: str, files: "Files", merged: "Callable[[Doc], Doc]",
+              dump: "Callable[[Doc, Optional[bytes]], bytes]", force: bool = False,
+              mkdir: "Callable[[str], None]" = os.mkdir) -> str:
     """Merge our entries into one hooks file; `files` is the scope's record of files (what
     uninstall needs to restore it), `merged(doc)` the document with our entries, `dump(doc,
     raw)` its bytes in the client's style, `mkdir` how the file's folder is made when absent."""
@@ -250,7 +268,8 @@ def wire_file(path, stub, tail, files, merged, dump, force=False, mkdir=os.mkdir
     raise MailError(f"{path} kept changing while install merged into it; run install again")
 
 
-def unwire_file(path, stub, tail, rec, dump):
+def unwire_file(path: str, stub: str, tail: str, rec: "Optional[Dict[str, Any]]",
+                dump: "Callable[[Doc, Optional[bytes]], bytes]") -> "Optional[str]":
     """Take our entries out of one hooks file, restoring it as it was where we can; `rec` is
     what wire_file recorded for it (None: no record), `dump` as for wire_file."""
     raw, data = read(path)
@@ -285,6 +304,6 @@ def unwire_file(path, stub, tail, rec, dump):
     return "updated"
 
 
-def _replace_or_fail(path, data, raw):
+def _replace_or_fail(path: str, data: bytes, raw: "Optional[bytes]") -> None:
     if not wfiles.write_atomic(path, data, wfiles.mode_of(path, 0o644), expect=raw):
         raise MailError(f"{path} changed while uninstall ran; run uninstall again")

@@ -8,6 +8,12 @@ import subprocess
 from git_korus_mail.shell import sh_quote
 from git_korus_mail.wiring import files as wfiles
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+    from git_korus_mail.core.clone import Clone
+
 POST_CHECKOUT = "post-checkout"
 LEGACY_SUFFIX = ".legacy"
 POST_CHECKOUT_MARK = "# git-korus-mail post-checkout hook"
@@ -47,14 +53,14 @@ exit $status
 """
 
 
-def render_post_checkout(helper, repo=None):
+def render_post_checkout(helper: str, repo: "Optional[str]" = None) -> str:
     from git_korus_mail.core import advice
     return POST_CHECKOUT_TEMPLATE.format(mark=POST_CHECKOUT_MARK, helper=sh_quote(helper),
                                          advice=sh_quote(advice.advice(helper, repo)),
                                          env=POST_CHECKOUT_ENV)
 
 
-def repo_anchor(clone):
+def repo_anchor(clone: "Clone") -> str:
     """The path user-scope entries pass as --repo: the main worktree, else the common dir."""
     for wt in clone.worktrees:
         if wt.is_main:
@@ -62,11 +68,11 @@ def repo_anchor(clone):
     return clone.common_dir
 
 
-def _git(args, cwd):
+def _git(args: "Sequence[str]", cwd: str) -> "subprocess.CompletedProcess[str]":
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
 
 
-def git_hooks_dir(clone):
+def git_hooks_dir(clone: "Clone") -> "Tuple[str, Optional[str]]":
     """(hooks dir as git resolves it, core.hooksPath value or None). A relative hooksPath
     is relative to the worktree a hook runs in (githooks(5)); we resolve it from the
     main worktree. `--type=path` expands ~ as git does."""
@@ -78,17 +84,18 @@ def git_hooks_dir(clone):
     return os.path.normpath(os.path.join(cwd, hooks_path)), hooks_path
 
 
-def is_ours_post_checkout(path):
+def is_ours_post_checkout(path: str) -> bool:
     data = wfiles.read_bytes(path)
     return data is not None and POST_CHECKOUT_MARK.encode() in data[:512]
 
 
-def install_post_checkout(clone, helper, force, scope_rec):
+def install_post_checkout(clone: "Clone", helper: str, force: bool,
+                          scope_rec: "Dict[str, Any]") -> "Tuple[List[str], Optional[str]]":
     """Install our post-checkout hook; returns (lines to print, problem or None)."""
     hooks_dir, hooks_path = git_hooks_dir(clone)
     hook = os.path.join(hooks_dir, POST_CHECKOUT)
     legacy = hook + LEGACY_SUFFIX
-    lines = []
+    lines: "List[str]" = []
     if hooks_path:
         lines.append(f"core.hooksPath is set ({hooks_path}): post-checkout goes to {hooks_dir}")
         if not os.path.isabs(hooks_path):
@@ -132,10 +139,10 @@ def install_post_checkout(clone, helper, force, scope_rec):
     return lines, None
 
 
-def remove_post_checkout(clone, rec):
+def remove_post_checkout(clone: "Clone", rec: "Optional[Dict[str, Any]]") -> "Optional[str]":
     """Remove our hook and move the legacy one back. Returns a line to print, or None."""
     if rec and rec.get("path"):
-        hook = rec["path"]
+        hook: str = rec["path"]
     else:
         hook = os.path.join(git_hooks_dir(clone)[0], POST_CHECKOUT)
     legacy = hook + LEGACY_SUFFIX

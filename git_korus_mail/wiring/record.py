@@ -8,6 +8,12 @@ from contextlib import contextmanager
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import files as wfiles
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, Optional
+
+    from git_korus_mail.store.files import MailRoot
+
 HOOKS_SUBDIR = "hooks"
 RECORD_NAME = "installed.json"
 LOCK_NAME = ".install.lock"
@@ -19,7 +25,7 @@ class Record:
     original text, so uninstall can restore bytes), dirs we made, the exclude line, the
     post-checkout hook."""
 
-    def __init__(self, path, data):
+    def __init__(self, path: str, data: "Dict[str, Any]") -> None:
         self.path = path
         self.data = data
 
@@ -27,7 +33,7 @@ class Record:
     def load(cls, hooks_dir: str) -> "Record":
         path = os.path.join(hooks_dir, RECORD_NAME)
         raw = wfiles.read_bytes(path)
-        data = {}
+        data: "Any" = {}  # JSON from disk, checked below
         if raw:
             try:
                 data = json.loads(raw)
@@ -38,16 +44,16 @@ class Record:
         data.setdefault("scopes", {})
         return cls(path, data)
 
-    def scope(self, name, create=False):
-        scopes = self.data["scopes"]
+    def scope(self, name: str, create: bool = False) -> "Optional[Dict[str, Any]]":
+        scopes: "Dict[str, Dict[str, Any]]" = self.data["scopes"]
         if create:
             scopes.setdefault(name, {"files": {}})
         return scopes.get(name)
 
-    def drop_scope(self, name):
+    def drop_scope(self, name: str) -> None:
         self.data["scopes"].pop(name, None)
 
-    def save(self):
+    def save(self) -> None:
         if not self.data["scopes"]:
             if os.path.exists(self.path):
                 os.unlink(self.path)
@@ -57,12 +63,12 @@ class Record:
             wfiles.write_atomic(self.path, data, 0o600)
 
 
-def ensure_hooks_dir(root):
+def ensure_hooks_dir(root: "MailRoot") -> str:
     return root.ensure_dir_path(HOOKS_SUBDIR)
 
 
 @contextmanager
-def locked(hooks_dir):
+def locked(hooks_dir: str) -> "Iterator[None]":
     """One install/uninstall at a time per clone (a post-checkout may race a manual install)."""
     import portalocker
     path = os.path.join(hooks_dir, LOCK_NAME)
@@ -75,7 +81,7 @@ def locked(hooks_dir):
         raise MailError(f"another install or uninstall holds {path}; try again") from None
 
 
-def remove_stub(stub):
+def remove_stub(stub: str) -> bool:
     """Delete the stub (once no scope calls it); True when there was one to delete."""
     if not os.path.lexists(stub):
         return False
@@ -83,7 +89,7 @@ def remove_stub(stub):
     return True
 
 
-def remove_hooks_dir(hooks_dir):
+def remove_hooks_dir(hooks_dir: str) -> None:
     """Nothing of ours is left to serialise: the lock file and hooks/ go too (best effort:
     a file someone else put there keeps the directory)."""
     try:

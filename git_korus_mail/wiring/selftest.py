@@ -7,11 +7,17 @@ import json
 import os
 import subprocess
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Callable, Collection, Optional
+
 VERIFY_TIMEOUT = 30
 GIT_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")  # the stub finds its clone from cwd
 
 
-def run_opening(command, cwd, event, transcript, drop, check_answer, silent, stderr_tail=False):
+def run_opening(command: str, cwd: str, event: str, transcript: "Optional[str]", drop: "Collection[str]",
+                check_answer: "Callable[[str, str], Optional[str]]", silent: str,
+                stderr_tail: bool = False) -> "Optional[str]":
     """None when `command` answers a synthetic `event` (a new session's) in `cwd` with hook JSON
     that carries no fault, else what went wrong. `transcript`: the payload's transcript_path;
     `drop`: the environment variables the hook must not see; `check_answer(event, stdout)`: the

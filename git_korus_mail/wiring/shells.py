@@ -9,14 +9,18 @@ shell needs, once, and README and the man page carry the same lines for pipx's d
 
 import os
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import List, Tuple
+
 ZSH_FUNCTION = "_git-korus-mail"
 FISH_FILE = "git-korus-mail.fish"
 
 
-def _share_dirs():
+def _share_dirs() -> "List[str]":
     """Where an installer linked our shell files: pipx's completion dir, then this venv's share/."""
     import sys
-    dirs = []
+    dirs: "List[str]" = []
     if os.environ.get("PIPX_COMPLETION_DIR"):
         dirs.append(os.environ["PIPX_COMPLETION_DIR"])
     dirs.append(os.path.join(os.path.expanduser("~"), ".local", "share"))
@@ -24,14 +28,14 @@ def _share_dirs():
     return dirs
 
 
-def _tilde(path):
+def _tilde(path: str) -> str:
     home = os.path.expanduser("~").rstrip("/")
     if home and (path == home or path.startswith(home + "/")):
         return "~" + path[len(home):]
     return path
 
 
-def _shell_word(path):
+def _shell_word(path: str) -> str:
     """`path` for the setup line: ~/ kept unquoted so the shell expands it, the rest quoted if need be."""
     from git_korus_mail.shell import sh_quote
     path = _tilde(path)
@@ -43,29 +47,29 @@ def _shell_word(path):
     return sh_quote(path)
 
 
-def zsh_setup_line(site_functions):
+def zsh_setup_line(site_functions: str) -> str:
     d = _shell_word(site_functions)
     # compinit again after adding the dir: this works wherever the line lands in .zshrc
     return f"echo 'fpath=({d} $fpath); autoload -Uz compinit && compinit' >> ~/.zshrc"
 
 
-def fish_setup_line(vendor_file):
+def fish_setup_line(vendor_file: str) -> str:
     # a link, not a copy: it follows the file an upgrade replaces
     conf = os.path.join(os.environ.get("XDG_CONFIG_HOME") or "~/.config", "fish", "conf.d")
     return f"mkdir -p {_shell_word(conf)} && ln -sf {_shell_word(vendor_file)} {_shell_word(conf)}/{FISH_FILE}"
 
 
-def _fish_vendor_conf():
+def _fish_vendor_conf() -> bool:
     """Is our startup file in a vendor_conf.d that fish reads (a distribution package puts it there)?"""
     data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     dirs = [data_home] + (os.environ.get("XDG_DATA_DIRS") or "/usr/local/share:/usr/share").split(":")
     return any(d and os.path.isfile(os.path.join(d, "fish", "vendor_conf.d", FISH_FILE)) for d in dirs)
 
 
-def setup_lines():
+def setup_lines() -> "List[Tuple[str, str, str]]":
     """[(shell, why, line)] for each of zsh and fish that is installed here and not yet set up."""
     import shutil
-    out = []
+    out: "List[Tuple[str, str, str]]" = []
     home = os.path.expanduser("~")
     if shutil.which("zsh"):
         for base in _share_dirs():
@@ -86,9 +90,9 @@ def setup_lines():
         conf = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
                             "fish", "conf.d", FISH_FILE)
         for base in _share_dirs():
-            f = os.path.join(base, "fish", "vendor_completions.d", FISH_FILE)
-            if os.path.isfile(f):
+            vendor = os.path.join(base, "fish", "vendor_completions.d", FISH_FILE)
+            if os.path.isfile(vendor):
                 if not os.path.exists(conf) and not _fish_vendor_conf():
-                    out.append(("fish", "fish loads nothing of ours for `git korus-mail`", fish_setup_line(f)))
+                    out.append(("fish", "fish loads nothing of ours for `git korus-mail`", fish_setup_line(vendor)))
                 break
     return out

@@ -11,14 +11,20 @@ from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import files as wfiles
 from git_korus_mail.wiring.record import HOOKS_SUBDIR
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import List, Optional, Tuple
 
-def find_helper():
+    from git_korus_mail.store.files import MailRoot
+
+
+def find_helper() -> str:
     """Absolute path of the git-korus-mail running now, to bake into the stub.
 
     The baked path, not PATH, is what the stub runs: Claude Code inside an editor
     often has a PATH without pipx's bin dir. Symlinks are kept (pipx's
     ~/.local/bin link follows upgrades; its target need not)."""
-    candidates = []
+    candidates: "List[Optional[str]]" = []
     argv0 = sys.argv[0] if sys.argv else ""
     if os.path.basename(argv0).startswith("git-korus-mail"):
         candidates.append(argv0 if os.sep in argv0 else shutil.which(argv0))
@@ -33,7 +39,7 @@ def find_helper():
                     f"{advice.advice()}, then run install again")
 
 
-def template_path(name):
+def template_path(name: str) -> str:
     """The shipped hook template `name` (hooks/), or MailError when this installation lacks it."""
     from git_korus_mail.shipped import shipped_file
     path = shipped_file("hooks", name)
@@ -42,12 +48,12 @@ def template_path(name):
     raise MailError(f"the hook template {name} is missing from this installation; reinstall it")
 
 
-def _json_inside(text):
+def _json_inside(text: str) -> str:
     """The inside of a JSON string literal for `text`, ASCII only (the stub adds the quotes)."""
     return json.dumps(text, ensure_ascii=True)[1:-1]
 
 
-def fast_start(helper):
+def fast_start(helper: str) -> "Tuple[str, List[str]]":
     """(interpreter, directories) for the stub's `python -S` start of the drain (docs/HOOKS.md,
     "Starting Python"): the interpreter the helper's #! line names, and where that interpreter
     finds this package and the libraries it uses, the package's own directory first.
@@ -74,7 +80,7 @@ def fast_start(helper):
             return "", []
     except OSError:
         return "", []
-    dirs = []
+    dirs: "List[str]" = []
     for name in ("git_korus_mail",) + LIBRARIES:
         spec = importlib.util.find_spec(name)
         if spec is None:
@@ -99,7 +105,7 @@ FAST_START_LINE = b"# git-korus-mail fast-start=1"  # scripts/git-korus-mail's s
 LIBRARIES = ("portalocker", "colorama", "pygit2", "_cffi_backend", "cffi", "docopt")
 
 
-def render(template, helper, repo=None):
+def render(template: str, helper: str, repo: "Optional[str]" = None) -> str:
     """The stub's text from the hook template `template` for `helper`, with the reinstall advice
     for this machine (core/advice.py) baked in: when the stub needs it, the package may not run
     at all. Every value is quoted here, in Python, so the stub stays valid shell and its fault
@@ -118,7 +124,7 @@ def render(template, helper, repo=None):
     return re.sub("@HELPER_JSON@|@ADVICE_JSON@|@HELPER@|@PYTHON@|@PYPATH@", lambda m: values[m.group(0)], text)
 
 
-def write_executable(path, data, force=False):
+def write_executable(path: str, data: bytes, force: bool = False) -> "Tuple[str, str]":
     """Write the stub at `path` when absent, different or forced; (path, "current" or "written")."""
     if not force and wfiles.read_bytes(path) == data and os.access(path, os.X_OK):
         return path, "current"
@@ -129,16 +135,17 @@ def write_executable(path, data, force=False):
 class Stub:
     """One client's stub: `<mail>/hooks/<name>`, rendered from the hook template `template`."""
 
-    def __init__(self, name, template):
+    def __init__(self, name: str, template: str) -> None:
         self.name, self.template = name, template
 
-    def path(self, root):
+    def path(self, root: "MailRoot") -> str:
         return os.path.join(root.path, HOOKS_SUBDIR, self.name)
 
-    def render(self, helper, repo=None):
+    def render(self, helper: str, repo: "Optional[str]" = None) -> str:
         return render(self.template, helper, repo)
 
-    def write(self, root, helper, force=False, repo=None):
+    def write(self, root: "MailRoot", helper: str, force: bool = False,
+              repo: "Optional[str]" = None) -> "Tuple[str, str]":
         """Write the stub when absent, different (template, helper or advice changed) or forced."""
         data = self.render(helper, repo).encode("utf-8", "surrogateescape")
         return write_executable(self.path(root), data, force)

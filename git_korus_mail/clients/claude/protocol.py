@@ -23,6 +23,15 @@ Facts this follows (Claude Code 2.1.332, observed):
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+    from git_korus_mail.clients.interface import Shown
+    from git_korus_mail.core.drain_context import DrainFacts
+    from git_korus_mail.core.vocab import PhaseOf
+    from git_korus_mail.store.launch import AnyLaunch, Launch
+
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"
 END_EVENT = "SessionEnd"
@@ -48,7 +57,8 @@ class Payload:
 
     __slots__ = ("event", "session", "cwd", "source", "raw", "data")
 
-    def __init__(self, event, session, cwd, source, raw, data=b""):
+    def __init__(self, event: str, session: str, cwd: str, source: "Optional[str]", raw: "Dict[str, Any]",
+                 data: bytes = b"") -> None:
         self.event, self.session, self.cwd, self.source, self.raw = event, session, cwd, source, raw
         self.data = data  # the stdin bytes as received: what identifies the event (event_key_of)
 
@@ -57,7 +67,7 @@ class BadPayload(Exception):
     pass
 
 
-def read_payload(data):
+def read_payload(data: bytes) -> Payload:
     """Parse stdin bytes; BadPayload when it is not a hook payload we can act on."""
     try:
         raw = json.loads(data.decode("utf-8", "replace"))
@@ -82,7 +92,7 @@ def read_payload(data):
     return Payload(event, session, cwd, source, raw, data)
 
 
-def event_key_of(data):
+def event_key_of(data: bytes) -> "Optional[str]":
     """What identifies one hook event to every wiring that runs it: a digest of its stdin. Claude
     Code 2.1.332 runs the hooks of every settings file in parallel and hands each the same
     bytes (observed with two scopes wired: identical stdin and CLAUDE_PID at every event), and
@@ -94,7 +104,7 @@ def event_key_of(data):
     return sha256_hex(data)[:32]
 
 
-def launch_of(environ):
+def launch_of(environ: "Mapping[str, str]") -> "AnyLaunch":
     """The Claude Code process running this hook (launch.Launch), from CLAUDE_PID; a
     launch.NoLaunch when Claude Code named none (a hand-run drain, an older client)."""
     from git_korus_mail.store.launch import Launch, NoLaunch
@@ -108,12 +118,12 @@ def launch_of(environ):
     return Launch.of_process("claude", pid)
 
 
-def command_launch(environ):
+def command_launch(environ: "Mapping[str, str]") -> "AnyLaunch":
     """The Claude Code process a command (a Bash tool call) runs under: CLAUDE_PID again."""
     return launch_of(environ)
 
 
-def sender_launch(environ, chain):
+def sender_launch(environ: "Mapping[str, str]", chain: "Sequence[int]") -> "Optional[Tuple[int, Launch]]":
     """(its place in `chain`, launch) of the Claude Code process a command runs under, when
     CLAUDE_PID names one of the command's ancestors `chain` (nearest first); None otherwise: a
     variable anyone can set proves nothing by itself (clients.sender_of)."""
@@ -124,7 +134,7 @@ def sender_launch(environ, chain):
     return (chain.index(int(raw)), launch) if launch.known else None
 
 
-def account_of(environ):
+def account_of(environ: "Mapping[str, str]") -> "Optional[str]":
     """Which Claude Code account (config dir) the session runs under, when it says."""
     return environ.get("CLAUDE_CONFIG_DIR") or None
 
@@ -133,13 +143,13 @@ def account_of(environ):
 # DrainFacts.
 # SessionStart opens a launch; PostToolUse fires at every tool call; Stop ends a turn, the one
 # point where the model has certainly read what was shown (consume); SessionEnd ends the launch.
-PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
+PHASE_OF: "PhaseOf" = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
             "PostToolUse": ("show", False, True), "Stop": ("consume", False, False),
             "SessionEnd": ("end", False, False), "StopFailure": ("fail", False, False)}
 NAME = "claude"
 
 
-def surface_of(entrypoint):
+def surface_of(entrypoint: "Optional[str]") -> "Optional[str]":
     """Where a session runs, from Claude Code's entrypoint (CLAUDE_CODE_ENTRYPOINT in a hook's
     environment, `entrypoint` in its registry): `terminal` (the interactive UI, "cli"), `sdk`
     (`-p`, stream-json and the SDKs, "sdk-*"), `editor` (an IDE extension), or the raw value."""
@@ -154,7 +164,7 @@ def surface_of(entrypoint):
     return entrypoint[:40]
 
 
-def drain_facts(payload, environ):
+def drain_facts(payload: Payload, environ: "Mapping[str, str]") -> "DrainFacts":
     """What the core's drain needs of this payload (core/drain_context.DrainFacts): the session
     and cwd, the event's phase, the event as a label, the account and surface and (identified
     only when the drain needs it) the launch, from the environment. An event we do not wire has
@@ -184,7 +194,7 @@ def drain_facts(payload, environ):
                       context_unit="utf-16")  # Claude Code measures its 10,000 inline limit so (core/render.py)
 
 
-def fast_key_of(payload, environ):
+def fast_key_of(payload: Payload, environ: "Mapping[str, str]") -> "Optional[str]":
     """The name the stub (hooks/claude-hook.sh) looks this launch's fast-path stamp up by,
     `<session id>@<CLAUDE_PID>`: spelled from the hook's environment alone, so the stub needs
     no payload. None when the environment does not name this very session."""
@@ -194,12 +204,13 @@ def fast_key_of(payload, environ):
     return f"{sid}@{pid}"
 
 
-def session_of(environ):
+def session_of(environ: "Mapping[str, str]") -> "Optional[str]":
     """The session this process runs in, when Claude Code says (a Bash tool call's environment)."""
     return environ.get("CLAUDE_CODE_SESSION_ID") or None
 
 
-def answer(event, context, notice, shown=None):
+def answer(event: str, context: "Optional[str]", notice: "Optional[str]",
+           shown: "Optional[Shown]" = None) -> "Optional[str]":
     """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
     model only at a showing event (at Stop it would start another turn): elsewhere the notice
     alone, to the user. `shown` (core/shown.Shown) sums up the mail in `context`: the person is
@@ -214,21 +225,21 @@ def answer(event, context, notice, shown=None):
     return None
 
 
-def context_output(event, text, notice=None):
+def context_output(event: str, text: str, notice: "Optional[str]" = None) -> str:
     """Output that puts `text` into the model's context at a showing event (and, when given,
     `notice` before the user only)."""
-    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    out: "Dict[str, Any]" = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     if notice:
         out["systemMessage"] = notice
     return json.dumps(out, ensure_ascii=True)
 
 
-def user_notice_output(text):
+def user_notice_output(text: str) -> str:
     """Output shown to the user only (faults at Stop): the model never sees it."""
     return json.dumps({"systemMessage": text}, ensure_ascii=True)
 
 
-def fault_output(event, text):
+def fault_output(event: str, text: str) -> str:
     """A fault in the form the event shows: the user's channel; at SessionStart the model's too,
     because that is where a reader decides whether mail works at all."""
     if event == "SessionStart":
@@ -238,7 +249,7 @@ def fault_output(event, text):
     return user_notice_output(text)
 
 
-def check_answer(event, stdout):
+def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Claude Code accepts at `event` and carries no fault;
     otherwise what is wrong (clients/hookjson.py: the same for every client)."""
     from git_korus_mail.clients.hookjson import check_answer as check
@@ -250,7 +261,7 @@ def check_answer(event, stdout):
 WATCH_ARG = "Watch"
 
 
-def wake_facts(environ, pid):
+def wake_facts(environ: "Mapping[str, str]", pid: int) -> "Tuple[Optional[str], Callable[[], bool]]":
     """(why Claude Code's process `pid` cannot be woken, or None; a check that it still can)."""
     from git_korus_mail.clients.claude.wakeable import wake_facts as facts
     return facts(environ, pid)

@@ -13,29 +13,37 @@ import os
 
 from git_korus_mail import fastjson as json  # not the json package: SessionStart reads one entry (hot path)
 
-from git_korus_mail.clients.claude.protocol import NAME, surface_of
+from git_korus_mail.clients.claude.protocol import NAME as NAME  # re-exported: clients.registries() tells registries by it
+from git_korus_mail.clients.claude.protocol import surface_of
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+    Entry = Dict[str, Any]  # one registry entry in client-free terms (the roster's row shape, core/roster.py)
 
 MAX_ENTRY_BYTES = 64 * 1024  # an entry is ~700 bytes; a bigger file is not one
 MAX_ENTRIES = 1000           # files read per config dir: a flood costs a bounded read
 STATUS = {"busy": "working", "idle": "idle"}
 
 
-def default_root():
+def default_root() -> str:
     """The config dir of a session whose hooks named none: Claude Code's default, ~/.claude."""
     return os.path.join(os.path.expanduser("~"), ".claude")
 
 
-def name_of(config_root, pid, start):
+def name_of(config_root: "Optional[str]", pid: int, start: "Optional[int]") -> "Optional[str]":
     """The name the registry gives the process `pid` that started at `start`; None when its
     entry is missing or belongs to another process."""
     root = config_root or default_root()
     entry = _entry(os.path.join(root, "sessions", f"{pid}.json"), root)
     if entry is None or entry["pid"] != pid or start is None or entry["start"] != start:
         return None
-    return entry["name"]
+    name: "Optional[str]" = entry["name"]
+    return name
 
 
-def last_activity(config_root, cwd, session):
+def last_activity(config_root: "Optional[str]", cwd: "Optional[str]", session: "Optional[str]") -> "Optional[float]":
     """When the session last wrote its transcript (epoch seconds), None when unknown. Claude Code
     appends to `<config dir>/projects/<slug>/<session>.jsonl` (slug: the cwd with every character
     but an ASCII letter or digit replaced by `-`) as the turn goes: a sign of life that tool
@@ -49,7 +57,7 @@ def last_activity(config_root, cwd, session):
         return None
 
 
-def sessions(config_root):
+def sessions(config_root: "Optional[str]") -> "List[Entry]":
     """The entries of `config_root`'s registry (None: the default config dir), each a dict:
     client, config_root, pid, start (int or None), session, cwd, name, status (working / idle /
     None), surface, kind, updated_at (epoch seconds or None). Unreadable files are skipped."""
@@ -59,7 +67,7 @@ def sessions(config_root):
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and n[:-5].isdigit())
     except OSError:
         return []
-    out = []
+    out: "List[Entry]" = []
     for name in names[:MAX_ENTRIES]:
         entry = _entry(os.path.join(folder, name), root)
         if entry is not None:
@@ -67,7 +75,7 @@ def sessions(config_root):
     return out
 
 
-def _entry(path, root):
+def _entry(path: str, root: str) -> "Optional[Entry]":
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_ENTRY_BYTES + 1)
@@ -87,6 +95,7 @@ def _entry(path, root):
     start = data.get("procStart")
     entrypoint = _text(data.get("entrypoint"))
     stamp = data.get("statusUpdatedAt", data.get("updatedAt"))
+    status = data.get("status")
     return {
         "client": NAME,
         "config_root": root,
@@ -95,12 +104,12 @@ def _entry(path, root):
         "session": _text(data.get("sessionId")),
         "cwd": _text(data.get("cwd")),
         "name": _text(data.get("name")),
-        "status": STATUS.get(data.get("status")) if isinstance(data.get("status"), str) else None,
+        "status": STATUS.get(status) if isinstance(status, str) else None,
         "surface": surface_of(entrypoint) if entrypoint else None,
         "kind": _text(data.get("kind")),
         "updated_at": stamp / 1000.0 if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None,
     }
 
 
-def _text(value):
+def _text(value: object) -> "Optional[str]":
     return value if isinstance(value, str) and value and len(value) <= 4096 else None

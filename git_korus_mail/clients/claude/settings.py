@@ -10,6 +10,12 @@ in several files runs once.
 from git_korus_mail.clients.claude.protocol import CONSUME_EVENT, EVENTS, WATCH_ARG
 from git_korus_mail.wiring import hookdoc
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from git_korus_mail.clients.interface import Doc, Group
+
 HOOK_TIMEOUT = 30          # seconds; a drain takes milliseconds, a cold start well under 1 s
 # The watcher waits core/wake.REACH (900 s) inside this, so a wake is never confused with a kill
 # (docs/DESIGN.md R12); measured on 2.1.332 in docs/HOOKS.md, "The wake-up tier".
@@ -21,7 +27,7 @@ BadSettings = hookdoc.BadHooks  # a settings document we cannot merge into witho
 hook_command = hookdoc.hook_command  # `'<stub>' <Event> [--repo '<clone>']`
 
 
-def watch_hook(stub, repo=None):
+def watch_hook(stub: str, repo: "Optional[str]" = None) -> "Dict[str, Any]":
     """The wake-up tier's entry (install --urgent): the watcher, beside the drain at Stop. Both
     async and asyncRewake: asyncRewake alone runs in the foreground under `-p` (DESIGN R12)."""
     return {"type": "command", "command": hook_command(stub, WATCH_ARG, repo), "async": True,
@@ -29,15 +35,15 @@ def watch_hook(stub, repo=None):
             "rewakeMessage": REWAKE_MESSAGE}
 
 
-def wanted_groups(stub, repo=None, urgent=False):
+def wanted_groups(stub: str, repo: "Optional[str]" = None, urgent: bool = False) -> "Dict[str, Group]":
     """{event: the matcher group install puts in a settings file}; with `urgent`, the Stop group
     holds the watcher too.
 
     No matcher means every source at SessionStart; PostToolUse names "*" so the
     entry reads as "every tool" to a person editing the file."""
-    out = {}
+    out: "Dict[str, Group]" = {}
     for event in EVENTS:
-        group = {"matcher": "*"} if event == "PostToolUse" else {}
+        group: "Group" = {"matcher": "*"} if event == "PostToolUse" else {}
         group["hooks"] = [{"type": "command", "command": hook_command(stub, event, repo),
                            "timeout": HOOK_TIMEOUT}]
         if urgent and event == CONSUME_EVENT:
@@ -46,7 +52,7 @@ def wanted_groups(stub, repo=None, urgent=False):
     return out
 
 
-def has_watcher(settings, stub):
+def has_watcher(settings: object, stub: str) -> bool:
     """Whether the document holds our watcher entry for `stub` (the wake-up tier is armed there)."""
     hooks = settings.get("hooks") if isinstance(settings, dict) else None
     groups = hooks.get(CONSUME_EVENT) if isinstance(hooks, dict) else None
@@ -55,40 +61,42 @@ def has_watcher(settings, stub):
                for g in (groups if isinstance(groups, list) else ()))
 
 
-def stub_of(hook):
+def stub_of(hook: object) -> "Optional[str]":
     """The stub path a hook entry calls when it is one of ours (any clone's), else None."""
     return hookdoc.stub_of(hook, STUB_TAIL)
 
 
-def validate_settings(settings):
+def validate_settings(settings: object) -> None:
     """Raise BadSettings when the document's hook section is not the shape Claude Code reads."""
     hookdoc.validate(settings)
 
 
-def merge_settings(settings, stub, repo=None, force=False, urgent=False):
+def merge_settings(settings: "Doc", stub: str, repo: "Optional[str]" = None, force: bool = False,
+                   urgent: bool = False) -> "Doc":
     """A copy of `settings` with our entries for `stub`; equal to the input when they are current
     (wiring/hookdoc.py); `force` puts them back afresh, `urgent` with the watcher."""
     return hookdoc.merge(settings, stub, STUB_TAIL, wanted_groups(stub, repo, urgent), force)
 
 
-def remove_settings(settings, stub):
+def remove_settings(settings: "Doc", stub: str) -> "Tuple[Doc, int]":
     """(a copy of `settings` without our entries for `stub`, number of hooks removed)."""
     return hookdoc.remove(settings, stub, STUB_TAIL)
 
 
-def callers(settings):
+def callers(settings: object) -> "List[Tuple[str, str]]":
     """[(event, stub path)] for every entry of ours (any clone's) in a settings document."""
     return hookdoc.callers(settings, STUB_TAIL)
 
 
-def check_settings(settings, stub, repo=None, urgent=None):
+def check_settings(settings: "Doc", stub: str, repo: "Optional[str]" = None,
+                   urgent: "Optional[bool]" = None) -> "List[str]":
     """Problems with our entries for `stub` in one settings document ([] when wired right).
     `urgent`: whether the wake-up tier must be armed there; None accepts either form."""
     try:
         validate_settings(settings)
     except BadSettings as exc:
         return [str(exc)]
-    problems = []
+    problems: "List[str]" = []
     if settings.get("disableAllHooks") is True:
         problems.append('"disableAllHooks" is true: no hook runs from this file')
     if urgent is None:

@@ -10,16 +10,26 @@ from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import repo_anchor
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import List, Optional, Tuple
+
+    from git_korus_mail.clients.interface import Checked, Wired
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.core.gitrepo import Worktree
+    from git_korus_mail.wiring.record import Record
 
 
-def verify(root, stub, wired, run_stub=True, urgent=None):
+
+def verify(root: object, stub: str, wired: "Wired", run_stub: bool = True,
+           urgent: "Optional[bool]" = None) -> "Checked":
     """[(label, [problems])]: every file read back, every entry checked, every caller's stub
     present and executable, and the stub run once per file with a synthetic SessionStart.
     `urgent`: whether the wake-up tier's watcher must be there (None: either form)."""
-    results = []
+    results: "Checked" = []
     called = False
     for path, repo, cwd in wired:
-        problems = []
+        problems: "List[str]" = []
         try:
             raw, data = read_settings(path)
         except MailError as exc:
@@ -40,7 +50,7 @@ def verify(root, stub, wired, run_stub=True, urgent=None):
             if problem:
                 problems.append(problem)
         results.append((path, problems))
-    stub_problems = []
+    stub_problems: "List[str]" = []
     if not (os.path.isfile(stub) and os.access(stub, os.X_OK)):
         stub_problems.append("missing or not executable: run `git korus-mail install`")
     if wired and not called:
@@ -49,7 +59,7 @@ def verify(root, stub, wired, run_stub=True, urgent=None):
     return results
 
 
-def run_stub_once(stub, repo, cwd):
+def run_stub_once(stub: str, repo: "Optional[str]", cwd: str) -> "Optional[str]":
     """Run our SessionStart command as Claude Code would (wiring/selftest.py): without the
     variables that name a Claude Code session, and naming the stub's last stderr line when it
     fails; None when the answer is hook JSON that carries no fault."""
@@ -59,18 +69,18 @@ def run_stub_once(stub, repo, cwd):
                                 silent="the stub printed nothing at SessionStart (the drain always announces itself there)")
 
 
-def calls_stub(path, stub):
+def calls_stub(path: str, stub: str) -> bool:
     """True when the settings file at `path` has an entry calling `stub` (or cannot be read:
     a broken file is for verify to report)."""
     return hookdoc.calls_stub(path, stub, claude.STUB_TAIL)
 
 
-def wired_files(clone, record, stub):
+def wired_files(clone: "Clone", record: "Record", stub: str) -> "Tuple[Wired, List[Worktree], bool]":
     """What install wired for this clone, as its record says or as found calling `stub`:
     ([(settings path, repo anchor or None, cwd)] as verify takes them, prunable worktrees
     skipped, whether the local scope is wired)."""
     targets, skipped = local_targets(clone)
-    wired = []
+    wired: "Wired" = []
     local = _recorded(record, "local") or any(calls_stub(p, stub) for p, _wt in targets)
     if local:
         wired += [(p, None, wt.path) for p, wt in targets]
@@ -81,7 +91,7 @@ def wired_files(clone, record, stub):
     return wired, skipped, local
 
 
-def _recorded(record, scope):
+def _recorded(record: "Record", scope: str) -> bool:
     """Does installed.json say install wired Claude Code in `scope`? (A record from before
     `install --client` names no clients: it wired Claude Code only.)"""
     rec = record.scope(scope)

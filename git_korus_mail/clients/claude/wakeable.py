@@ -16,7 +16,7 @@ import os
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Callable, List, Optional, Tuple
+    from typing import Callable, List, Mapping, Optional, Tuple
 
 
 def _cmdline(pid: int) -> "Optional[List[str]]":
@@ -39,7 +39,7 @@ def mode_of(argv: "List[str]") -> str:
     return "print" if printing else "terminal"
 
 
-def wake_facts(environ: "dict[str, str]", pid: int) -> "Tuple[Optional[str], Callable[[], bool]]":
+def wake_facts(environ: "Mapping[str, str]", pid: int) -> "Tuple[Optional[str], Callable[[], bool]]":
     """(why this process cannot be woken, or None when it can; a check that it still can)."""
     argv = _cmdline(pid)
     if not argv or not argv[0]:

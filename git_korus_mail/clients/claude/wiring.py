@@ -6,6 +6,15 @@ from git_korus_mail.clients.claude import settings_file, stub, verify
 from git_korus_mail.clients.claude.protocol import OPENING_EVENT
 from git_korus_mail.wiring.postcheckout import repo_anchor
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import IO, Iterable, List, Optional, Tuple
+
+    from git_korus_mail.clients.interface import ScopeRec, Wired
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.core.gitrepo import Worktree
+    from git_korus_mail.wiring.record import Record
+
 NAME = "claude"
 EXCLUDE_LINE = settings_file.EXCLUDE_LINE
 EXCLUDE_COVERING = settings_file.EXCLUDE_COVERING
@@ -20,7 +29,7 @@ check = verify.verify
 wired_files = verify.wired_files
 
 
-def settings_targets(clone, scope, only_own=False):
+def settings_targets(clone: "Clone", scope: str, only_own: bool = False) -> "Tuple[Wired, List[Worktree]]":
     """([(settings path, repo anchor or None, cwd)] install wires for `scope`, prunable
     worktrees skipped). `only_own`: just the worktree install runs in (post-checkout)."""
     if scope == "local":
@@ -30,7 +39,7 @@ def settings_targets(clone, scope, only_own=False):
     return [(settings_file.user_settings_path(), anchor, anchor)], []
 
 
-def unwire_candidates(clone, scope, recorded):
+def unwire_candidates(clone: "Clone", scope: str, recorded: "Iterable[str]") -> "List[str]":
     """The settings files uninstall looks at for `scope`: those install recorded, then those
     where our entries may be without a record (a damaged or older record)."""
     if scope == "local":
@@ -45,16 +54,17 @@ NEEDS_POST_CHECKOUT = True  # each worktree has its own settings file: `git work
 EXCLUDE_KEY = "exclude"  # where installed.json records the exclude line
 
 
-def after_wiring(clone, scope, wired, scope_rec, out):
+def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRec",
+                 out: "IO[str]") -> "List[Tuple[str, str]]":
     """Nothing more to do once the settings files are written: Claude Code trusts them as they are."""
     return []
 
 
-def after_unwiring(scope_rec, out):
+def after_unwiring(scope_rec: "ScopeRec", out: "IO[str]") -> None:
     return None
 
 
-def watcher_armed(path, stub):
+def watcher_armed(path: str, stub: str) -> "Optional[bool]":
     """Whether the settings file at `path` holds the wake-up tier's watcher for `stub`
     (None when the file cannot be read: verify reports that)."""
     from git_korus_mail.clients.claude import settings
@@ -66,10 +76,10 @@ def watcher_armed(path, stub):
     return data is not None and settings.has_watcher(data, stub)
 
 
-def wake_findings(record, stub, wired):
+def wake_findings(record: "Record", stub: str, wired: "Wired") -> "List[Tuple[bool, str, str, Optional[str]]]":
     """[(ok, settings path, detail, fix)] for doctor: the watcher entry in every file of a scope
     that install --urgent armed, and any file where the tier is armed."""
-    out = []
+    out: "List[Tuple[bool, str, str, Optional[str]]]" = []
     for path, repo, _cwd in wired:
         scope = record.scope("user" if repo else "local") or {}
         armed = watcher_armed(path, stub)

@@ -16,6 +16,13 @@ import os
 from git_korus_mail.clients.codex.protocol import EVENTS, END_EVENT
 from git_korus_mail.wiring import hookdoc
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from git_korus_mail.clients.interface import Doc, Group
+    from git_korus_mail.wiring.hookdoc import Files
+
 HOOK_TIMEOUT = 30   # seconds; a drain takes milliseconds
 END_TIMEOUT = 3     # Codex clamps SessionEnd to 3 s, with a warning at every start above it
 STUB_TAIL = "/mail/hooks/codex-hook"  # every clone's Codex stub ends so: the mark of our entries
@@ -25,28 +32,28 @@ EXCLUDE_COVERING = {EXCLUDE_LINE, "/" + EXCLUDE_LINE, ".codex", ".codex/", "/.co
 BadHooks = hookdoc.BadHooks
 
 
-def codex_home():
+def codex_home() -> str:
     return os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
 
 
-def user_hooks_path():
+def user_hooks_path() -> str:
     return os.path.join(codex_home(), "hooks.json")
 
 
 hook_command = hookdoc.hook_command
 
 
-def wanted_groups(stub, repo=None):
-    out = {}
+def wanted_groups(stub: str, repo: "Optional[str]" = None) -> "Dict[str, Group]":
+    out: "Dict[str, Group]" = {}
     for event in EVENTS:
-        group = {"matcher": "*"} if event == "PostToolUse" else {}
+        group: "Group" = {"matcher": "*"} if event == "PostToolUse" else {}
         group["hooks"] = [{"type": "command", "command": hook_command(stub, event, repo),
                            "timeout": END_TIMEOUT if event == END_EVENT else HOOK_TIMEOUT}]
         out[event] = group
     return out
 
 
-def stub_of(hook):
+def stub_of(hook: object) -> "Optional[str]":
     """The stub path a handler calls when it is one of ours (any clone's), else None."""
     return hookdoc.stub_of(hook, STUB_TAIL)
 
@@ -54,19 +61,19 @@ def stub_of(hook):
 validate = hookdoc.validate
 
 
-def merge(doc, stub, repo=None, force=False):
+def merge(doc: "Doc", stub: str, repo: "Optional[str]" = None, force: bool = False) -> "Doc":
     return hookdoc.merge(doc, stub, STUB_TAIL, wanted_groups(stub, repo), force)
 
 
-def remove(doc, stub):
+def remove(doc: "Doc", stub: str) -> "Tuple[Doc, int]":
     return hookdoc.remove(doc, stub, STUB_TAIL)
 
 
-def callers(doc):
+def callers(doc: object) -> "List[Tuple[str, str]]":
     return hookdoc.callers(doc, STUB_TAIL)
 
 
-def check(doc, stub, repo=None):
+def check(doc: "Doc", stub: str, repo: "Optional[str]" = None) -> "List[str]":
     try:
         validate(doc)
     except BadHooks as exc:
@@ -78,7 +85,7 @@ def check(doc, stub, repo=None):
 read = hookdoc.read  # (raw bytes or None, parsed dict or None); MailError when we cannot merge
 
 
-def dump(data, raw):
+def dump(data: "Doc", raw: "Optional[bytes]") -> bytes:
     """`data` as JSON in the style of the file it came from (indent 2 for a new one)."""
     text = raw.decode("utf-8") if raw else ""
     out = json.dumps(data, indent=2, ensure_ascii=not text or text.isascii())
@@ -87,13 +94,13 @@ def dump(data, raw):
     return out.encode("utf-8")
 
 
-def wire_file(path, stub, repo, force, files):
+def wire_file(path: str, stub: str, repo: "Optional[str]", force: bool, files: "Files") -> str:
     """Merge our entries into one hooks.json; `files` is the scope's record of files. makedirs:
     $CODEX_HOME itself may not exist yet."""
     return hookdoc.wire_file(path, stub, STUB_TAIL, files, dump=dump, force=force, mkdir=os.makedirs,
                              merged=lambda base: merge(base, stub, repo, force=force))
 
 
-def unwire_file(path, stub, rec):
+def unwire_file(path: str, stub: str, rec: "Optional[Dict[str, Any]]") -> "Optional[str]":
     """Take our entries out of one hooks.json, restoring its bytes where we can."""
     return hookdoc.unwire_file(path, stub, STUB_TAIL, rec, dump=dump)

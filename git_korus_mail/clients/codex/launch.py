@@ -16,14 +16,21 @@ and one readlink per open file of the Codex process when a transcript is named.
 
 import os
 
-from git_korus_mail.store.launch import Launch, NoLaunch
+from git_korus_mail.store.launch import Launch as Launch  # re-exported: protocol.py names it through here
+from git_korus_mail.store.launch import NoLaunch
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from git_korus_mail.store.launch import AnyLaunch
 
 CLIENT = "codex"
 EXECUTABLE = "codex"
 MAX_DEPTH = 4  # drain <- stub <- (a shell) <- codex; one level spare
 
 
-def _ppid(pid):
+def _ppid(pid: int) -> "Optional[int]":
     """The parent of a running process; None when it is gone or unreadable."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -33,7 +40,7 @@ def _ppid(pid):
         return None
 
 
-def _exe_name(pid):
+def _exe_name(pid: int) -> "Optional[str]":
     """The file name of a process's executable (a replaced binary still counts), or None."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
@@ -44,25 +51,26 @@ def _exe_name(pid):
     return os.path.basename(exe)
 
 
-def is_codex(pid):
+def is_codex(pid: int) -> bool:
     """Whether process `pid` runs Codex's native binary."""
     return _exe_name(pid) == EXECUTABLE
 
 
-def codex_ancestor(start_pid):
+def codex_ancestor(start_pid: int) -> "Optional[int]":
     """The nearest ancestor of `start_pid` (itself excluded) whose executable is Codex's native
     binary, or None within MAX_DEPTH levels."""
     pid = start_pid
     for _level in range(MAX_DEPTH):
-        pid = _ppid(pid)
-        if pid is None or pid <= 1:
+        parent = _ppid(pid)
+        if parent is None or parent <= 1:
             return None
+        pid = parent
         if _exe_name(pid) == EXECUTABLE:
             return pid
     return None
 
 
-def holds_open(pid, path):
+def holds_open(pid: int, path: str) -> bool:
     """True when process `pid` has `path` open (compared by real path)."""
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -77,7 +85,7 @@ def holds_open(pid, path):
     return False
 
 
-def launch_of(transcript, start_pid=None):
+def launch_of(transcript: "Optional[str]", start_pid: "Optional[int]" = None) -> "AnyLaunch":
     """The Codex process that runs this hook (launch.Launch), or a NoLaunch saying what could
     not be proved. `transcript`: the payload's transcript_path, or None."""
     pid = codex_ancestor(os.getpid() if start_pid is None else start_pid)

@@ -17,6 +17,15 @@ follows (Codex CLI 0.171.0, observed):
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+    from git_korus_mail.clients.interface import Shown
+    from git_korus_mail.core.drain_context import DrainFacts
+    from git_korus_mail.core.vocab import PhaseOf
+    from git_korus_mail.store.launch import AnyLaunch, Launch
+
 NAME = "codex"
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"
@@ -27,7 +36,7 @@ TURN_EVENTS = ("UserPromptSubmit", "PostToolUse")
 LOCAL_SETTINGS_NAME = ".codex/hooks.json"
 CONTEXT_LIMIT = 9600  # UTF-8 bytes; Codex's default cut is at 10,000 (2,500 tokens of 4 bytes)
 MAX_CWD = 4096
-PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
+PHASE_OF: "PhaseOf" = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
             "PostToolUse": ("show", False, True), "Stop": ("consume", False, False),
             "SessionEnd": ("end", False, False)}
 
@@ -37,7 +46,8 @@ class Payload:
 
     __slots__ = ("event", "session", "cwd", "transcript", "last_message", "raw", "data")
 
-    def __init__(self, event, session, cwd, transcript, last_message, raw, data=b""):
+    def __init__(self, event: str, session: str, cwd: str, transcript: "Optional[str]", last_message: "Optional[str]",
+                 raw: "Dict[str, Any]", data: bytes = b"") -> None:
         self.event, self.session, self.cwd, self.raw = event, session, cwd, raw
         self.transcript, self.last_message = transcript, last_message
         self.data = data  # the stdin bytes: what identifies the event to every wiring (event_key)
@@ -47,12 +57,12 @@ class BadPayload(Exception):
     pass
 
 
-def _optional_str(raw, key):
+def _optional_str(raw: "Dict[str, Any]", key: str) -> "Optional[str]":
     value = raw.get(key)
     return value if isinstance(value, str) and value and "\0" not in value else None
 
 
-def read_payload(data):
+def read_payload(data: bytes) -> Payload:
     """Parse stdin bytes; BadPayload when it is not a hook payload we can act on."""
     try:
         raw = json.loads(data.decode("utf-8", "replace"))
@@ -76,17 +86,17 @@ def read_payload(data):
                    last if isinstance(last, str) else None, raw, data)
 
 
-def launch_of(payload):
+def launch_of(payload: Payload) -> "AnyLaunch":
     from git_korus_mail.clients.codex import launch
     return launch.launch_of(payload.transcript)
 
 
-def account_of(environ):
+def account_of(environ: "Mapping[str, str]") -> "Optional[str]":
     """Which Codex config root (CODEX_HOME) the session runs under, when it says."""
     return environ.get("CODEX_HOME") or None
 
 
-def drain_facts(payload, environ):
+def drain_facts(payload: Payload, environ: "Mapping[str, str]") -> "DrainFacts":
     """What the core's drain needs of this payload (core/drain_context.DrainFacts). The launch
     comes from the payload and /proc, not the environment (launch.py): with Codex's daemon, the
     environment is that of whichever session started the daemon. It is proved only when the
@@ -102,13 +112,13 @@ def drain_facts(payload, environ):
                       context_unit="utf-8", context_limit=CONTEXT_LIMIT)  # Codex cuts at 10,000 UTF-8 bytes
 
 
-def _event_key(data):
+def _event_key(data: bytes) -> "Optional[str]":
     """A digest of the payload: every wiring of one event gets the same bytes (store/events.py)."""
     from git_korus_mail.clients.claude.protocol import event_key_of
     return event_key_of(data)
 
 
-def session_of(environ):
+def session_of(environ: "Mapping[str, str]") -> "Optional[str]":
     """The session a command runs in: Codex names it in its tool calls' environment as
     CODEX_SESSION_ID, equal to the hooks' session_id (0.171.0; its hooks get no such variable)."""
     from git_korus_mail.store.layout import valid_session
@@ -116,7 +126,7 @@ def session_of(environ):
     return session if valid_session(session) else None
 
 
-def sender_launch(environ, chain):
+def sender_launch(environ: "Mapping[str, str]", chain: "Sequence[int]") -> "Optional[Tuple[int, Launch]]":
     """(its place in `chain`, launch) of the nearest Codex process among a command's ancestors
     `chain`; None when none is visible (the sandbox's pid namespace hides it)."""
     from git_korus_mail.clients.codex import launch
@@ -127,15 +137,15 @@ def sender_launch(environ, chain):
     return None
 
 
-def _utf8_len(text):
+def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _frame_line(line, end):
+def _frame_line(line: str, end: bool) -> bool:
     return line.startswith("[mail ") and line.endswith(" end]" if end else " begin]")
 
 
-def fit(text, limit=CONTEXT_LIMIT):
+def fit(text: str, limit: int = CONTEXT_LIMIT) -> str:
     """`text` within `limit` UTF-8 bytes. Mail never needs this: the core fits a batch at whole
     messages in Codex's unit (drain_facts: context_unit, context_limit), so every receipt is
     true. It guards any other text we pass: whole lines from the start, never part of a frame
@@ -144,7 +154,8 @@ def fit(text, limit=CONTEXT_LIMIT):
         return text
     lines = text.split("\n")
     room = limit - 200  # the note's line
-    kept, used, open_at = [], 0, None
+    kept: "list[str]" = []
+    used, open_at = 0, None
     for line in lines:
         n = _utf8_len(line) + 1
         if used + n > room:
@@ -162,7 +173,8 @@ def fit(text, limit=CONTEXT_LIMIT):
     return "\n".join(kept + [note])
 
 
-def answer(event, context, notice, shown=None):
+def answer(event: str, context: "Optional[str]", notice: "Optional[str]",
+           shown: "Optional[Shown]" = None) -> "Optional[str]":
     """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
     model only at a showing event; elsewhere the notice alone, to the user. `shown`
     (core/shown.Shown) sums up the mail in `context` in one line for the person (Codex prints
@@ -176,19 +188,19 @@ def answer(event, context, notice, shown=None):
     return None
 
 
-def context_output(event, text, notice=None):
-    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}}
+def context_output(event: str, text: str, notice: "Optional[str]" = None) -> str:
+    out: "Dict[str, Any]" = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}}
     if notice:
         out["systemMessage"] = notice
     return json.dumps(out, ensure_ascii=True)
 
 
-def user_notice_output(text):
+def user_notice_output(text: str) -> str:
     """Output Codex shows the user only (a warning line): the model never sees it."""
     return json.dumps({"systemMessage": text}, ensure_ascii=True)
 
 
-def fault_output(event, text):
+def fault_output(event: str, text: str) -> str:
     """A fault: to the user, and at SessionStart to the model too."""
     if event == OPENING_EVENT:
         return json.dumps({"systemMessage": text,
@@ -197,7 +209,7 @@ def fault_output(event, text):
     return user_notice_output(text)
 
 
-def check_answer(event, stdout):
+def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Codex accepts at `event` and carries no fault;
     otherwise what is wrong (clients/hookjson.py: the same for every client)."""
     from git_korus_mail.clients.hookjson import check_answer as check

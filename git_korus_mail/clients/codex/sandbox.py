@@ -11,11 +11,15 @@ so the mail root is writable only when install has listed it there.
 
 import os
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Mapping, Optional
+
 PROFILE_ENV = "CODEX_PERMISSION_PROFILE"
 NETWORK_ENV = "CODEX_SANDBOX_NETWORK_DISABLED"
 
 
-def sandboxed(environ):
+def sandboxed(environ: "Mapping[str, str]") -> "Optional[str]":
     """How the environment says this command runs in Codex's sandbox (a VAR=value to quote), or
     None. The profile is not always named: with writable_roots set in the user config, Codex
     0.171.0 was seen to leave CODEX_PERMISSION_PROFILE out and set only the network variable."""
@@ -25,7 +29,7 @@ def sandboxed(environ):
     return f"{NETWORK_ENV}=1" if environ.get(NETWORK_ENV) == "1" else None
 
 
-def _writable(path):
+def _writable(path: str) -> bool:
     """Can this process create files in `path` (or, when it does not exist yet, in the nearest
     directory above it)? access(2) reports a read-only mount as EROFS."""
     while path and not os.path.isdir(path):
@@ -36,7 +40,7 @@ def _writable(path):
     return os.access(path, os.W_OK)
 
 
-def problem(environ, mail_root, cwd=None):
+def problem(environ: "Mapping[str, str]", mail_root: str, cwd: "Optional[str]" = None) -> "Optional[str]":
     """None when this is no Codex sandbox or the mail root is writable; else one line naming the fix."""
     said = sandboxed(environ)
     if said is None or _writable(mail_root):

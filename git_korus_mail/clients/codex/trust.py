@@ -24,11 +24,19 @@ import time
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import files as wfiles
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import IO, Any, Callable, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
+
+    Json = Any  # a JSON-RPC result, as the app-server sent it: read with .get and isinstance
+    # The hooks.json files whose hooks count as ours: a set of paths, or a test of a path.
+    Sources = Union[Set[str], FrozenSet[str], Callable[[str], bool]]
+
 RPC_TIMEOUT = 30
 CODEX_ENV = "KORUS_MAIL_CODEX"  # the codex to ask, when `codex` on PATH is not the one
 
 
-def find_codex():
+def find_codex() -> str:
     path = os.environ.get(CODEX_ENV) or shutil.which("codex")
     if not path or not os.access(path, os.X_OK):
         raise MailError("Codex CLI not found (no `codex` on PATH, $KORUS_MAIL_CODEX unset): install wires Codex "
@@ -37,7 +45,7 @@ def find_codex():
     return path
 
 
-def config_path():
+def config_path() -> str:
     from git_korus_mail.clients.codex.hooksfile import codex_home
     return os.path.join(codex_home(), "config.toml")
 
@@ -45,7 +53,7 @@ def config_path():
 class AppServer:
     """One `codex app-server` over stdio: initialize, then one request at a time."""
 
-    def __init__(self, codex):
+    def __init__(self, codex: str) -> None:
         import tempfile
         self._err = tempfile.TemporaryFile()
         try:
@@ -58,11 +66,13 @@ class AppServer:
         self.call("initialize", {"clientInfo": {"name": "git-korus-mail", "version": "1"}})
         self._send({"jsonrpc": "2.0", "method": "initialized"})
 
-    def _send(self, msg):
+    def _send(self, msg: "Dict[str, Any]") -> None:
+        assert self.proc.stdin is not None  # Popen with stdin=PIPE
         self.proc.stdin.write((json.dumps(msg) + "\n").encode())
         self.proc.stdin.flush()
 
-    def _line(self, deadline):
+    def _line(self, deadline: float) -> bytes:
+        assert self.proc.stdout is not None  # Popen with stdout=PIPE
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
@@ -77,7 +87,7 @@ class AppServer:
         line, self._buf = self._buf.split(b"\n", 1)
         return line
 
-    def call(self, method, params):
+    def call(self, method: str, params: "Dict[str, Any]") -> "Json":
         self._next += 1
         self._send({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
         deadline = time.monotonic() + RPC_TIMEOUT
@@ -91,28 +101,30 @@ class AppServer:
                     raise MailError(f"codex app-server: {method}: {msg['error'].get('message', msg['error'])}")
                 return msg.get("result")
 
-    def close(self):
+    def close(self) -> None:
         try:
-            self.proc.stdin.close()
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
             self.proc.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()
         self._err.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "AppServer":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def our_hooks(server, cwd, sources, commands):
+def our_hooks(server: AppServer, cwd: str, sources: "Sources",
+              commands: "Collection[str]") -> "Dict[str, Dict[str, Any]]":
     """{command: hook record} for the hooks Codex lists at `cwd` whose command is one of ours,
     from one of the files in `sources` (a set of paths, or a test of a path). (In a linked worktree Codex 0.171.0 lists the main
     worktree's file: any of ours counts.)"""
     data = server.call("hooks/list", {"cwds": [cwd]}) or {}
-    found = {}
+    found: "Dict[str, Dict[str, Any]]" = {}
     for entry in data.get("data") or ():
         for hook in entry.get("hooks") or ():
             source = hook.get("sourcePath")
@@ -122,7 +134,7 @@ def our_hooks(server, cwd, sources, commands):
     return found
 
 
-def _snapshot():
+def _snapshot() -> "Tuple[Optional[bytes], Optional[int]]":
     """(bytes or None, mode or None) of the user's config.toml."""
     path = config_path()
     raw = wfiles.read_bytes(path)
@@ -132,7 +144,7 @@ def _snapshot():
     return raw, mode
 
 
-def _project_trusted(raw, project):
+def _project_trusted(raw: "Optional[bytes]", project: str) -> bool:
     header = f'[projects."{project}"]'
     if raw is None:
         return False
@@ -149,7 +161,7 @@ TRUST_TURNS_ON = ("Codex then also applies that worktree's committed .codex/ fil
                   "(sandbox_mode, approval_policy, mcp_servers commands it starts) and hooks.json")
 
 
-def user_writable_roots(server):
+def user_writable_roots(server: AppServer) -> "Optional[List[Any]]":
     """The user config's own `sandbox_workspace_write.writable_roots` (a list; None when unset):
     the user layer alone, so a managed or project layer's roots are never copied into it."""
     data = server.call("config/read", {"includeLayers": True}) or {}
@@ -161,7 +173,9 @@ def user_writable_roots(server):
     return None
 
 
-def trust(codex, targets, sources, commands, rec, out, writable_root=None, untrust_projects=False):
+def trust(codex: str, targets: "Sequence[Tuple[str, bool]]", sources: "Sources", commands: "Collection[str]",
+          rec: "Dict[str, Any]", out: "IO[str]", writable_root: "Optional[str]" = None,
+          untrust_projects: bool = False) -> "List[Tuple[str, str]]":
     """Trust each project in `targets` ([(cwd, trust the project?)]) and exactly our hooks as
     Codex lists them there, then prove it through `hooks/list`. `writable_root`: the mail root,
     added to the sandbox's writable roots so the model's `send`, `ask` and `reply` can write in
@@ -172,8 +186,8 @@ def trust(codex, targets, sources, commands, rec, out, writable_root=None, untru
     if "config" not in rec:
         rec["config"] = {"path": config_path(), "original": None if raw is None else raw.decode("utf-8", "surrogateescape"),
                          "mode": mode, "keys": []}
-    keys = rec["config"]["keys"]
-    problems = []
+    keys: "List[str]" = rec["config"]["keys"]
+    problems: "List[Tuple[str, str]]" = []
     with AppServer(codex) as server:
         ours = [k for k in keys if k.startswith("projects.")] if untrust_projects else []
         if ours:
@@ -185,7 +199,7 @@ def trust(codex, targets, sources, commands, rec, out, writable_root=None, untru
                           f"earlier install gave (only --trust-codex-config trusts a project)\n")
         projects = [cwd for cwd, project in targets if project and not _project_trusted(raw, cwd)]
         if projects:
-            edits = [{"keyPath": f'projects."{cwd}".trust_level', "value": "trusted", "mergeStrategy": "upsert"}
+            edits: "List[Dict[str, Any]]" = [{"keyPath": f'projects."{cwd}".trust_level', "value": "trusted", "mergeStrategy": "upsert"}
                      for cwd in projects]
             server.call("config/batchWrite", {"edits": edits})
             for cwd in projects:
@@ -224,10 +238,10 @@ def trust(codex, targets, sources, commands, rec, out, writable_root=None, untru
     return problems
 
 
-def verify_trust(server, cwd, sources, commands):
+def verify_trust(server: AppServer, cwd: str, sources: "Sources", commands: "Collection[str]") -> "List[str]":
     """[problems]: each of our commands must be listed by Codex at `cwd` and trusted."""
     found = our_hooks(server, cwd, sources, commands)
-    problems = []
+    problems: "List[str]" = []
     for command in commands:
         hook = found.get(command)
         if hook is None:
@@ -239,7 +253,7 @@ def verify_trust(server, cwd, sources, commands):
     return problems
 
 
-def untrust(rec, out):
+def untrust(rec: "Dict[str, Any]", out: "IO[str]") -> None:
     """Undo what trust() wrote in the user's config: its bytes when nothing else changed them,
     else only our keys (through the app-server)."""
     conf = rec.get("config")
@@ -262,7 +276,8 @@ def untrust(rec, out):
         return
     try:
         with AppServer(find_codex()) as server:
-            edits = [{"keyPath": k, "value": None, "mergeStrategy": "replace"} for k in conf.get("keys") or ()]
+            edits: "List[Dict[str, Any]]" = [{"keyPath": k, "value": None, "mergeStrategy": "replace"}
+                                             for k in conf.get("keys") or ()]
             ours = conf.get("writable_root")
             roots = user_writable_roots(server) if ours else None
             if ours and roots is not None and ours in roots:

@@ -26,6 +26,17 @@ from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import IO, Callable, Iterable, List, Optional, Set, Tuple
+
+    from git_korus_mail.clients.interface import Checked, ScopeRec, Wired
+    from git_korus_mail.clients.codex.trust import AppServer
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.core.gitrepo import Worktree
+    from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.wiring.record import Record
+
 NAME = "codex"
 NEEDS_POST_CHECKOUT = False  # user hooks cover every worktree; with --trust-codex-config, see needs_post_checkout
 TRUSTS_PROJECTS = True  # install passes trust_projects (--trust-codex-config) to settings_targets and after_wiring
@@ -42,12 +53,12 @@ wire_file = hooksfile.wire_file
 unwire_file = hooksfile.unwire_file
 
 
-def trusts_projects(scope_rec):
+def trusts_projects(scope_rec: "Optional[ScopeRec]") -> bool:
     """Did the person choose --trust-codex-config for this scope (recorded at install)?"""
     return bool((scope_rec or {}).get(TRUST_KEY))
 
 
-def needs_post_checkout(scope_rec):
+def needs_post_checkout(scope_rec: "Optional[ScopeRec]") -> bool:
     """A new worktree needs wiring only when each worktree has its own .codex/hooks.json."""
     return trusts_projects(scope_rec)
 
@@ -60,14 +71,15 @@ needs_exclude = needs_post_checkout  # .codex/hooks.json is written into worktre
 PREFLIGHT_FIX = "put codex on PATH, or set KORUS_MAIL_CODEX=<path to codex>, so its app-server can be asked"
 
 
-def preflight():
+def preflight() -> None:
     """What install needs before it writes anything: Codex's own CLI, whose app-server records the
     trust of our hooks (trust.py). Without it, a stub, hooks files and an exclude line would be
     written that Codex never runs, and every later `git worktree add` would repeat the failure."""
     trust.find_codex()
 
 
-def settings_targets(clone, scope, only_own=False, trust_projects=False):
+def settings_targets(clone: "Clone", scope: str, only_own: bool = False,
+                     trust_projects: bool = False) -> "Tuple[Wired, List[Worktree]]":
     """([(hooks.json path, repo anchor or None, cwd)], skipped worktrees) for `scope`."""
     if scope == "local" and trust_projects:
         targets, skipped = hookdoc.worktree_targets(clone, hooksfile.PROJECT_FILE, only_own)
@@ -78,7 +90,7 @@ def settings_targets(clone, scope, only_own=False, trust_projects=False):
     return [(hooksfile.user_hooks_path(), anchor, anchor)], []
 
 
-def wired_by_other_scope(record, scope, trust_projects):
+def wired_by_other_scope(record: "Record", scope: str, trust_projects: bool) -> "Optional[str]":
     """A line when the other scope's install already wires Codex in the same user hooks.json
     (our entries there are the same for both scopes): this scope then wires nothing, so one
     uninstall never takes out what the other still counts on, and no hook fires twice."""
@@ -86,17 +98,17 @@ def wired_by_other_scope(record, scope, trust_projects):
     other_rec = record.scope(other) or {}
     if NAME not in (other_rec.get("clients") or ()):
         return None
-    uses_user_file = (lambda s, projects: s == "user" or not projects)
+    uses_user_file: "Callable[[str, bool], bool]" = (lambda s, projects: s == "user" or not projects)
     if not (uses_user_file(scope, trust_projects) and uses_user_file(other, trusts_projects(other_rec))):
         return None
     return (f"{hooksfile.user_hooks_path()}  already wired by the {other} scope's install (the same entries): "
             f"not wired twice; `git korus-mail uninstall --scope {other}` takes them out")
 
 
-def own_config_worktrees(clone):
+def own_config_worktrees(clone: "Clone") -> "List[Tuple[str, List[str]]]":
     """[(worktree path, [its .codex/ entries that are not ours])]: worktrees whose committed
     (or local) Codex config a project trust would turn on."""
-    out = []
+    out: "List[Tuple[str, List[str]]]" = []
     for wt in clone.worktrees:
         d = os.path.join(wt.path, ".codex")
         try:
@@ -109,7 +121,7 @@ def own_config_worktrees(clone):
     return out
 
 
-def _only_ours(path):
+def _only_ours(path: str) -> bool:
     try:
         _raw, data = hooksfile.read(path)
     except MailError:
@@ -120,7 +132,7 @@ def _only_ours(path):
                for g in gs for h in g.get("hooks") or ())
 
 
-def tell_own_configs(clone, trusted, out):
+def tell_own_configs(clone: "Clone", trusted: bool, out: "IO[str]") -> None:
     """Name each worktree that holds Codex config of its own, and what install did about it."""
     for path, names in own_config_worktrees(clone):
         what = ", ".join(f".codex/{n}" for n in names)
@@ -132,7 +144,7 @@ def tell_own_configs(clone, trusted, out):
                       f"off until you trust that project yourself\n")
 
 
-def _sources(clone, projects, wired):
+def _sources(clone: "Clone", projects: bool, wired: "Wired") -> "Set[str]":
     """Every hooks.json of ours Codex may list (all worktrees' files when each has its own)."""
     paths = {p for p, _r, _c in wired}
     if projects:
@@ -140,16 +152,18 @@ def _sources(clone, projects, wired):
     return paths
 
 
-def commands(stub_file, repo):
+def commands(stub_file: str, repo: "Optional[str]") -> "List[str]":
     return [h["command"] for g in hooksfile.wanted_groups(stub_file, repo).values() for h in g["hooks"]]
 
 
-def after_wiring(clone, scope, wired, scope_rec, out, trust_projects=False):
+def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRec", out: "IO[str]",
+                 trust_projects: bool = False) -> "List[Tuple[str, str]]":
     """Trust what was wired (trust.py); [(cwd, problem)] for what Codex does not trust. Projects
     are trusted only with --trust-codex-config, and every such trust is said, with what it turns on."""
     if not wired:
         return []
     root = clone.mail_root(create=False)
+    assert root is not None  # install made the mail root before it wired anything
     repo = wired[0][1]
     projects = scope == "local" and trust_projects
     targets = [(cwd, projects) for _p, _r, cwd in wired]
@@ -167,7 +181,7 @@ def after_wiring(clone, scope, wired, scope_rec, out, trust_projects=False):
     return problems
 
 
-def retire_project_files(scope_rec, stub_file, out):
+def retire_project_files(scope_rec: "ScopeRec", stub_file: str, out: "IO[str]") -> None:
     """An earlier install wired each worktree's .codex/hooks.json and trusted it without asking:
     take our entries out of those files (restoring their bytes where we can). Left in, they
     would fire beside the user hooks.json the day the person trusts the project."""
@@ -186,11 +200,11 @@ def retire_project_files(scope_rec, stub_file, out):
                   f"Codex is wired in the user's hooks.json now)\n")
 
 
-def after_unwiring(scope_rec, out):
+def after_unwiring(scope_rec: "ScopeRec", out: "IO[str]") -> None:
     trust.untrust(scope_rec.get(NAME) or {}, out)
 
 
-def unwire_candidates(clone, scope, recorded):
+def unwire_candidates(clone: "Clone", scope: str, recorded: "Iterable[str]") -> "List[str]":
     found = [p for p, _r, _c in settings_targets(clone, scope, trust_projects=scope == "local")[0]]
     out = list(recorded) + [p for p in found if p not in recorded]
     user_file = hooksfile.user_hooks_path()
@@ -203,13 +217,13 @@ def unwire_candidates(clone, scope, recorded):
     return out
 
 
-def calls_stub(path, stub_file):
+def calls_stub(path: str, stub_file: str) -> bool:
     return hookdoc.calls_stub(path, stub_file, hooksfile.STUB_TAIL)
 
 
-def wired_files(clone, record, stub_file):
+def wired_files(clone: "Clone", record: "Record", stub_file: str) -> "Tuple[Wired, List[Worktree], bool]":
     """([(path, repo, cwd)] wired for this clone, skipped, local wired?): as record or disk say."""
-    wired = []
+    wired: "Wired" = []
     rec = record.scope("local") or {}
     targets, skipped = settings_targets(clone, "local", trust_projects=True)
     projects = trusts_projects(rec) or any(calls_stub(p, stub_file) for p, _r, _c in targets)
@@ -224,12 +238,12 @@ def wired_files(clone, record, stub_file):
     return wired, skipped, projects
 
 
-def recorded(record, scope):
+def recorded(record: "Record", scope: str) -> bool:
     """Does installed.json say install wired Codex in `scope`?"""
     return NAME in ((record.scope(scope) or {}).get("clients") or ())
 
 
-def run_stub_once(stub_file, repo, cwd):
+def run_stub_once(stub_file: str, repo: "Optional[str]", cwd: str) -> "Optional[str]":
     """Run our SessionStart command as Codex would, with install's self-test payload
     (wiring/selftest.py); Codex's names no transcript."""
     return selftest.run_opening(hooksfile.hook_command(stub_file, "SessionStart", repo), cwd,
@@ -238,7 +252,7 @@ def run_stub_once(stub_file, repo, cwd):
                                 silent="the stub printed nothing at SessionStart")
 
 
-def _sandbox_problems(server, root):
+def _sandbox_problems(server: "AppServer", root: "MailRoot") -> "List[str]":
     """[problem] when the model's send, ask and reply cannot write the mail root in Codex's
     workspace-write sandbox: the mail root is not among the user config's writable roots."""
     mail = os.path.realpath(root.path)
@@ -252,11 +266,11 @@ def _sandbox_problems(server, root):
             f"run `git korus-mail install --client codex`"]
 
 
-def check(root, stub_file, wired, run_stub=True):
+def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True) -> "Checked":
     """[(label, [problems])]: each hooks.json read back and checked, the stub run once, and
     Codex asked (hooks/list) whether it loads and trusts every hook of ours."""
-    results = []
-    server = None
+    results: "Checked" = []
+    server: "Optional[AppServer]" = None
     try:
         for path, repo, cwd in wired:
             try:
@@ -289,7 +303,7 @@ def check(root, stub_file, wired, run_stub=True):
     finally:
         if server is not None:
             server.close()
-    stub_problems = []
+    stub_problems: "List[str]" = []
     if wired and not (os.path.isfile(stub_file) and os.access(stub_file, os.X_OK)):
         stub_problems.append("missing or not executable: run `git korus-mail install --client codex`")
     if wired:
