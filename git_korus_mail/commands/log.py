@@ -6,12 +6,17 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TextIO
 
 from git_korus_mail.commands.mailtext import fit, stamp
 from git_korus_mail.commands.text import relative, safe, session
 from git_korus_mail.core import history
 from git_korus_mail.errors import UsageError
+
+if TYPE_CHECKING:
+    from git_korus_mail.core.clone import Clone
+
+Record = Dict[str, Any]  # a journal record, with what core/history.py joined to it
 
 POLL_SECONDS = 0.25  # --follow: one open and fstat of the journal each time; nothing else
 
@@ -23,7 +28,7 @@ class LogArgs:
     json: bool = False
 
 
-def parse_since(text):
+def parse_since(text: "Optional[str]") -> "Optional[float]":
     if text is None:
         return None
     try:
@@ -32,7 +37,7 @@ def parse_since(text):
         raise UsageError(str(exc)) from None
 
 
-def run(clone, args, out):
+def run(clone: "Clone", args: LogArgs, out: TextIO) -> int:
     root = clone.mail_root()
     if root is None:
         if not args.follow:
@@ -51,39 +56,39 @@ def run(clone, args, out):
         time.sleep(POLL_SECONDS)
 
 
-def line(rec, here):
+def line(rec: "Record", here: str) -> str:
     """One record in under 100 columns: time, what happened, to what; every field escaped."""
     event = str(rec.get("event") or "?")
     text = EVENT_TEXT.get(event, _fields)(rec, here)
     return fit(f"{stamp(rec.get('at'))}  {safe(event):<10} {text}")
 
 
-def _to(rec, here):
+def _to(rec: "Record", here: str) -> str:
     return relative(rec.get("to"), here) if rec.get("to") else safe(str(rec.get("box") or "?"))
 
 
-def _short(value):
+def _short(value: object) -> str:
     return "…" + safe(str(value)[-8:]) if value else "?"  # as every command prints an id
 
 
-def _sent(rec, here):
+def _sent(rec: "Record", here: str) -> str:
     head = f"{relative(rec.get('from') or rec.get('sender'), here)} → {_to(rec, here)}  {_short(rec.get('id'))}"
     if rec.get("first_line") is None:
         return f"{head}  {safe(rec.get('kind') or 'note')} (no longer in the store)"
     return f"{head}  {safe(rec.get('kind') or 'note')}: {safe(rec['first_line'])}"
 
 
-def _asked(rec, here):
+def _asked(rec: "Record", here: str) -> str:
     head = f"{relative(rec.get('from') or rec.get('sender'), here)} → {_to(rec, here)}  {_short(rec.get('id'))}"
     text = f": {safe(rec['first_line'])}" if rec.get("first_line") is not None else ""
     return f"{head}  waits {safe(rec.get('timeout'))}s{text}"
 
 
-def _fields(rec, here):
+def _fields(rec: "Record", here: str) -> str:
     return " ".join(f"{safe(k)}={safe(v)}" for k, v in sorted(rec.items()) if k not in ("at", "event"))
 
 
-EVENT_TEXT = {
+EVENT_TEXT: "Dict[str, Callable[[Record, str], str]]" = {
     "sent": _sent,
     "asked": _asked,
     "shown": lambda r, h: f"{_short(r.get('id'))} in {_to(r, h)} to session {session(r.get('session'))}"
