@@ -171,7 +171,7 @@ def render(mode, world, base, conds, mach, started, elapsed):
                  f"{c['inbox_left']:,} left in the inbox, {c['claims_left']} claim files left"
                  f"{'; errors: ' + '; '.join(c['errors']) if c['errors'] else ''}. Each round: one message "
                  f"published, then all {c['procs']} processes (separate OS processes, one session each) call "
-                 f"`Box.consume` at once after a barrier; s/round is barrier release to the last return.")
+                 f"`moves.consume` at once after a barrier; s/round is barrier release to the last return.")
     bd = EXTRA.get("breakdown")
     if bd:
         L.append("")

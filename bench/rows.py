@@ -175,7 +175,8 @@ def _claim_worker(idx, common_dir, box_name, rounds, msg_buf, results, lat, star
         msg_id = msg_buf.value.decode()
         t0 = time.perf_counter()
         try:
-            res = box.consume(msg_id, session, {"session": session, "event": "UserPromptSubmit",
+            from git_korus_mail.store import moves  # loaded where used
+            res = moves.consume(box, msg_id, session, {"session": session, "event": "UserPromptSubmit",
                                                 "at": utc_stamp(time.time())})
             results[idx] = CODES.get(res, 4)
         except Exception as exc:  # noqa: BLE001 - counted and reported
@@ -226,7 +227,8 @@ def bench_claims(world, prof):
     try:
         for _ in range(rounds):
             msg = message.build(BODY, rk.path, rk.name, sender)
-            box.publish(msg, message.encode(msg))
+            from git_korus_mail.store import publish  # loaded where used
+            publish.publish(box, msg, message.encode(msg))
             msg_buf.value = msg["id"].encode()
             for i in range(CLAIM_PROCS):
                 results[i] = 0

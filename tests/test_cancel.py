@@ -23,9 +23,11 @@ def _racer(common, box_name, msg_id, role, barrier, conn):
     box = root.box(box_name)
     barrier.wait(30)
     if role == "consume":
-        result = box.consume(msg_id, "s-reader", {"at": "2026-01-01T00:00:00.000000Z", "event": "test"})
+        from git_korus_mail.store import moves  # loaded where used
+        result = moves.consume(box, msg_id, "s-reader", {"at": "2026-01-01T00:00:00.000000Z", "event": "test"})
     else:
-        result = box.cancel(msg_id, by="the sender")
+        from git_korus_mail.store import moves  # loaded where used
+        result = moves.cancel(box, msg_id, by="the sender")
     conn.send(result)
     conn.close()
 
@@ -76,8 +78,10 @@ def test_a_cancelled_message_is_never_shown_and_its_sender_sees_it_cancelled(clo
     [name] = os.listdir(box / "inbox")
     from git_korus_mail.store.files import MailRoot
     root = MailRoot.open(str(clone.common_dir))
-    assert root.box(box.name).cancel(name[:-5], by="test") == "cancelled"
-    assert root.box(box.name).cancel(name[:-5], by="test") == "gone"  # once
+    from git_korus_mail.store import moves  # loaded where used
+    assert moves.cancel(root.box(box.name), name[:-5], by="test") == "cancelled"
+    from git_korus_mail.store import moves  # loaded where used
+    assert moves.cancel(root.box(box.name), name[:-5], by="test") == "gone"  # once
     import json
     status = json.loads(run_cli("status", "--json", cwd=clone.main, check=True).stdout)
     assert [m["fate"]["state"] for m in status["sent"]] == ["cancelled"]

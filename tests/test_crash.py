@@ -40,7 +40,7 @@ S2 = "sess-two-2222"
 
 # Run the real `drain` in a separate process, optionally with the half-published grace at 0
 # (a killed sender's linked message is left alone for PUBLISH_GRACE=60 s; tests do not wait).
-_DRAIN_NOGRACE = ("import sys\nfrom git_korus_mail.store import moves\nmoves.PUBLISH_GRACE = 0\n"
+_DRAIN_NOGRACE = ("import sys\nfrom git_korus_mail.store import publish\npublish.PUBLISH_GRACE = 0\n"
                   "from git_korus_mail import cli\nsys.exit(cli.main(sys.argv[1:]))\n")
 
 # Kill inside a write, between the O_EXCL open and the bytes (no named step is there):

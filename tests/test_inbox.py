@@ -210,8 +210,8 @@ def test_dropped_mail_is_listed_by_default_with_the_limit_that_fired(clone):
     b = blocks(inbox(clone.web))
     assert "DROPPED" in b[msg_id][0]
     assert b[msg_id][2].startswith("  dropped by this worktree's limits at ")
-    from git_korus_mail.store.records import Records
-    if hasattr(Records, "drop_reason"):  # the limits' reason record, read through the store
+    from git_korus_mail.store import records
+    if hasattr(records, "drop_reason"):  # the limits' reason record, read through the store
         assert b[msg_id][2] == ("  dropped by this worktree's limits at 2026-12-01 10:00:00Z: rate, "
                                 "21 messages in an hour")  # (a longer detail is cut at 99 columns)
     assert "| one too many" in run_cli("read", msg_id, cwd=clone.web, check=True).stdout

@@ -15,7 +15,7 @@ from helpers import context_of, git, hook, run_cli
 from install_fixtures import box_dir, mkdir700
 
 from git_korus_mail.core import keys
-from git_korus_mail.store import message
+from git_korus_mail.store import drops, message, moves
 
 T0 = time.time() - 3600  # an hour ago: far from now, far from expiring (the TTL is 3 days)
 
@@ -448,9 +448,9 @@ def _racer(common, box_name, msg_id, role, barrier, conn):
     msg, _ = box.load(msg_id)
     barrier.wait(30)
     if role == "consume":
-        result = box.consume(msg_id, "s-reader", {"at": "2026-01-01T00:00:00.000000Z", "event": "test"})
+        result = moves.consume(box, msg_id, "s-reader", {"at": "2026-01-01T00:00:00.000000Z", "event": "test"})
     else:
-        result = box.drop(msg_id, msg, "loop", "a test")
+        result = drops.drop(box, msg_id, msg, "loop", "a test")
     conn.send(result)
     conn.close()
 

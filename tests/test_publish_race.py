@@ -56,7 +56,8 @@ def _sender(idx, main_path, web_path, seconds, barrier, conn):
         until = time.time() + seconds
         while time.time() < until:
             msg = message.build(f"sender {idx} message {len(ids)}", key.path, key.name, sender)
-            box.publish(msg, message.encode(msg))
+            from git_korus_mail.store import publish  # loaded where used
+            publish.publish(box, msg, message.encode(msg))
             ids.append(msg["id"])
             time.sleep(PAUSE)  # the drains keep up, so most reads meet fresh mail
         conn.send(("ok", ids))
@@ -104,7 +105,8 @@ def test_staging_file_is_named_by_the_id(clone):
     seen = []
     crash.point = lambda step: seen.append((step, sorted(os.listdir(clone.mail_root / "tmp"))))
     try:
-        box.publish(msg, b"{}")
+        from git_korus_mail.store import publish  # loaded where used
+        publish.publish(box, msg, b"{}")
     finally:
         crash.point = orig
     assert seen[0] == ("send:tmp-written", ["msg." + msg["id"]])
@@ -122,9 +124,11 @@ def test_a_read_during_publication_that_outlives_the_staging_link_is_not_a_forei
     os.link(tmp, inbox / (msg["id"] + ".json"))
     _msg, st = box.load(msg["id"])
     assert st.st_nlink == 2
-    assert box.linked_elsewhere(msg["id"], st) == "in-progress"  # staging link still there
+    from git_korus_mail.store import publish  # loaded where used
+    assert publish.linked_elsewhere(box, msg["id"], st) == "in-progress"  # staging link still there
     tmp.unlink()  # the sender finishes between the reader's read and its look at tmp/
-    assert box.linked_elsewhere(msg["id"], st) == "publish-finished"
+    from git_korus_mail.store import publish  # loaded where used
+    assert publish.linked_elsewhere(box, msg["id"], st) == "publish-finished"
 
 
 def test_a_foreign_hard_link_is_still_refused(clone, tmp_path):
@@ -136,7 +140,8 @@ def test_a_foreign_hard_link_is_still_refused(clone, tmp_path):
     inbox.mkdir(exist_ok=True)
     os.link(victim, inbox / (msg["id"] + ".json"))
     _msg, st = box.load(msg["id"])
-    assert box.linked_elsewhere(msg["id"], st) is None
+    from git_korus_mail.store import publish  # loaded where used
+    assert publish.linked_elsewhere(box, msg["id"], st) is None
 
 
 # slow tier, main Python only (docs/TESTING.md): interleavings of the kernel's rename/link/flock, same on every CPython
@@ -197,4 +202,5 @@ def test_an_older_senders_staging_link_is_not_a_foreign_link_either(clone):
     inbox.mkdir(exist_ok=True)
     os.link(tmp, inbox / (msg["id"] + ".json"))
     _msg, st = box.load(msg["id"])
-    assert box.linked_elsewhere(msg["id"], st) == "in-progress"
+    from git_korus_mail.store import publish  # loaded where used
+    assert publish.linked_elsewhere(box, msg["id"], st) == "in-progress"

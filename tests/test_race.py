@@ -27,7 +27,7 @@ import pytest
 from helpers import PYTHON, launch_dir, no_limits, run_cli
 from git_korus_mail import stamps
 from git_korus_mail.core import keys
-from git_korus_mail.store import message
+from git_korus_mail.store import message, publish
 from git_korus_mail.store.files import MailRoot
 
 import invariants
@@ -97,21 +97,21 @@ def _apply_mode(mode):
 def _racer(session, cwd, mode, barrier, conn):
     """One session in its own process: on each command, wait at the barrier, then run the
     real Drain for that event ("show": SessionStart and, after it, the marker commit;
-    "stop": consume what this session was shown). Reports every Box.consume result."""
+    "stop": consume what this session was shown). Reports every moves.consume result."""
     from git_korus_mail import crash
     from git_korus_mail.core import drain
     from git_korus_mail.store import claims
-    from git_korus_mail.store.moves import Moves  # a Box takes consume from Moves (on first use)
+    from git_korus_mail.store import moves  # a Box takes consume from Moves (on first use)
     assert crash._AT is None
     results = []
-    orig = Moves.consume
+    orig = moves.consume
 
     def recording(self, msg_id, sess, observation, launch=None):
         r = orig(self, msg_id, sess, observation, launch=launch)
         results.append((msg_id, r))
         return r
 
-    Moves.consume = recording
+    moves.consume = recording
     lost = [0]
     orig_acquire = claims.acquire
 
@@ -219,7 +219,7 @@ class Store:
 
     def publish(self, body):
         msg = message.build(body, self.key.path, self.key.name, self.sender)
-        self.box.publish(msg, message.encode(msg))
+        publish.publish(self.box, msg, message.encode(msg))
         self.root.journal("sent", id=msg["id"], box=self.key.name, sender=self.sender["path"], kind="note")
         return msg["id"]
 

@@ -15,7 +15,7 @@ import time
 from helpers import context_of, git, hook, run_cli
 from git_korus_mail.core import keys
 from git_korus_mail.core.retention import check
-from git_korus_mail.store import message
+from git_korus_mail.store import message, moves
 from git_korus_mail.store.files import MailRoot
 
 import invariants
@@ -148,8 +148,8 @@ def test_expired_and_cancelled_mail_go_after_their_retention_with_the_notice(clo
     cancelled = send(clone, "withdrawn")
     root = MailRoot.open(str(clone.common_dir))
     box = root.box(keys.key_for(str(clone.web)).name)
-    assert box.cancel(cancelled, by="test") == "cancelled"
-    assert box.expire_due(now=time.time() + 120) == [expiring]
+    assert moves.cancel(box, cancelled, by="test") == "cancelled"
+    assert moves.expire_due(box, now=time.time() + 120) == [expiring]
     b = box_dir(clone)
     assert names(b / "notices") == [expiring + ".json"]
     from git_korus_mail.store import retention

@@ -9,7 +9,7 @@ from pathlib import Path
 from helpers import hook, run_cli
 from install_fixtures import box_dir, dead_pid, mkdir700
 
-from git_korus_mail.store import claims
+from git_korus_mail.store import claims, records
 
 
 def dirs_under(path):
@@ -85,7 +85,7 @@ def test_a_read_of_what_is_absent_says_so_and_creates_nothing(clone):
     box = MailRoot.open(str(clone.common_dir)).box(path.name)
     before = dirs_under(path)
     # a quarantine from a subdirectory that does not exist: the file went, nothing is made
-    assert box.quarantine("x.json", "test", sub="expired") is None
+    assert records.quarantine(box, "x.json", "test", sub="expired") is None
     assert dirs_under(path) == before
     # a launch that never marked anything has no marker to read: FileNotFoundError, an OSError
     shown = markers.for_launch(box, "s-none", NoLaunch("test"))

@@ -92,7 +92,8 @@ def publish_question(clone, worktree, body):
     msg = message.build(body, key.path, key.name, {"path": str(clone.main), "branch": "main", "session": None},
                         kind="question", wake=False)
     assert msg["wake"] is False and msg["kind"] == "question"
-    box.publish(msg, message.encode(msg))
+    from git_korus_mail.store import publish  # loaded where used
+    publish.publish(box, msg, message.encode(msg))
 
 
 @pytest.fixture
@@ -347,7 +348,8 @@ def _judge(clone, msg_id):
     from git_korus_mail.core import verdict
     from git_korus_mail.store.files import MailRoot
     root = MailRoot.open(str(clone.common_dir))
-    [box] = [b for b in root.boxes() if b.fate(msg_id)[0] != "gone"]
+    from git_korus_mail.store import records  # loaded where used
+    [box] = [b for b in root.boxes() if records.fate(b, msg_id)[0] != "gone"]
     return verdict.judge(box, msg_id)
 
 

@@ -16,6 +16,7 @@ from typing import (IO, AbstractSet, Any, Callable, Dict, Iterable, List, Mappin
                     Tuple, Type)
 
 from git_korus_mail.core.clone import Clone
+from git_korus_mail.core.drain_context import DrainFacts
 from git_korus_mail.core.gitrepo import Worktree
 from git_korus_mail.store.files import MailRoot
 from git_korus_mail.store.launch import AnyLaunch, Launch
@@ -63,7 +64,7 @@ class HookProtocol(Protocol):
     # The keyword arguments of core drain.Drain after session and cwd (phase, label, launch...),
     # from the payload this very module's read_payload made: its own Payload class, which a
     # Protocol parameter cannot name for every client (so Any).
-    def drain_facts(self, payload: Any, environ: Environ) -> Dict[str, Any]: ...
+    def drain_facts(self, payload: Any, environ: Environ) -> DrainFacts: ...
     def session_of(self, environ: Environ) -> Optional[str]: ...
     def sender_launch(self, environ: Environ, chain: Sequence[int]) -> Optional[Tuple[int, Launch]]: ...
     def account_of(self, environ: Environ) -> Optional[str]: ...

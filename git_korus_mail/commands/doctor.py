@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from git_korus_mail import clients, ui
 from git_korus_mail.core import limitconf
 from git_korus_mail.commands import doctor_store
-from git_korus_mail.store import answers, claims, journal, presence
+from git_korus_mail.store import answers, claims, journal, presence, records
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import double, postcheckout
 from git_korus_mail.wiring.files import read_bytes
@@ -264,12 +264,12 @@ def _check_stub(client: "Installer", stub: str, helper: "Optional[str]", finding
 
 # -- boxes -------------------------------------------------------------------------------
 def _check_claims(box: "Box", findings: Findings) -> None:
-    for name in box.claim_names():
+    for name in records.claim_names(box):
         where = f"box {box.name}"
         shown = _e(name)
         if name.endswith(claims.CLAIM_SUFFIX):
             msg_id = name[:-len(claims.CLAIM_SUFFIX)]
-            owner = box.claim_owner(msg_id)
+            owner = records.claim_owner(box, msg_id)
             if owner is None:
                 continue  # released while we looked
             who = (f"pid {_e(owner.get('pid'))} ({_e(owner.get('purpose') or '?')}, "
@@ -345,7 +345,7 @@ def _e(value: object) -> str:
 
 
 def _check_quarantine(box: "Box", findings: Findings) -> None:
-    names = box.quarantined_names()
+    names = records.quarantined_names(box)
     if not names:
         return
     qdir = box.path_of("quarantine")

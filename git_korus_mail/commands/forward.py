@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 
 from git_korus_mail.core import keys, send
-from git_korus_mail.store import forwarding
+from git_korus_mail.store import forwarding, moves
 from git_korus_mail.errors import MailError, UsageError
 
 
@@ -68,9 +68,9 @@ def run(clone: "Clone", args: ForwardArgs, out: "IO[str]") -> int:
         raise MailError(f"{src_name} is the box of {target.path} itself: nothing to forward")
     src = root.box(src_name)
     assert src is not None  # find_box named a box that is there
-    src.repair()       # a forward or consume a killed process left half done is completed first
-    src.expire_due()   # mail already past its expiry stays where it expired, with its notice
-    dst = root.box(target.key.name, create=True, path=target.key.path, owner=send.owner_of(clone, target))
+    moves.repair(src)       # a forward or consume a killed process left half done is completed first
+    moves.expire_due(src)   # mail already past its expiry stays where it expired, with its notice
+    dst = root.box(target.key.name, create=True, path=target.key.path, adopt=send.owner_of(clone, target))
     assert dst is not None  # create=True: made when absent
     result = forwarding.move_queue(src, dst, "forwarded")
     root.journal("box-forwarded", source=src_name, box=dst.name, moved=len(result["moved"]),

@@ -12,7 +12,7 @@ asks back to the asker are refused as a cycle. A wait whose ask provably runs is
 
 from dataclasses import dataclass
 
-from git_korus_mail.store import answers, message
+from git_korus_mail.store import answers, message, moves, records
 from git_korus_mail.store import claims
 from git_korus_mail.core import ids
 from git_korus_mail.errors import MailError
@@ -48,7 +48,7 @@ def run(clone: "Clone", args: ReleaseArgs, out: "IO[str]") -> int:
     root = clone.mail_root()
     held: "Dict[str, List[Box]]" = {}  # {id: [box]}: every claim of the clone, what an id may name here
     for box in root.boxes() if root is not None else []:
-        for name in box.claim_names():
+        for name in records.claim_names(box):
             if name.endswith(claims.CLAIM_SUFFIX) and message.valid_id(name[:-len(claims.CLAIM_SUFFIX)]):
                 held.setdefault(name[:-len(claims.CLAIM_SUFFIX)], []).append(box)
     waits = [w.get("question") for w in answers.open_waits(root)] if root is not None else []
@@ -88,7 +88,7 @@ def _release_wait(root: "MailRoot", qid: str, wait: "Dict[str, Any]", out: "IO[s
 
 def _release(root: "MailRoot", box: "Box", msg_id: str, out: "IO[str]") -> int:
     try:
-        data = box.read_claim(msg_id)
+        data = records.read_claim(box, msg_id)
     except FileNotFoundError:
         out.write(f"{msg_id} in box {box.name}: the claim is gone already (released or finished)\n")
         return 0
@@ -99,7 +99,7 @@ def _release(root: "MailRoot", box: "Box", msg_id: str, out: "IO[str]") -> int:
     if verdict == "alive":
         raise MailError(f"not released: the claim on {msg_id} in box {box.name} is held by {who}, which "
                         f"{_e(known)}: a move in progress, not a dead claim")
-    result = box.release_claim_as_seen(msg_id, data)
+    result = records.release_claim_as_seen(box, msg_id, data)
     if result is None:
         out.write(f"{msg_id} in box {box.name}: the claim is gone already (released or finished)\n")
         return 0
@@ -109,7 +109,7 @@ def _release(root: "MailRoot", box: "Box", msg_id: str, out: "IO[str]") -> int:
     root.journal("claim-released", id=msg_id, box=box.name, by="git korus-mail release", verdict=verdict,
                  owner_pid=owner.get("pid") if owner else None, owner_host=owner.get("host") if owner else None,
                  owner_session=owner.get("session") if owner else None)
-    state = box.finish_released(msg_id)
+    state = moves.finish_released(box, msg_id)
     out.write(f"released the claim on {msg_id} in box {box.name}, held by {who}"
               f" ({'it was dead' if verdict == 'dead' else 'not provably dead'}: {_e(known)}); {NEXT[state]}\n")
     return 0

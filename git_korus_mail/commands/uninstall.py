@@ -38,7 +38,8 @@ def queue_counts(root: "MailRoot") -> "Dict[str, int]":
         counts["queued"] += box.count("inbox")
         counts["seen"] += box.count("seen")
         counts["expired"] += box.count("expired")
-        counts["quarantined"] += len(box.quarantined_names())
+        from git_korus_mail.store import records  # loaded where used
+        counts["quarantined"] += len(records.quarantined_names(box))
         counts["sessions"] += box.count("sessions")
     counts["tmp files"] = len(root.tmp_entries())
     return counts

@@ -33,6 +33,7 @@ from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store import answers, launch as launches, markers, message, presence, sent
 from git_korus_mail import crash
+from git_korus_mail.store import moves, publish, records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,13 +136,13 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     if chain:
         answers.close_wait(root, qid)
         raise Refused(_refusal(chain, root))
-    box = root.box(t.key.name, create=True, path=t.key.path, owner=send.owner_of(clone, t))
+    box = root.box(t.key.name, create=True, path=t.key.path, adopt=send.owner_of(clone, t))
     assert box is not None
     # judged before the question is queued: a wake-up watcher disarms as soon as it sees new
     # mail, so the moment after, the session it is waking would look idle and unwakeable
     nobody = nobody_to_answer(box, t.session)
     try:
-        box.publish(msg, message.encode(msg))
+        publish.publish(box, msg, message.encode(msg))
     except BaseException:
         answers.close_wait(root, qid)
         raise
@@ -212,7 +213,7 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
             return rec
         if time.time() - checked >= ENDED_EVERY:
             checked = time.time()
-            state, detail = q.target.fate(q.id)
+            state, detail = records.fate(q.target, q.id)
             if state in ENDED:
                 answers.close_wait(q.root, q.id)
                 return {"question": q.id, "status": state, "how": ENDED[state], "detail": detail}
@@ -236,8 +237,8 @@ def _consume_when_queued(root: "MailRoot", box: "Box", aid: str, session: str, o
     got = "gone"
     deadline = time.monotonic() + patience
     while True:
-        got = box.consume(aid, session, obs)
-        if got != "gone" or box.fate(aid)[0] != "gone" or time.monotonic() >= deadline:
+        got = moves.consume(box, aid, session, obs)
+        if got != "gone" or records.fate(box, aid)[0] != "gone" or time.monotonic() >= deadline:
             return got
         answers.publish_answer(root, rec)
         time.sleep(0.02)
@@ -250,7 +251,7 @@ def _mark_shown(root: "MailRoot", box: "Box", aid: str, rec: "Dict[str, Any]", s
     False when it never was queued: the caller consumes it as outside a client."""
     from git_korus_mail.core.drain_context import session_dir_name
     for _ in range(tries):
-        state = box.fate(aid)[0]
+        state = records.fate(box, aid)[0]
         if state == "queued":
             obs = {"session": session, "launch": launch.tag, "event": "ask", "question_of": qid,
                    "at": utc_stamp(time.time())}
@@ -293,7 +294,7 @@ def delivered(q: Question, rec: "Dict[str, Any]", session: "Optional[str]",
             got = _consume_when_queued(q.root, box, aid, session or "ask", obs, rec)
             if got == "held":
                 warnings.append(f"answer {aid} is claimed by another process; a drain may show it too")
-            elif got == "gone" and box.fate(aid)[0] == "gone":
+            elif got == "gone" and records.fate(box, aid)[0] == "gone":
                 warnings.append(f"answer {aid} was not yet in this worktree's box; a drain shows it when it is")
     except (OSError, MailError) as exc:
         warnings.append(f"answer not marked delivered ({exc}); the drain will show it again")

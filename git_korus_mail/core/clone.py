@@ -53,10 +53,10 @@ class Clone:
             return root.box(self.own_key.name)
         loc = self._own_location
 
-        def owner() -> str:
-            from git_korus_mail.store import wtident
-            return wtident.of_location(loc, self.common_dir)
-        return root.box(self.own_key.name, create=True, path=self.own_key.path, owner=owner)
+        def adopt(box: "Box") -> None:
+            from git_korus_mail.store import forwarding, wtident
+            forwarding.first_use(box, wtident.of_location(loc, self.common_dir))
+        return root.box(self.own_key.name, create=True, path=self.own_key.path, adopt=adopt)
 
     @property
     def worktrees(self) -> "List[gitrepo.Worktree]":

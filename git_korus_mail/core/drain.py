@@ -11,7 +11,7 @@ runs the phase: the show phase lives in core/drain_show.py and the consume phase
 core/drain_consume.py, each imported only when its phase runs. The phase modules take the
 context and never import this module. The four measured ways a first version breaks
 (docs/DESIGN.md R5-R7, R12), and where each is answered here:
-1. exclusion that does not exclude — consumption goes through store.Box.consume
+1. exclusion that does not exclude — consumption goes through store.moves.consume
    (exclusive claim, exclusive receipt);
 2. showing is not consuming — `show` never consumes; only `consume` does, and only
    what this very launch was shown (a session discarded after its opening show

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 def consume(ctx: "DrainContext") -> Outcome:
     box, root = ctx.box, ctx.root
     box.ensure_inbox()  # a refused inbox (symlink, owner, mode) is a fault to report here, even with nothing shown
-    box.repair()  # a dead consumer's claim must not outlive it until the next show
+    if box.may_need_repair():  # a dead consumer's claim must not outlive it until the next show
+        from git_korus_mail.store import moves  # only with a claim to look at: moves.py stays unloaded (hot path)
+        moves.repair(box)
     faults = list(ctx.prior.get("pending_faults") or [])
     extra: Dict[str, Any] = {"pending_faults": []}
     if root.is_off():
@@ -56,19 +58,21 @@ def consume(ctx: "DrainContext") -> Outcome:
             from git_korus_mail.core import render
             faults.append(f"display marker {render.field(name, 80)} was not written by this launch; "
                           f"message left queued")
-            marks.drop(name)
+            marks.unmark(name)
             continue
         if observation.get("question"):
             from git_korus_mail.core import answer  # only with a question shown: its automatic answer
             answer.at_run_end(ctx, name)
         try:
-            result = box.consume(name, ctx.session, observation, launch=record)
+            from git_korus_mail.store import moves  # loaded where used (hot path)
+            result = moves.consume(box, name, ctx.session, observation, launch=record)
         except (OSError, MailError) as exc:
             faults.append(f"consuming {render_field(name)} met an error ({why(exc)}); {_fate(ctx, name)[1]}")
             continue  # the marker stays: the next consume finishes or retries the consume
         if result == "held":
             from git_korus_mail.store import claims
-            owner = box.claim_owner(name) or {}
+            from git_korus_mail.store import records  # loaded where used (hot path)
+            owner = records.claim_owner(box, name) or {}
             verdict, known = claims.judge(owner, box.root)
             state, now = _fate(ctx, name)  # looked at after the wait: the holder may have finished
             if state != "queued":  # consumed, expired, gone, or unreadable: the claim is no longer the story
@@ -81,7 +85,7 @@ def consume(ctx: "DrainContext") -> Outcome:
                               f"dead ({render_field(known)}); {now}. If you know that process is "
                               f"gone: git korus-mail release {render_field(name)}")
             continue
-        marks.drop(name)
+        marks.unmark(name)
     ctx.sweep()
     faults.extend(root.take_journal_faults())
     ctx.faults = []
@@ -96,7 +100,8 @@ def _fate(ctx: "DrainContext", msg_id: str) -> "Tuple[Optional[str], str]":  # s
     it cannot be read), for the caller to branch on, and the words for the notice, which say
     what is on disk, never what the failed step was meant to do."""
     try:
-        state, session = ctx.box.fate(msg_id)
+        from git_korus_mail.store import records  # loaded where used (hot path)
+        state, session = records.fate(ctx.box, msg_id)
     except (OSError, MailError) as exc:
         return None, f"its state cannot be read ({why(exc)})"
     if state in ("consumed", "consumed-unmoved"):

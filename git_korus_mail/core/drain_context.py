@@ -207,10 +207,10 @@ def open_box(cwd: str, repo_opt: "Optional[str]" = None) -> "Optional[Tuple[Mail
     root = MailRoot.open(loc_q.common_dir, create=True)
     assert root is not None  # for mypy: create=True makes the root or raises
 
-    def owner() -> str:  # asked only when the box is new (a moved worktree's first event)
-        from git_korus_mail.store import wtident
-        return wtident.of_location(loc_cwd, loc_q.common_dir)
-    box = root.box(key.name, create=True, path=key.path, owner=owner)
+    def adopt(box: "Box") -> None:  # asked only when the box is new (a moved worktree's first event)
+        from git_korus_mail.store import forwarding, wtident
+        forwarding.first_use(box, wtident.of_location(loc_cwd, loc_q.common_dir))
+    box = root.box(key.name, create=True, path=key.path, adopt=adopt)
     assert box is not None  # for mypy: create=True makes the box or raises
     return root, box, key
 

@@ -83,7 +83,9 @@ def _before_reading(ctx: "DrainContext") -> "Optional[Outcome]":
         # they are offered again now and a consume takes only what the new context was shown.
         # Before the output: a run killed after this only shows them once more, never loses one.
         ctx.markers().forget_shown()
-    box.repair()
+    if box.may_need_repair():
+        from git_korus_mail.store import moves  # only with a claim to look at: moves.py stays unloaded (hot path)
+        moves.repair(box)
     if facts.run_start and ctx.prior.get("state") == "working" and ctx.launch.known \
             and ctx.prior.get("launch") == ctx.launch.tag:
         # the run before this one never reached its consume phase (the user interrupted it): the
@@ -283,7 +285,8 @@ def _load_batch(ctx: "DrainContext", candidates: "List[str]", marks: "LaunchMark
             continue
         read += st.st_size
         if st.st_nlink > 1:
-            why = box.linked_elsewhere(msg_id, st)
+            from git_korus_mail.store import publish  # loaded where used (hot path)
+            why = publish.linked_elsewhere(box, msg_id, st)
             if why == "in-progress":
                 continue
             if why is None:
@@ -291,7 +294,8 @@ def _load_batch(ctx: "DrainContext", candidates: "List[str]", marks: "LaunchMark
                 gone += 1
                 continue
         if expires_at(msg) <= ctx.now:
-            box.expire(msg_id, msg)
+            from git_korus_mail.store import moves  # loaded where used (hot path)
+            moves.expire(box, msg_id, msg)
             gone += 1
             continue
         theirs = bool(msg.get("session")) and msg["session"] != ctx.session  # filtered for another session
@@ -317,7 +321,8 @@ def _quarantine(ctx: "DrainContext", name: str, reason: str) -> None:
     if ctx.junk >= MAX_JUNK:
         return  # this event's share of junk work is done; the file waits for the next
     ctx.junk += 1
-    target = ctx.box.quarantine(name, reason)
+    from git_korus_mail.store import records  # loaded where used (hot path)
+    target = records.quarantine(ctx.box, name, reason)
     if target is not None:
         ctx.faults.append(f"quarantined {render.field(name, 80)} as quarantine/{target}: "
                            f"{render.field(reason, 120)}")
@@ -354,6 +359,7 @@ def _notices(ctx: "DrainContext") -> "Tuple[List[Dict[str, Any]], List[str]]":
     """The expiry notices (a drop's are told by core/limits.py)."""
     if not ctx.box.names("notices"):
         return [], []  # the usual opening show: no notice, and records.py stays unloaded (hot path)
-    recs, names = ctx.box.notices()
+    from git_korus_mail.store import records  # loaded where used (hot path)
+    recs, names = records.notices(ctx.box)
     pairs = [(r, n) for r, n in zip(recs, names) if "dropped_at" not in r]
     return [r for r, _ in pairs], [n for _, n in pairs]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import MailRoot
 
 from git_korus_mail.stamps import parse_stamp
-from git_korus_mail.store import journal
+from git_korus_mail.store import journal, records
 
 
 
@@ -67,7 +67,7 @@ class Reader:
             return self._first[msg_id]
         found: "Dict[str, Any]" = {}
         box = self.root.box(box_name)
-        sub = box.filed_in(msg_id) if box is not None else None
+        sub = records.filed_in(box, msg_id) if box is not None else None
         if box is not None and sub is not None:
             try:
                 msg, _st = box.load(msg_id, sub)

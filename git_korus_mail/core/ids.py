@@ -95,11 +95,13 @@ def candidates(clone: "Clone", command: str) -> "List[str]":
     found: "List[str]" = []
     if command in ("read", "reply") and own is not None:
         for sub in (FILED if command == "read" else ("inbox", "seen")):
-            found.extend(own.ids_in(sub))
+            from git_korus_mail.store import records  # loaded where used
+            found.extend(records.ids_in(own, sub))
     elif command == "cancel":
         found = sent.ids(root, own, clone.own_key.path, shared=not clone.in_worktree())
     elif command == "release":
         for box in root.boxes():
-            found.extend(n[:-len(claims.CLAIM_SUFFIX)] for n in box.claim_names()
+            from git_korus_mail.store import records  # loaded where used
+            found.extend(n[:-len(claims.CLAIM_SUFFIX)] for n in records.claim_names(box)
                          if n.endswith(claims.CLAIM_SUFFIX) and valid_id(n[:-len(claims.CLAIM_SUFFIX)]))
     return sorted(set(found), reverse=True)[:OFFERED]  # an id starts with its UTC time: newest first

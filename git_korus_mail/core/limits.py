@@ -70,7 +70,7 @@ class Judge:
         self.limits: Limits = read(common_dir, faults)
         self._ids: "Optional[List[Tuple[str, str]]]" = None  # (id, state), sorted by id
         self._known: "Dict[str, Known]" = {}
-        self.dropped: "Dict[str, str]" = {}  # id -> what Box.drop returned
+        self.dropped: "Dict[str, str]" = {}  # id -> what drops.drop returned
         self.held_back: "List[Tuple[str, Optional[str]]]" = []  # (id, sender path), oldest first
 
     def judge(self, msg_id: str, msg: "Message", position: int, readable: bool = True) -> bool:
@@ -80,7 +80,8 @@ class Judge:
         and rate rules judge like any (they are the box's), but which no backlog here holds."""
         rule = self.verdict(msg_id, msg)
         if rule is not None:
-            self.dropped[msg_id] = self.box.drop(msg_id, msg, rule[0], rule[1])
+            from git_korus_mail.store import drops  # loaded where used (hot path)
+            self.dropped[msg_id] = drops.drop(self.box, msg_id, msg, rule[0], rule[1])
             return True
         if readable and self.held(position, msg):
             self.held_back.append((msg_id, sender_of(msg)[0]))
@@ -193,7 +194,8 @@ def tell(ctx: "DrainContext", judge: "Optional[Judge]", behind: int) -> "Tuple[L
     Drops are told once, from their notices (written with the move, so a drop by a concurrent
     drain is told too); the backlog once per session for each newer message held back."""
     lines: "List[str]" = []
-    notes, names = ctx.box.drop_notices()
+    from git_korus_mail.store import drops  # loaded where used (hot path)
+    notes, names = drops.drop_notices(ctx.box)
     if notes:
         lines.append(drop_line(notes, ctx.box.path_of(DROPPED)))
     extra: "Optional[Dict[str, Any]]" = None

@@ -15,7 +15,7 @@ from git_korus_mail.core import ids, report
 from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import parse_stamp, utc_stamp
-from git_korus_mail.store import markers
+from git_korus_mail.store import markers, moves, records
 from git_korus_mail.store.files import NotRegular, TooLarge
 from git_korus_mail.store.layout import CANCELLED, DROPPED, FILED
 from git_korus_mail.store.message import MAX_FILE_BYTES, Invalid, id_time
@@ -41,7 +41,7 @@ def _filed(box: "Box") -> "Dict[str, str]":
     taken where the move goes (every directory after inbox/ in FILED is a move's end)."""
     where: Dict[str, str] = {}
     for sub in FILED:
-        for msg_id in box.ids_in(sub):
+        for msg_id in records.ids_in(box, sub):
             where[msg_id] = sub
     return where
 
@@ -82,7 +82,7 @@ def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) 
         e.update({k: msg[k] for k in OPTIONAL_FIELDS if k in msg})
         if body:
             e["body"] = msg["body"]
-    receipt = box.receipt(msg_id)
+    receipt = records.receipt(box, msg_id)
     if receipt is not None:
         e["state"] = "consumed"  # a receipt decides, wherever the move got to
         e["receipt"] = receipt
@@ -108,9 +108,9 @@ def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) 
 
 def _dropped_reason(box: "Box", msg_id: str) -> "Optional[Dict[str, Any]]":
     """The receiver's record of a drop (the limit that fired, how, when), where the store keeps
-    one (Box.drop_reason, docs/STORE.md); None when it keeps none."""
-    reason = getattr(box, "drop_reason", None)
-    got = reason(msg_id) if reason is not None else None
+    one (records.drop_reason, docs/STORE.md); None when it keeps none."""
+    reason = getattr(records, "drop_reason", None)
+    got = reason(box, msg_id) if reason is not None else None
     return got if isinstance(got, dict) else None
 
 
@@ -131,7 +131,7 @@ def _when(e: "Entry") -> float:
 def entries(box: "Box", now: float) -> "List[Entry]":
     """Every message the box still keeps, in any state, and its quarantine: oldest first."""
     out = [describe(box, msg_id, sub, now) for msg_id, sub in _filed(box).items()]
-    out.extend(_quarantined(q, box) for q in box.quarantine_entries())
+    out.extend(_quarantined(q, box) for q in records.quarantine_entries(box))
     out.sort(key=lambda e: (_when(e), e.get("id") or "", e.get("file") or ""))
     return out
 
@@ -172,7 +172,7 @@ def _candidates(box: "Box", idt: "ids.IdText") -> "List[Tuple[str, str, Optional
     out: List[Tuple[str, str, Optional[Dict[str, Any]]]] = [
         (msg_id, sub, None) for msg_id, sub in _filed(box).items() if idt.names(msg_id)]
     filed = {c[0] for c in out}
-    for q in box.quarantine_entries():
+    for q in records.quarantine_entries(box):
         if q["id"] and idt.names(q["id"]) and q["id"] not in filed:
             out.append((q["id"], "quarantine", q))
     return out
@@ -200,7 +200,7 @@ def find(clone: "Clone", text: str) -> Found:
             if is_own:
                 report.settle(b)
             else:
-                b.repair()  # another worktree's box is only repaired, as status does
+                moves.repair(b)  # another worktree's box is only repaired, as status does
             found.extend((b, c) for c in _candidates(b, idt))
         exact = [f for f in found if f[1][0] == idt.text and not idt.end_only]
         if len(found) > 1 and len(exact) != 1:
@@ -218,7 +218,7 @@ def detail(found: Found) -> "Dict[str, Any]":
     now = time.time()
     if found.quarantined is not None:
         e = _quarantined(found.quarantined, found.box)
-        e["raw"] = found.box.read_quarantined(found.quarantined["file"], MAX_FILE_BYTES)
+        e["raw"] = records.read_quarantined(found.box, found.quarantined["file"], MAX_FILE_BYTES)
     else:
         e = describe(found.box, found.msg_id, found.sub, now, body=True)
     e["own_box"] = found.own

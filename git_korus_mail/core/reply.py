@@ -8,7 +8,7 @@ of kind `reply` in the same thread, to the worktree of its sender.
 from git_korus_mail.core import answer, ids, send
 from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
-from git_korus_mail.store import message
+from git_korus_mail.store import message, records
 from git_korus_mail.store.files import NotRegular, TooLarge
 
 TYPE_CHECKING = False
@@ -23,7 +23,7 @@ def find(clone: "Clone", text: str) -> "Message":
     """The message `text` names (core/ids.py's rule) as this worktree received it (queued or consumed)."""
     idt = ids.IdText(text, "the id a rendered message shows")
     box = clone.own_box()
-    filed = {} if box is None else {i: sub for sub in ("seen", "inbox") for i in box.ids_in(sub)}
+    filed = {} if box is None else {i: sub for sub in ("seen", "inbox") for i in records.ids_in(box, sub)}
     msg_id = ids.one(idt, sorted(filed))
     if box is None or msg_id is None:
         raise MailError(f"{field(text, 80)}: no such message in this worktree's box ({field(clone.own_key.path)})")

@@ -8,7 +8,7 @@ left and moves expired mail aside, so every report shows settled state.
 import os
 import time
 
-from git_korus_mail.store import markers, presence, sent
+from git_korus_mail.store import markers, moves, presence, records, sent
 from git_korus_mail.stamps import utc_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
@@ -29,14 +29,14 @@ EVENTS_SHOWN = 10    # journal events in `status`
 
 def settle(box: "Box") -> None:
     """Repair interrupted moves and expire due mail before reporting on a box."""
-    box.repair()
-    box.expire_due()
+    moves.repair(box)
+    moves.expire_due(box)
 
 
 def _box_row(box: "Box", now: float) -> "Row":
     counts = {sub: box.count(sub) for sub in COUNTED}
-    counts["claiming"] = box.claim_count()
-    oldest = box.oldest_unread_age(now)
+    counts["claiming"] = records.claim_count(box)
+    oldest = records.oldest_unread_age(box, now)
     from git_korus_mail.core import wake
     sess = presence.sessions(box)
     last: Dict[str, Dict[str, Any]] = {}
@@ -47,7 +47,7 @@ def _box_row(box: "Box", now: float) -> "Row":
     return {
         "counts": counts,
         "oldest_unread_age_s": None if oldest is None else int(oldest),
-        "quarantined": len(box.quarantined_names()),
+        "quarantined": len(records.quarantined_names(box)),
         "sessions": [{"session": r.get("session"), "state": r["liveness"], "last_event": r.get("last_event"),
                       "at": r.get("at"), "config_dir": r.get("config_dir"),
                       "wakeable_until": wake.wakeable_until(box, r) if r["liveness"] == "idle" else None}
@@ -75,9 +75,9 @@ def adopt_moved(root: "MailRoot", clone: "Clone") -> None:
         if not [n for n in by_ident.get(ident, []) if n != k.name]:
             continue
         # a box made now adopts on its first use; one that exists already adopts here
-        def owner(ident: str = ident) -> str:  # bound now, for this worktree
-            return ident
-        box = root.box(k.name, create=True, path=k.path, owner=owner)
+        def adopt(box: "Box", ident: str = ident) -> None:  # bound now, for this worktree
+            forwarding.first_use(box, ident)
+        box = root.box(k.name, create=True, path=k.path, adopt=adopt)
         assert box is not None  # for mypy: create=True makes the box or raises
         if forwarding.recorded_worktree(box) == ident and forwarding.sources(root, ident, k.name):
             forwarding.adopt(root, box, ident)
@@ -148,7 +148,7 @@ def _message_state(root: "MailRoot", rec: "Dict[str, Any]", quarantines: "Option
         state = _state_in(box, mid, {} if quarantines is None else quarantines, now)
         if state is not None:
             return _moved(state, moved)
-        fwd = forwarding.forward_record(box, mid)
+        fwd = records.forward_record(box, mid)
         if fwd is None or fwd["box"] in moved or fwd["box"] == rec["box"]:
             return _moved({"state": "missing", "detail": f"in no state of box {name}"}, moved)
         name = fwd["box"]
@@ -166,8 +166,8 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
               now: "Optional[float]") -> "Optional[Dict[str, Any]]":
     name = mid + ".json"
     if box.has("inbox", name):
-        box.expire_due(now, ids=[mid])  # report settled state: due mail is expired first
-    r = box.receipt(mid)
+        moves.expire_due(box, now, ids=[mid])  # report settled state: due mail is expired first
+    r = records.receipt(box, mid)
     if r is not None:
         if not r:
             return {"state": "consumed"}  # unreadable: report what we can
@@ -181,7 +181,7 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
     if box.has("cancelled", name):
         return {"state": "cancelled"}
     if box.has("dropped", name):
-        why = box.drop_reason(mid) or {}  # unreadable: dropped all the same, its rule unknown
+        why = records.drop_reason(box, mid) or {}  # unreadable: dropped all the same, its rule unknown
         return {"state": "dropped", "rule": why.get("rule"), "at": why.get("at"), "detail": why.get("detail")}
     if box.has("inbox", name):
         shown = markers.shown_by(box, mid)
@@ -189,7 +189,7 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
             return {"state": "shown", "shown": shown}
         return {"state": "queued"}
     if box.name not in quarantines:
-        quarantines[box.name] = box.quarantine_reasons()
+        quarantines[box.name] = records.quarantine_reasons(box)
     reason = quarantines[box.name].get(name)
     if reason is not None:
         return {"state": "quarantined", "reason": reason}
@@ -242,7 +242,7 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
         data["box"] = _box_row(box, now)
     for b in root.boxes():
         if b.name != clone.own_key.name:
-            b.repair()
+            moves.repair(b)
     quarantines: Quarantines = {}
     every = sent.entries(root, box, clone.own_key.path, shared=not clone.in_worktree())
     data["sent_total"] = len(every)

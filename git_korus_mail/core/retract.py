@@ -2,7 +2,7 @@
 
 Only what this worktree sent can be cancelled: the message is found through the sender's
 own sent records (store/sent.py), followed along forwarded/ to the box that holds it now,
-and withdrawn by Box.cancel, which decides under the message's claim, as a consume does:
+and withdrawn by moves.cancel, which decides under the message's claim, as a consume does:
 of a cancel and a Stop that race for one message exactly one wins (docs/STORE.md). A
 message a model was already shown can still be withdrawn, but not unseen: the result
 names the display markers, so the person is told.
@@ -12,7 +12,7 @@ names the display markers, so the person is told.
 from git_korus_mail.core import ids
 from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
-from git_korus_mail.store import forwarding, markers, sent
+from git_korus_mail.store import forwarding, markers, moves, records, sent
 from git_korus_mail.store.layout import CANCELLED, DROPPED
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
@@ -40,10 +40,10 @@ def _holder(root: "MailRoot", rec: "Dict[str, Any]") -> "Optional[Box]":
         box = root.box(name)
         if box is None:
             return None
-        box.repair()  # a dead mover's half-done move is finished first, so the fate below is settled
-        if box.filed_in(rec["id"]) is not None:
+        moves.repair(box)  # a dead mover's half-done move is finished first, so the fate below is settled
+        if records.filed_in(box, rec["id"]) is not None:
             return box
-        fwd = forwarding.forward_record(box, rec["id"])
+        fwd = records.forward_record(box, rec["id"])
         if fwd is None or fwd["box"] in seen or fwd["box"] == rec["box"]:
             return box
         name = fwd["box"]
@@ -70,23 +70,23 @@ def cancel(clone: "Clone", text: str, session: "Optional[str]" = None) -> "Dict[
     shown = markers.shown_by(box, msg_id)  # read before: the Stop that consumes it clears them
     # the journal's `by`: the sender's worktree, and its session when an agent ran the command
     # (the session comes from the client registry, through the command: the core knows no client)
-    result = box.cancel(msg_id, by=clone.own_key.path + (f" (session {session})" if session else ""))
+    result = moves.cancel(box, msg_id, by=clone.own_key.path + (f" (session {session})" if session else ""))
     out: Dict[str, Any] = {"id": msg_id, "to": to, "box": box.name, "shown": shown}
     if result == "cancelled":
         return dict(out, result="cancelled")
     if result == "consumed":
-        r = box.receipt(msg_id) or {}
+        r = records.receipt(box, msg_id) or {}
         raise MailError(f"not cancelled: {msg_id} was consumed already, by session {field(r.get('session'), 80)}"
                         f" at {field(r.get('consumed_at'), 40)}")
     if result == "held":
         raise MailError(f"not cancelled: a live process holds the claim on {msg_id} now (a Stop consuming it, "
                         f"most likely); run cancel again, and status says which won")
-    state = box.filed_in(msg_id)
+    state = records.filed_in(box, msg_id)
     if state == CANCELLED:
         return dict(out, result="already-cancelled")
     if state in ("expired", DROPPED):
         raise MailError(f"not cancelled: {msg_id} was {state} already; nobody consumed it")
-    for q in box.quarantine_entries():
+    for q in records.quarantine_entries(box):
         if q["id"] == msg_id:
             raise MailError(f"not cancelled: {msg_id} was quarantined by the recipient's drain "
                             f"({field(q['reason'], 200)}); it was never shown")

@@ -10,7 +10,7 @@ import sys
 import time
 
 from git_korus_mail.core import keys, limitconf
-from git_korus_mail.store import message, presence, sent
+from git_korus_mail.store import message, presence, publish, sent
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.store.layout import MSG_SUFFIX
 
@@ -294,13 +294,13 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
             msg = message.build(body, t.key.path, t.key.name, sender, kind=kind, ttl_minutes=ttl,
                                 session=t.session or session,
                                 **{"wake": None if wake else False, **(fields or {})})
-            box = root.box(t.key.name, create=True, path=t.key.path, owner=owner_of(clone, t))
+            box = root.box(t.key.name, create=True, path=t.key.path, adopt=owner_of(clone, t))
             assert box is not None  # for mypy: create=True makes the box or raises
             full = _full(box, backlog, msg.get("session"))
             if full:
                 results.append({"to": t.dest, "ok": False, "error": f"{t.dest}: {full}"})
                 continue
-            box.publish(msg, message.encode(msg))
+            publish.publish(box, msg, message.encode(msg))
         except (MailError, OSError) as exc:
             # MailError: refused before the link (an id already queued counts: that link is not ours)
             if isinstance(exc, MailError) or not _is_queued(box, msg):
@@ -400,16 +400,16 @@ def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
-def owner_of(clone: "Clone", target: Target) -> "Optional[Callable[[], str]]":
+def owner_of(clone: "Clone", target: Target) -> "Optional[Callable[[Box], None]]":
     """The destination's worktree identity, for a box this send makes first (see wtident)."""
     git_dir = target.git_dir
     if git_dir is None:
         return None
 
-    def owner() -> str:
-        from git_korus_mail.store import wtident
-        return wtident.of_git_dir(git_dir, clone.common_dir)
-    return owner
+    def adopt(box: "Box") -> None:
+        from git_korus_mail.store import forwarding, wtident
+        forwarding.first_use(box, wtident.of_git_dir(git_dir, clone.common_dir))
+    return adopt
 
 
 def _record_sent(root: "MailRoot", clone: "Clone", msg: "Message", target: Target) -> None:

@@ -9,7 +9,7 @@ import time
 from git_korus_mail.core.render import field
 from git_korus_mail.errors import MailError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store import claims, markers, presence
+from git_korus_mail.store import claims, markers, presence, records
 from git_korus_mail.store.launch import parse_tag
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
@@ -46,7 +46,7 @@ def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None, wired: bool
     `only_for` is the message's session filter (only that session is ever shown it)."""
     now = time.time()
     try:
-        state, session = box.fate(msg_id)
+        state, session = records.fate(box, msg_id)
     except (OSError, MailError):
         state, session = None, None
     if state in ("consumed", "consumed-unmoved"):
