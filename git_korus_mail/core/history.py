@@ -14,9 +14,10 @@ if TYPE_CHECKING:
 
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.store.journal import Cursor
 
 from git_korus_mail.stamps import parse_stamp
-from git_korus_mail.store import journal, records
+from git_korus_mail.store import records
 
 
 
@@ -25,7 +26,7 @@ class Reader:
 
     def __init__(self, clone: "Clone", root: "MailRoot", since: "Optional[float]" = None) -> None:
         self.clone, self.root, self.since = clone, root, since
-        self.cursor: "Optional[journal.Cursor]" = None
+        self.cursor: "Optional[Cursor]" = None
         self._paths: "Dict[str, Optional[str]]" = {}
         self._first: "Dict[str, Dict[str, Any]]" = {}
 
@@ -33,9 +34,9 @@ class Reader:
         """The records written since the last call (the first call: all, from `since` on), each
         with `to` (the worktree its box is for) and, for a message, its `kind` and `first_line`
         while the store still has it."""
-        records, self.cursor = journal.read_new(self.root.dir, self.cursor)
+        got, self.cursor = self.root.read_journal_since(self.cursor)
         out = []
-        for rec in records:
+        for rec in got:
             if self.since is not None and _when(rec) < self.since:
                 continue
             out.append(self._joined(rec))

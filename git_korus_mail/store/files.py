@@ -40,6 +40,7 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
+    from git_korus_mail.store.journal import Cursor
     from git_korus_mail.store.message import Message
 
 
@@ -82,6 +83,13 @@ class MailRoot:
         """The journal's records, oldest first (see journal.read)."""
         from git_korus_mail.store import journal
         return journal.read(self.dir, limit=limit)
+
+    def read_journal_since(self, cursor: "Optional[Cursor]" = None
+                           ) -> "tuple[list[dict[str, Any]], Cursor]":
+        """The records written since `cursor` (None: all) and the cursor after them, across a
+        rotation (journal.read_new: `log --follow`)."""
+        from git_korus_mail.store import journal
+        return journal.read_new(self.dir, cursor)
 
     def has_stamp(self, key: str) -> bool:
         """Whether the fast path's stamp `key` (store/fastpath.py) exists: one lstat."""
