@@ -22,6 +22,8 @@ Facts this follows (Claude Code 2.1.332, observed):
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+# below both this module and registry.py, which the SessionStart here asks for a name
+from git_korus_mail.clients.claude.surface import NAME, surface_of  # noqa: F401 (NAME: the client's name)
 
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"
@@ -135,24 +137,6 @@ def account_of(environ):
 PHASE_OF = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
             "PostToolUse": ("show", False, True), "Stop": ("consume", False, False),
             "SessionEnd": ("end", False, False), "StopFailure": ("fail", False, False)}
-NAME = "claude"
-
-
-def surface_of(entrypoint):
-    """Where a session runs, from Claude Code's entrypoint (CLAUDE_CODE_ENTRYPOINT in a hook's
-    environment, `entrypoint` in its registry): `terminal` (the interactive UI, "cli"), `sdk`
-    (`-p`, stream-json and the SDKs, "sdk-*"), `editor` (an IDE extension), or the raw value."""
-    if not entrypoint:
-        return None
-    if entrypoint == "cli":
-        return "terminal"
-    if entrypoint.startswith("sdk"):
-        return "sdk"
-    if "vscode" in entrypoint or "jetbrains" in entrypoint or "ide" in entrypoint:
-        return "editor"
-    return entrypoint[:40]
-
-
 def drain_facts(payload, environ):
     """The keyword arguments of drain.Drain for this payload, after the session and cwd: the
     event's phase, the event as a label, the account and surface and (identified only when the
