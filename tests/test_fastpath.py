@@ -117,6 +117,28 @@ def test_another_sessions_stamp_is_never_trusted(stub, clone):
     assert stub.run("PostToolUse", env={"CLAUDE_PID": "1"})[1]  # another launch of the same session
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_payload_of_another_session_never_stamps_the_environments(clone, shell):
+    """The stub looks the stamp up by the environment's session; the drain answers the payload's.
+    When they differ (a hook command run by hand, a client that hands a hook another session's
+    environment), a stamp written under the environment's key would speak for a launch that was
+    shown nothing: so the drain writes none (clients/claude/protocol.fast_key_of), and the
+    environment's session is shown its mail at its own next tool call."""
+    s = Stub(clone, clone.web, session="s-env")
+    send(clone, "for s-env")
+    foreign = {"CLAUDE_CODE_SESSION_ID": "s-env"}
+    answer, _ = s.run("UserPromptSubmit", shell, env=foreign, session="s-payload")
+    assert "for s-env" in context_of(answer)  # shown to the payload's session
+    age(inbox_of(clone, clone.web))
+    for _ in range(2):  # nothing new for the payload's session: every condition of a stamp holds but one
+        answer, started = s.run("PostToolUse", shell, env=foreign, session="s-payload")
+        assert started and answer is None
+    assert not os.path.lexists(s.stamp)  # fast/s-env@<pid>
+    assert not os.path.lexists(clone.mail_root / "fast" / f"s-payload@{os.getpid()}")
+    answer, started = s.run("PostToolUse", shell)  # s-env's own first tool call
+    assert started and "for s-env" in context_of(answer)
+
+
 def test_off_starts_python(stub, clone):
     stub.run("PostToolUse")
     run_cli("off", cwd=clone.main, check=True)
