@@ -6,8 +6,8 @@ the hash of its command, so the command must not change when the helper does.
 
 No fast-path key: Codex 0.171.0 names neither the session nor its process in a hook's
 environment, and with its daemon one parent process runs the hooks of several sessions
-(reference codex-hooks.md, "Environment and process tree"), so the stub cannot name a launch
-without reading the payload (docs/HOOKS.md, "The fast path": "Codex")."""
+(docs/CLIENTS.md, "Launch identity: what is proved"), so the stub cannot name a launch without
+reading the payload (docs/HOOKS.md, "The fast path", "Codex has no fast path")."""
 
 from git_korus_mail.wiring import stub as hookstub
 
