@@ -12,7 +12,7 @@ Two launches, each with its stamp as the drain writes it (docs/HOOKS.md, "The fa
 - **after mail**: a worktree whose inbox holds one message this launch was shown;
 - **no inbox**: a worktree that never got mail (its box has no inbox/).
 Both stubs are rendered for the same helper into the clone's `<mail>/hooks/`, the base one from
-`git show <base>:hooks/claude-hook.sh`. Baselines: a no-op sh hook (a script that exits 0) and a
+`git show <base>:hooks/hook.sh` (or, before it, `hooks/claude-hook.sh`). Baselines: a no-op sh hook (a script that exits 0) and a
 hook whose command is `sh -c true`.
 """
 
