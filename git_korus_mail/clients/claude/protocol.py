@@ -169,8 +169,8 @@ def drain_facts(payload, environ):
 
 
 def fast_key_of(payload, environ):
-    """The name the stub (hooks/hook.sh, with clients/claude/stub.py's values) looks this launch's fast-path stamp up by,
-    `<session id>@<CLAUDE_PID>`: spelled from the hook's environment alone, so the stub needs
+    """The name the stub (hooks/hook.sh, with clients/claude/stub.py's values) looks this launch's
+    fast-path stamp up by, `<session id>@<CLAUDE_PID>`: spelled from the hook's environment alone, so the stub needs
     no payload. None when the environment does not name this very session."""
     sid, pid = environ.get("CLAUDE_CODE_SESSION_ID"), environ.get("CLAUDE_PID") or ""
     if not sid or sid != payload.session or not pid.isdigit():
