@@ -99,3 +99,27 @@ def test_a_template_without_its_block_is_refused(monkeypatch, tmp_path):
 def test_an_environment_name_is_checked():
     with pytest.raises(ValueError):
         stub.values("x", HELPER, session_env="A; rm -rf /", launch_env="B")
+
+
+def test_install_upgrades_an_installed_stub_of_the_per_client_template_and_doctor_says_so(clone):
+    # the stub as the last per-client template (hooks/claude-hook.sh, version 7) wrote it, read
+    # from git's history where there is one; its header alone where there is none
+    from install_fixtures import stub_of
+    from helpers import run_cli
+    from test_doctor import doctor, failing
+    run_cli("install", cwd=clone.main, check=True)
+    path = stub_of(clone)
+    current = open(path, "rb").read()
+    proc = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "0f6be73:hooks/claude-hook.sh"], capture_output=True)
+    old = proc.stdout if proc.returncode == 0 else b"#!/bin/sh\n# git-korus-mail claude-hook template-version=7\n"
+    assert old.split(b"\n")[1] == b"# git-korus-mail claude-hook template-version=7"
+    with open(path, "wb") as f:
+        f.write(old)
+    rc, data = doctor(clone.main)
+    [finding] = [f for f in failing(data, "wiring") if f["where"] == path]
+    assert finding["detail"] == ("differs from what install writes now: written from an older template (Claude Code's "
+                                 "template before the shared one, version 7); install upgrades it"), finding
+    assert finding["fix"] == "git korus-mail install"
+    run_cli("install", cwd=clone.main, check=True)
+    assert open(path, "rb").read() == current
+    assert doctor(clone.main)[0] == 0
