@@ -22,7 +22,8 @@
 # report), `python` and `pypath` (the helper's interpreter and where it finds this package and
 # its libraries: docs/HOOKS.md, "Starting Python"), `fast_session` and `fast_launch` (the fast
 # path's key, read from the hook's environment; empty for a client whose hooks' environment
-# does not name the session) and `fast_events` (the events the fast path may answer).
+# does not name the session), `fast_events` (the events the fast path may answer), and
+# `opening_event` and `end_event` (where the fault report is said: a session's start, a run's end).
 # start values
 @VALUES@
 # end values
@@ -153,15 +154,13 @@ else
 fi
 
 # Exit 0: on another code the client would drop the output. Said where a reader decides,
-# as the drain reports its own faults: at SessionStart (to the model and the user) and at
-# Stop (to the user). Repeating it at every prompt and tool call would flood both.
-case "$event" in
-    SessionStart)
-        printf '{"systemMessage": "%s", "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "%s"}}\n' \
-            "$fault" "$fault"
-        ;;
-    Stop)
-        printf '{"systemMessage": "%s"}\n' "$fault"
-        ;;
-esac
+# as the drain reports its own faults: at the session's start (`opening_event`: to the model
+# and the user) and at a run's end (`end_event`: to the user). Repeating it at every prompt and
+# tool call would flood both.
+if [ "$event" = "$opening_event" ]; then
+    printf '{"systemMessage": "%s", "hookSpecificOutput": {"hookEventName": "%s", "additionalContext": "%s"}}\n' \
+        "$fault" "$opening_event" "$fault"
+elif [ "$event" = "$end_event" ]; then
+    printf '{"systemMessage": "%s"}\n' "$fault"
+fi
 exit 0

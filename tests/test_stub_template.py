@@ -1,6 +1,8 @@
 """The one hook template (hooks/hook.sh): every client's stub is it with a block of values, and a
 stub says by its ID which template it came from (wiring/stub.py, docs/HOOKS.md "The stub")."""
 
+import json
+import os
 import subprocess
 
 import pytest
@@ -34,6 +36,8 @@ def test_the_clients_stubs_differ_only_in_their_block_of_values():
     assert "fast_session=${CLAUDE_CODE_SESSION_ID-}\nfast_launch=${CLAUDE_PID-}\nfast_events='PostToolUse'\n" \
         in blocks["claude"]
     assert "client='codex'\n" in blocks["codex"] and "fast_session=''\nfast_launch=''\n" in blocks["codex"]
+    for block in blocks.values():
+        assert block.endswith("opening_event='SessionStart'\nend_event='Stop'\n"), block
 
 
 def test_the_block_holds_values_only():
@@ -96,9 +100,33 @@ def test_a_template_without_its_block_is_refused(monkeypatch, tmp_path):
         stub.render("claude", HELPER)
 
 
-def test_an_environment_name_is_checked():
+def test_an_environment_name_and_an_event_name_are_checked():
     with pytest.raises(ValueError):
         stub.values("x", HELPER, session_env="A; rm -rf /", launch_env="B")
+    for bad in ("", 'Stop", "x', "Stop Start"):
+        with pytest.raises(ValueError):
+            stub.values("x", HELPER, end_event=bad)
+
+
+@pytest.mark.parametrize("event, said", [("AfterAgent", "user"), ("BeforeAgent", None), ("Begin", "both")])
+def test_a_client_with_other_event_names_gets_the_fault_report_at_its_own_events(tmp_path, event, said):
+    # a third client adds values only: its opening and end events are two of them
+    third = stub.Stub("third-hook", "third", opening_event="Begin", end_event="AfterAgent")
+    path = tmp_path / "third-hook"
+    path.write_text(third.render(str(tmp_path / "gone" / "git-korus-mail")))
+    path.chmod(0o700)
+    env = dict(os.environ, PATH="/usr/bin:/bin")  # no git-korus-mail on PATH either: the fault report
+    proc = subprocess.run(["sh", str(path), event], input="{}", capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    if said is None:
+        assert proc.stdout == ""
+        return
+    answer = json.loads(proc.stdout)
+    assert answer["systemMessage"].startswith("git korus-mail: helper not found"), answer
+    if said == "both":
+        assert answer["hookSpecificOutput"] == {"hookEventName": "Begin", "additionalContext": answer["systemMessage"]}
+    else:
+        assert set(answer) == {"systemMessage"}
 
 
 def test_install_upgrades_an_installed_stub_of_the_per_client_template_and_doctor_says_so(clone):

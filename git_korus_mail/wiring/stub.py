@@ -166,17 +166,22 @@ def identify(data):
     return ("current", said) if said == current else ("older", f"template {said}")
 
 
-def values(client, helper, repo=None, session_env=None, launch_env=None, fast_events=()):
+def values(client, helper, repo=None, session_env=None, launch_env=None, fast_events=(),
+           opening_event="SessionStart", end_event="Stop"):
     """The block of values for `client`'s stub, one `name=value` line each, every value quoted
     for shell; the reinstall advice for this machine (core/advice.py) is baked in, since when the
     stub needs it the package may not run at all. The fast path's key is read from the hook's
-    environment variables `session_env` and `launch_env` (names only: checked here)."""
+    environment variables `session_env` and `launch_env` (names only: checked here). The fault
+    report is said at `opening_event` (to the model and the user) and `end_event` (to the user)."""
     from git_korus_mail.core import advice
     from git_korus_mail.shell import sh_quote
     python, dirs = fast_start(helper)
     for name in (session_env, launch_env):
         if name is not None and not _ENV_NAME.match(name):
             raise ValueError(f"not an environment variable's name: {name!r}")
+    for event in (opening_event, end_event, *fast_events):
+        if not _ENV_NAME.match(event.upper()):
+            raise ValueError(f"not an event's name: {event!r}")  # it goes into sh words and JSON as it is
     pairs = [("client", sh_quote(client)),
              ("helper", sh_quote(helper)),
              ("helper_json", sh_quote(_json_inside(helper))),
@@ -185,7 +190,9 @@ def values(client, helper, repo=None, session_env=None, launch_env=None, fast_ev
              ("pypath", sh_quote(os.pathsep.join(dirs))),
              ("fast_session", "${%s-}" % session_env if session_env and launch_env else "''"),
              ("fast_launch", "${%s-}" % launch_env if session_env and launch_env else "''"),
-             ("fast_events", sh_quote(" ".join(fast_events)))]
+             ("fast_events", sh_quote(" ".join(fast_events))),
+             ("opening_event", sh_quote(opening_event)),
+             ("end_event", sh_quote(end_event))]
     return "".join(f"{name}={value}\n" for name, value in pairs)
 
 
@@ -214,9 +221,11 @@ def write_executable(path, data, force=False):
 class Stub:
     """One client's stub, `<mail>/hooks/<name>`: the one template with this client's values."""
 
-    def __init__(self, name, client, session_env=None, launch_env=None, fast_events=()):
+    def __init__(self, name, client, session_env=None, launch_env=None, fast_events=(),
+                 opening_event="SessionStart", end_event="Stop"):
         self.name, self.client = name, client
-        self.fast = {"session_env": session_env, "launch_env": launch_env, "fast_events": tuple(fast_events)}
+        self.fast = {"session_env": session_env, "launch_env": launch_env, "fast_events": tuple(fast_events),
+                     "opening_event": opening_event, "end_event": end_event}
 
     def path(self, root):
         return os.path.join(root.path, HOOKS_SUBDIR, self.name)

@@ -11,7 +11,7 @@ reading the payload (docs/HOOKS.md, "The fast path", "Codex has no fast path")."
 
 from git_korus_mail.wiring import stub as hookstub
 
-STUB = hookstub.Stub("codex-hook", "codex")
+STUB = hookstub.Stub("codex-hook", "codex", opening_event="SessionStart", end_event="Stop")
 stub_path = STUB.path            # (root) -> the stub's path
 render_stub = STUB.render        # (helper, repo=None) -> its text, every value quoted for shell and JSON
 write_stub = STUB.write          # (root, helper, force=False, repo=None) -> (path, "current" or "written")
