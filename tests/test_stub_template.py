@@ -97,15 +97,15 @@ def test_a_template_without_its_block_is_refused(monkeypatch, tmp_path):
     bare.write_text(TEMPLATE.replace(stub.BLOCK_START, ""))
     monkeypatch.setattr(stub, "template_path", lambda name: str(bare))
     with pytest.raises(MailError, match="no block of values"):
-        stub.render("claude", HELPER)
+        stub.render("claude", HELPER, opening_event="SessionStart", end_event="Stop")
 
 
 def test_an_environment_name_and_an_event_name_are_checked():
     with pytest.raises(ValueError):
-        stub.values("x", HELPER, session_env="A; rm -rf /", launch_env="B")
+        stub.values("x", HELPER, session_env="A; rm -rf /", launch_env="B", opening_event="Begin", end_event="End")
     for bad in ("", 'Stop", "x', "Stop Start"):
         with pytest.raises(ValueError):
-            stub.values("x", HELPER, end_event=bad)
+            stub.values("x", HELPER, opening_event="Begin", end_event=bad)
 
 
 @pytest.mark.parametrize("event, said", [("AfterAgent", "user"), ("BeforeAgent", None), ("Begin", "both")])

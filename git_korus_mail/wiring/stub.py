@@ -166,8 +166,8 @@ def identify(data):
     return ("current", said) if said == current else ("older", f"template {said}")
 
 
-def values(client, helper, repo=None, session_env=None, launch_env=None, fast_events=(),
-           opening_event="SessionStart", end_event="Stop"):
+def values(client, helper, repo=None, session_env=None, launch_env=None, fast_events=(), *,
+           opening_event, end_event):
     """The block of values for `client`'s stub, one `name=value` line each, every value quoted
     for shell; the reinstall advice for this machine (core/advice.py) is baked in, since when the
     stub needs it the package may not run at all. The fast path's key is read from the hook's
@@ -221,8 +221,8 @@ def write_executable(path, data, force=False):
 class Stub:
     """One client's stub, `<mail>/hooks/<name>`: the one template with this client's values."""
 
-    def __init__(self, name, client, session_env=None, launch_env=None, fast_events=(),
-                 opening_event="SessionStart", end_event="Stop"):
+    def __init__(self, name, client, *, opening_event, end_event, session_env=None, launch_env=None,
+                 fast_events=()):
         self.name, self.client = name, client
         self.fast = {"session_env": session_env, "launch_env": launch_env, "fast_events": tuple(fast_events),
                      "opening_event": opening_event, "end_event": end_event}

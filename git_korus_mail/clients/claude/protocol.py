@@ -22,8 +22,8 @@ Facts this follows (Claude Code 2.1.332, observed):
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-# below both this module and registry.py, which the SessionStart here asks for a name
-from git_korus_mail.clients.claude.surface import NAME, surface_of  # noqa: F401 (NAME: the client's name)
+# the package's own: below this module and registry.py, which the SessionStart here asks for a name
+from git_korus_mail.clients.claude import NAME, surface_of  # noqa: F401 (NAME: the client's name)
 
 SHOW_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 CONSUME_EVENT = "Stop"

@@ -13,7 +13,7 @@ import os
 
 from git_korus_mail import fastjson as json  # not the json package: SessionStart reads one entry (hot path)
 
-from git_korus_mail.clients.claude.surface import NAME, surface_of
+from git_korus_mail.clients.claude import NAME, surface_of
 
 MAX_ENTRY_BYTES = 64 * 1024  # an entry is ~700 bytes; a bigger file is not one
 MAX_ENTRIES = 1000           # files read per config dir: a flood costs a bounded read
