@@ -12,7 +12,7 @@ Two launches, each with its stamp as the drain writes it (docs/HOOKS.md, "The fa
 - **after mail**: a worktree whose inbox holds one message this launch was shown;
 - **no inbox**: a worktree that never got mail (its box has no inbox/).
 Both stubs are rendered for the same helper into the clone's `<mail>/hooks/`, the base one from
-`git show <base>:hooks/claude-hook.sh`. Baselines: a no-op sh hook (a script that exits 0) and a
+`git show <base>:hooks/hook.sh` (or, before it, `hooks/claude-hook.sh`). Baselines: a no-op sh hook (a script that exits 0) and a
 hook whose command is `sh -c true`.
 """
 
@@ -77,6 +77,35 @@ def _ratio(a, b, i):
     return statistics.median(x[i] / y[i] for x, y in zip(a, b) if y[i] > 0)
 
 
+def _base_stub(base, tmp, tool, claude_stub, wiring_stub):
+    """Claude Code's stub as the commit `base` wrote it: from the one template (hooks/hook.sh) when
+    it has one, else from its own claude-hook.sh, whose @NAME@ slots are filled as that commit did."""
+    def show(path):
+        proc = subprocess.run(["git", "-C", str(REPO), "show", f"{base}:{path}"], capture_output=True)
+        return proc.stdout if proc.returncode == 0 else None
+    template = tmp / "hook-base.sh"
+    shared = show("hooks/hook.sh")
+    if shared is not None:
+        template.write_bytes(shared)
+        real = wiring_stub.template_path
+        wiring_stub.template_path = lambda name: str(template)  # this process only
+        try:
+            return claude_stub.render_stub(tool)
+        finally:
+            wiring_stub.template_path = real
+    import json
+    from git_korus_mail.core import advice
+    from git_korus_mail.shell import sh_quote
+    python, dirs = wiring_stub.fast_start(tool)
+    slots = {"@HELPER@": sh_quote(tool), "@PYTHON@": sh_quote(python), "@PYPATH@": sh_quote(os.pathsep.join(dirs)),
+             "@HELPER_JSON@": sh_quote(json.dumps(tool)[1:-1]),
+             "@ADVICE_JSON@": sh_quote(json.dumps(advice.advice(tool, None))[1:-1])}
+    text = show("hooks/claude-hook.sh").decode("utf-8")
+    for slot, value in slots.items():
+        text = text.replace(slot, value)
+    return text
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="the commit whose stub template is the baseline")
@@ -96,12 +125,8 @@ def main(argv=None):
         hooks.mkdir(parents=True)
         new = hooks / "claude-hook"
         new.write_text(claude_stub.render_stub(tool))
-        base_template = tmp / "claude-hook-base.sh"
-        base_template.write_bytes(subprocess.run(["git", "-C", str(REPO), "show", f"{args.base}:hooks/claude-hook.sh"],
-                                                 check=True, capture_output=True).stdout)
-        wiring_stub.template_path = lambda name: str(base_template)  # this process only
         old = hooks / "claude-hook-base"
-        old.write_text(claude_stub.render_stub(tool))
+        old.write_text(_base_stub(args.base, tmp, tool, claude_stub, wiring_stub))
         noop = tmp / "noop-hook"
         noop.write_text("#!/bin/sh\nexit 0\n")
         for f in (new, old, noop):

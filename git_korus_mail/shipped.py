@@ -11,7 +11,7 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def shipped_file(*parts: str) -> "str | None":
-    """The path of a shipped file, e.g. shipped_file("hooks", "claude-hook.sh"); None when absent."""
+    """The path of a shipped file, e.g. shipped_file("hooks", "hook.sh"); None when absent."""
     for base in (PACKAGE_DIR, os.path.dirname(PACKAGE_DIR)):  # the wheel's place first, then the source tree's
         path = os.path.join(base, *parts)
         if os.path.isfile(path):

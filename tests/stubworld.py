@@ -1,5 +1,5 @@
 """The installed hook stub run for real (tests of its fast path): a clone's stub rendered from
-hooks/claude-hook.sh around a helper that logs each start, run by sh or dash as Claude Code
+hooks/hook.sh (Claude Code's values) around a helper that logs each start, run by sh or dash as Claude Code
 runs it, with the environment Claude Code gives a hook (CLAUDE_PID, CLAUDE_CODE_SESSION_ID)."""
 
 import json

@@ -117,6 +117,51 @@ def test_another_sessions_stamp_is_never_trusted(stub, clone):
     assert stub.run("PostToolUse", env={"CLAUDE_PID": "1"})[1]  # another launch of the same session
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_payload_of_another_session_never_stamps_the_environments(clone, shell):
+    """The stub looks the stamp up by the environment's session; the drain answers the payload's.
+    When they differ (a hook command run by hand, a client that hands a hook another session's
+    environment), a stamp written under the environment's key would speak for a launch that was
+    shown nothing: so the drain writes none (clients/claude/protocol.fast_key_of), and the
+    environment's session is shown its mail at its own next tool call."""
+    s = Stub(clone, clone.web, session="s-env")
+    send(clone, "for s-env")
+    foreign = {"CLAUDE_CODE_SESSION_ID": "s-env"}
+    answer, _ = s.run("UserPromptSubmit", shell, env=foreign, session="s-payload")
+    assert "for s-env" in context_of(answer)  # shown to the payload's session
+    age(inbox_of(clone, clone.web))
+    for _ in range(2):  # nothing new for the payload's session: every condition of a stamp holds but one
+        answer, started = s.run("PostToolUse", shell, env=foreign, session="s-payload")
+        assert started and answer is None
+    assert not os.path.lexists(s.stamp)  # fast/s-env@<pid>
+    assert not os.path.lexists(clone.mail_root / "fast" / f"s-payload@{os.getpid()}")
+    answer, started = s.run("PostToolUse", shell)  # s-env's own first tool call
+    assert started and "for s-env" in context_of(answer)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_codexs_stub_takes_no_fast_path_even_inside_a_stamped_claude_launch(stub, clone, shell):
+    """Codex's hooks name no session (docs/HOOKS.md, "Codex has no fast path"): its stub has no
+    key, so every Codex event runs the drain, even when Codex runs inside a Claude Code session
+    whose environment (CLAUDE_CODE_SESSION_ID, CLAUDE_PID) it inherits and whose stamp is valid."""
+    import subprocess
+    from git_korus_mail.clients.codex import stub as codex_stub
+    stub.run("PostToolUse", shell)
+    assert stub.run("PostToolUse", shell) == (None, False)  # Claude Code's launch: stamped
+    helper = clone.base / "logging-helper"
+    codex = clone.mail_root / "hooks" / "codex-hook"
+    codex.write_text(codex_stub.render_stub(str(helper)))
+    codex.chmod(0o700)
+    payload = json.dumps(dict(hermetic.payload("PostToolUse", stub.session, stub.cwd), transcript_path=""))
+    env = dict(os.environ, CLAUDE_CODE_SESSION_ID=stub.session)
+    before = stub.starts()
+    proc = subprocess.run([shell, str(codex), "PostToolUse"], input=payload, capture_output=True, text=True,
+                          cwd=stub.cwd, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert stub.starts() == before + 1
+    assert "--client=codex" in stub.log.read_text().splitlines()[-1]
+
+
 def test_off_starts_python(stub, clone):
     stub.run("PostToolUse")
     run_cli("off", cwd=clone.main, check=True)

@@ -130,9 +130,14 @@ def test_stub_is_refreshed_when_it_differs(clone):
     install(clone.main)
     stub = Path(stub_of(clone))
     good = stub.read_bytes()
-    stub.write_bytes(good.replace(b"template-version=1", b"template-version=0"))
-    install(clone.main)
-    assert stub.read_bytes() == good
+    # a stub of the template before the shared one (hooks/claude-hook.sh, version 7), and an edited one
+    older = good.replace(b"# git-korus-mail hook stub, ID: ", b"# git-korus-mail claude-hook template-version=7\n# ")
+    edited = good.replace(b"fast_events='PostToolUse'", b"fast_events=''")
+    for stale in (older, edited):
+        assert stale != good
+        stub.write_bytes(stale)
+        install(clone.main)
+        assert stub.read_bytes() == good
 
 
 def test_git_worktree_add_wires_the_new_worktree(clone):
@@ -432,7 +437,7 @@ def test_stub_passes_a_good_answer_through_unchanged_and_hands_over_stdin(clone,
         res = run_stub_with("sh", cmd, clone.main, "UserPromptSubmit", stdin=payload)
         assert res.returncode == 0, res.stderr
         assert res.stdout == json.dumps({"systemMessage": 'saw sess-xyz \\ %s "q"',
-                                         "args": ["--repo", "/some/where"]}) + "\n"
+                                         "args": ["--client=claude", "--repo", "/some/where"]}) + "\n"
 
 
 def test_install_wires_every_worktree_it_can_and_names_each_it_could_not(clone):

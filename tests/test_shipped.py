@@ -11,7 +11,7 @@ from git_korus_mail.shipped import shipped_file
 
 
 def test_source_tree_files_are_found_beside_the_package():
-    assert shipped_file("hooks", "claude-hook.sh") == str(REPO_ROOT / "hooks" / "claude-hook.sh")
+    assert shipped_file("hooks", "hook.sh") == str(REPO_ROOT / "hooks" / "hook.sh")
     assert completion.script_path("zsh") == str(REPO_ROOT / "completions" / "_git-korus-mail")
     assert shipped_file("hooks", "no-such-file") is None
 

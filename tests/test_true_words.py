@@ -88,13 +88,14 @@ def _killing_helper(directory, how):
     return dest
 
 
-@pytest.mark.parametrize("template", ["claude-hook.sh", "codex-hook.sh"])
-def test_stub_says_a_killed_drain_is_no_broken_install(clone, tmp_path, template):
-    from git_korus_mail.wiring import stub
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_stub_says_a_killed_drain_is_no_broken_install(clone, tmp_path, client):
+    import importlib
+    client_stub = importlib.import_module(f"git_korus_mail.clients.{client}.stub")
     stub_file = tmp_path / "stub"
     for how in ("killed", "broken"):
         helper = _killing_helper(tmp_path / how / "bin", how)
-        stub_file.write_text(stub.render(template, str(helper), str(clone.main)))
+        stub_file.write_text(client_stub.render_stub(str(helper), str(clone.main)))
         stub_file.chmod(0o700)
         for event in ("SessionStart", "Stop"):
             payload = json.dumps(hermetic.payload(event, "s-killed", str(clone.main)))

@@ -252,14 +252,18 @@ def _check_stub(client: "Installer", stub: str, helper: "Optional[str]", finding
         findings.add("wiring", False, stub, f"the git-korus-mail it runs, {helper}, is gone: sessions whose "
                      f"PATH lacks git-korus-mail get no mail", "git korus-mail install")
         return
+    data = None
     try:
-        current = read_bytes(stub) == client.render_stub(helper, repo).encode("utf-8", "surrogateescape")
+        data = read_bytes(stub)
+        current = data == client.render_stub(helper, repo).encode("utf-8", "surrogateescape")
     except (OSError, MailError):
         current = False
     if current:
         findings.add("wiring", True, stub, f"current, runs {helper}")
     else:
-        findings.add("wiring", False, stub, "differs from this version's template", "git korus-mail install")
+        from git_korus_mail.wiring.stub import why_stale
+        findings.add("wiring", False, stub, f"differs from what install writes now: {why_stale(data or b'')}",
+                     "git korus-mail install")
 
 
 # -- boxes -------------------------------------------------------------------------------

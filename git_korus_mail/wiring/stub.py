@@ -1,9 +1,23 @@
-"""The executable hooks run: which git-korus-mail to bake in, the stub's text from a client's
-template (hooks/<client>-hook.sh), and writing a stub only when it changed (a repeated install
-leaves bytes and mtime alone)."""
+"""The executable hooks run: which git-korus-mail to bake in, each client's stub from the one
+template (hooks/hook.sh), writing a stub only when it changed (a repeated install leaves bytes and
+mtime alone), and telling a stub of ours, current or older, from one that is not.
 
+One template, as pre-commit's installed hook (its hook-tmpl has one templated block between two
+marker lines, and install_uninstall.py knows its own files by an ID string in them): everything a
+stub does is the template's, and what differs between clients is a block of values (the client's
+name for the drain, the fast path's key from its environment, the events the fast path answers),
+written here and quoted here. A new client adds values (its clients/<name>/stub.py), never a
+copy of the template (docs/HOOKS.md, "The stub").
+
+The ID a stub carries is a hash of its text outside the block, so a stub proves which template
+it came from by itself: the ID matches its text (a stub of ours; this template's ID: current),
+or it does not (edited by hand). The stubs of the templates before this one (one per client,
+`template-version=N` on their second line) are known by that line (PRIOR)."""
+
+import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -11,9 +25,9 @@ from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import files as wfiles
 from git_korus_mail.wiring.record import HOOKS_SUBDIR
 
-TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import List, Optional, Tuple
+    from typing import Any, List, Optional, Sequence, Tuple
 
     from git_korus_mail.store.files import MailRoot
 
@@ -24,7 +38,7 @@ def find_helper() -> str:
     The baked path, not PATH, is what the stub runs: Claude Code inside an editor
     often has a PATH without pipx's bin dir. Symlinks are kept (pipx's
     ~/.local/bin link follows upgrades; its target need not)."""
-    candidates: "List[Optional[str]]" = []
+    candidates = []
     argv0 = sys.argv[0] if sys.argv else ""
     if os.path.basename(argv0).startswith("git-korus-mail"):
         candidates.append(argv0 if os.sep in argv0 else shutil.which(argv0))
@@ -105,23 +119,102 @@ FAST_START_LINE = b"# git-korus-mail fast-start=1"  # scripts/git-korus-mail's s
 LIBRARIES = ("portalocker", "colorama", "pygit2", "_cffi_backend", "cffi", "docopt")
 
 
-def render(template: str, helper: str, repo: "Optional[str]" = None) -> str:
-    """The stub's text from the hook template `template` for `helper`, with the reinstall advice
-    for this machine (core/advice.py) baked in: when the stub needs it, the package may not run
-    at all. Every value is quoted here, in Python, so the stub stays valid shell and its fault
-    valid JSON whatever it holds."""
-    import re
+TEMPLATE = "hook.sh"
+BLOCK_START = "# start values\n"
+BLOCK_END = "# end values\n"
+ID_LINE = "# git-korus-mail hook stub, ID: "
+ID_SLOT = "@ID@"
+# the stubs install wrote before the one template: the second line of each, and what it was
+PRIOR = {"# git-korus-mail claude-hook template-version=": "Claude Code's template before the shared one",
+         "# git-korus-mail codex-hook template-version=": "Codex's template before the shared one"}
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+
+
+def _split(text: str) -> "Optional[Tuple[str, str, str]]":
+    """(before the block, the block, after it), or None when `text` has no single block."""
+    if text.count(BLOCK_START) != 1 or text.count(BLOCK_END) != 1:
+        return None
+    before, rest = text.split(BLOCK_START)
+    block, after = rest.split(BLOCK_END)
+    return before, block, after
+
+
+def template_id(text: str) -> "Optional[str]":
+    """The ID of a stub or template `text`: a hash of what it holds outside its block of values,
+    its own ID blanked. None when it has no block or no ID line."""
+    parts = _split(text)
+    if parts is None:
+        return None
+    before, _block, after = parts
+    before = re.sub("^" + re.escape(ID_LINE) + ".*$", ID_LINE + ID_SLOT, before, count=1, flags=re.M)
+    if ID_LINE + ID_SLOT not in before:
+        return None
+    return hashlib.sha256((before + BLOCK_START + BLOCK_END + after).encode("utf-8")).hexdigest()[:32]
+
+
+def identify(data: bytes) -> "Tuple[str, str]":
+    """What the stub bytes `data` are: ("current", id), ("older", what) for a stub of an earlier
+    template (it upgrades by install), ("edited", id) for one whose text no longer matches its
+    ID, or ("foreign", "") for a file that is no stub of ours."""
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.split("\n", 2)
+    second = lines[1] if len(lines) > 1 else ""
+    for mark, what in PRIOR.items():
+        if second.startswith(mark) and second[len(mark):].isdigit():
+            return "older", f"{what}, version {second[len(mark):]}"
+    if not second.startswith(ID_LINE):
+        return "foreign", ""
+    said = second[len(ID_LINE):]
+    if template_id(text) != said:
+        return "edited", said
+    with open(template_path(TEMPLATE), encoding="utf-8") as f:
+        current = template_id(f.read())
+    return ("current", said) if said == current else ("older", f"template {said}")
+
+
+def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: "Optional[str]" = None,
+           launch_env: "Optional[str]" = None, fast_events: "Sequence[str]" = (), *,
+           opening_event: str, end_event: str) -> str:
+    """The block of values for `client`'s stub, one `name=value` line each, every value quoted
+    for shell; the reinstall advice for this machine (core/advice.py) is baked in, since when the
+    stub needs it the package may not run at all. The fast path's key is read from the hook's
+    environment variables `session_env` and `launch_env` (names only: checked here). The fault
+    report is said at `opening_event` (to the model and the user) and `end_event` (to the user)."""
     from git_korus_mail.core import advice
     from git_korus_mail.shell import sh_quote
-    with open(template_path(template), encoding="utf-8") as f:
-        text = f.read()
     python, dirs = fast_start(helper)
-    values = {"@HELPER@": sh_quote(helper),
-              "@PYTHON@": sh_quote(python),
-              "@PYPATH@": sh_quote(os.pathsep.join(dirs)),
-              "@HELPER_JSON@": sh_quote(_json_inside(helper)),
-              "@ADVICE_JSON@": sh_quote(_json_inside(advice.advice(helper, repo)))}
-    return re.sub("@HELPER_JSON@|@ADVICE_JSON@|@HELPER@|@PYTHON@|@PYPATH@", lambda m: values[m.group(0)], text)
+    for name in (session_env, launch_env):
+        if name is not None and not _ENV_NAME.match(name):
+            raise ValueError(f"not an environment variable's name: {name!r}")
+    for event in (opening_event, end_event, *fast_events):
+        if not _ENV_NAME.match(event.upper()):
+            raise ValueError(f"not an event's name: {event!r}")  # it goes into sh words and JSON as it is
+    pairs = [("client", sh_quote(client)),
+             ("helper", sh_quote(helper)),
+             ("helper_json", sh_quote(_json_inside(helper))),
+             ("advice_json", sh_quote(_json_inside(advice.advice(helper, repo)))),
+             ("python", sh_quote(python)),
+             ("pypath", sh_quote(os.pathsep.join(dirs))),
+             ("fast_session", "${%s-}" % session_env if session_env and launch_env else "''"),
+             ("fast_launch", "${%s-}" % launch_env if session_env and launch_env else "''"),
+             ("fast_events", sh_quote(" ".join(fast_events))),
+             ("opening_event", sh_quote(opening_event)),
+             ("end_event", sh_quote(end_event))]
+    return "".join(f"{name}={value}\n" for name, value in pairs)
+
+
+def render(client: str, helper: str, repo: "Optional[str]" = None, **fast: "Any") -> str:
+    """The stub's text for `client` and `helper`: the template with its block of values filled
+    and its ID written (docs/HOOKS.md, "The stub")."""
+    with open(template_path(TEMPLATE), encoding="utf-8") as f:
+        text = f.read()
+    parts = _split(text)
+    if parts is None:
+        raise MailError(f"the hook template {TEMPLATE} has no block of values; reinstall git-korus-mail")
+    before, _slot, after = parts
+    ident = template_id(text)
+    text = before + BLOCK_START + values(client, helper, repo, **fast) + BLOCK_END + after
+    return text.replace(ID_LINE + ID_SLOT, ID_LINE + str(ident), 1)
 
 
 def write_executable(path: str, data: bytes, force: bool = False) -> "Tuple[str, str]":
@@ -133,19 +226,35 @@ def write_executable(path: str, data: bytes, force: bool = False) -> "Tuple[str,
 
 
 class Stub:
-    """One client's stub: `<mail>/hooks/<name>`, rendered from the hook template `template`."""
+    """One client's stub, `<mail>/hooks/<name>`: the one template with this client's values."""
 
-    def __init__(self, name: str, template: str) -> None:
-        self.name, self.template = name, template
+    def __init__(self, name: str, client: str, *, opening_event: str, end_event: str,
+                 session_env: "Optional[str]" = None, launch_env: "Optional[str]" = None,
+                 fast_events: "Sequence[str]" = ()) -> None:
+        self.name, self.client = name, client
+        self.fast: "dict[str, Any]" = {"session_env": session_env, "launch_env": launch_env, "fast_events": tuple(fast_events),
+                     "opening_event": opening_event, "end_event": end_event}
 
     def path(self, root: "MailRoot") -> str:
         return os.path.join(root.path, HOOKS_SUBDIR, self.name)
 
     def render(self, helper: str, repo: "Optional[str]" = None) -> str:
-        return render(self.template, helper, repo)
+        return render(self.client, helper, repo, **self.fast)
 
     def write(self, root: "MailRoot", helper: str, force: bool = False,
               repo: "Optional[str]" = None) -> "Tuple[str, str]":
         """Write the stub when absent, different (template, helper or advice changed) or forced."""
         data = self.render(helper, repo).encode("utf-8", "surrogateescape")
         return write_executable(self.path(root), data, force)
+
+
+def why_stale(data: bytes) -> str:
+    """Why a stub whose bytes differ from what install would write now differs, for doctor."""
+    kind, what = identify(data)
+    if kind == "older":
+        return f"written from an older template ({what}); install upgrades it"
+    if kind == "edited":
+        return "edited since install wrote it: its text no longer matches its template's ID"
+    if kind == "current":
+        return "this version's template, with other values (another helper, or other reinstall advice)"
+    return "not a stub of this template or an older one"

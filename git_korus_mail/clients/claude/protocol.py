@@ -22,6 +22,9 @@ Facts this follows (Claude Code 2.1.332, observed):
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+# the package's own: below this module and registry.py, which the SessionStart here asks for a name
+from git_korus_mail.clients.claude import NAME as NAME  # re-exported: the client's name (clients.hook_protocols)
+from git_korus_mail.clients.claude import surface_of
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -146,24 +149,6 @@ def account_of(environ: "Mapping[str, str]") -> "Optional[str]":
 PHASE_OF: "PhaseOf" = {"SessionStart": ("show", True, False), "UserPromptSubmit": ("show", False, False),
             "PostToolUse": ("show", False, True), "Stop": ("consume", False, False),
             "SessionEnd": ("end", False, False), "StopFailure": ("fail", False, False)}
-NAME = "claude"
-
-
-def surface_of(entrypoint: "Optional[str]") -> "Optional[str]":
-    """Where a session runs, from Claude Code's entrypoint (CLAUDE_CODE_ENTRYPOINT in a hook's
-    environment, `entrypoint` in its registry): `terminal` (the interactive UI, "cli"), `sdk`
-    (`-p`, stream-json and the SDKs, "sdk-*"), `editor` (an IDE extension), or the raw value."""
-    if not entrypoint:
-        return None
-    if entrypoint == "cli":
-        return "terminal"
-    if entrypoint.startswith("sdk"):
-        return "sdk"
-    if "vscode" in entrypoint or "jetbrains" in entrypoint or "ide" in entrypoint:
-        return "editor"
-    return entrypoint[:40]
-
-
 def drain_facts(payload: Payload, environ: "Mapping[str, str]") -> "DrainFacts":
     """What the core's drain needs of this payload (core/drain_context.DrainFacts): the session
     and cwd, the event's phase, the event as a label, the account and surface and (identified
@@ -195,8 +180,8 @@ def drain_facts(payload: Payload, environ: "Mapping[str, str]") -> "DrainFacts":
 
 
 def fast_key_of(payload: Payload, environ: "Mapping[str, str]") -> "Optional[str]":
-    """The name the stub (hooks/claude-hook.sh) looks this launch's fast-path stamp up by,
-    `<session id>@<CLAUDE_PID>`: spelled from the hook's environment alone, so the stub needs
+    """The name the stub (hooks/hook.sh, with clients/claude/stub.py's values) looks this launch's
+    fast-path stamp up by, `<session id>@<CLAUDE_PID>`: spelled from the hook's environment alone, so the stub needs
     no payload. None when the environment does not name this very session."""
     sid, pid = environ.get("CLAUDE_CODE_SESSION_ID"), environ.get("CLAUDE_PID") or ""
     if not sid or sid != payload.session or not pid.isdigit():

@@ -13,8 +13,8 @@ import os
 
 from git_korus_mail import fastjson as json  # not the json package: SessionStart reads one entry (hot path)
 
-from git_korus_mail.clients.claude.protocol import NAME as NAME  # re-exported: clients.registries() tells registries by it
-from git_korus_mail.clients.claude.protocol import surface_of
+from git_korus_mail.clients.claude import NAME as NAME  # re-exported: clients.registries() tells registries by it
+from git_korus_mail.clients.claude import surface_of
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:

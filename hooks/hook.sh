@@ -1,17 +1,32 @@
 #!/bin/sh
-# git-korus-mail claude-hook template-version=7
-# Written by `git korus-mail install` into <git-common-dir>/mail/hooks/ and removed by
-# `git korus-mail uninstall`. Do not edit: install rewrites a stub that differs.
+# git-korus-mail hook stub, ID: @ID@
+# Written by `git korus-mail install` into <git-common-dir>/mail/hooks/<client>-hook, one for
+# each client, from one template (hooks/hook.sh); removed by `git korus-mail uninstall`. Do not
+# edit: install rewrites a stub that differs. The ID names this template's text outside the
+# block of values below (wiring/stub.py recognises the stubs of older templates by their IDs).
 #
-# Claude Code runs it as   '<this file>' <EventName> [--repo '<clone>']
+# The client runs it as   '<this file>' <EventName> [--repo '<clone>']
 # with the hook payload (JSON) on stdin, which the helper inherits untouched.
 #
 # Why the helper is run and not exec'd: when it cannot run (its venv's interpreter is gone
 # after a Python upgrade: exit 127; its package cannot be imported: a traceback, exit 1),
-# Claude Code would show the model and a -p user nothing. So its answer is captured with
+# the client would show the model and the user nothing. So its answer is captured with
 # its exit status: a good answer is passed on unchanged, a failure becomes our own fault
 # report in the event's form (docs/HOOKS.md, "The stub"). One fork and builtins only on
 # the good path; the failure path may spend a few processes to say what went wrong.
+
+# The values, quoted by install (wiring/stub.py `render`), the only part that differs between
+# clients: `client` (the drain's --client), `helper` (the git-korus-mail that ran install, by
+# absolute path: an editor extension's PATH often lacks pipx's bin dir, so PATH is only the
+# fallback), `helper_json` and `advice_json` (the insides of JSON string literals, for the fault
+# report), `python` and `pypath` (the helper's interpreter and where it finds this package and
+# its libraries: docs/HOOKS.md, "Starting Python"), `fast_session` and `fast_launch` (the fast
+# path's key, read from the hook's environment; empty for a client whose hooks' environment
+# does not name the session), `fast_events` (the events the fast path may answer), and
+# `opening_event` and `end_event` (where the fault report is said: a session's start, a run's end).
+# start values
+@VALUES@
+# end values
 
 # The fast path (docs/HOOKS.md, "The fast path"): a tool call with nothing new for this launch
 # is answered here, without starting Python, when the drain's stamp for the launch
@@ -21,16 +36,19 @@
 # never got mail): the stamp's inbox link still names nothing, and a publication makes the inbox
 # before it links a message in, so nothing is queued (no clock involved). Any doubt (no stamp,
 # a broken one, another directory, a changed inbox, OFF) runs the drain as before. Builtins
-# only: the payload is left unread (Claude Code does not need it read).
-if [ "${1-}" = PostToolUse ] && [ -n "${CLAUDE_PID-}" ] && [ -n "${CLAUDE_CODE_SESSION_ID-}" ]; then
-    case "$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" in
+# only: the payload is left unread (Claude Code does not need it read). The key and the events
+# are the client's values above; a client whose hooks' environment names no session has none.
+fast=
+case " $fast_events " in *" ${1-} "*) [ -z "$fast_session" ] || [ -z "$fast_launch" ] || fast=$fast_session@$fast_launch ;; esac
+if [ -n "$fast" ]; then
+    case "$fast" in
         .* | *[!A-Za-z0-9._@-]*) ;;
         *)
             mail=${0%/*}
             mail=${mail%/*}
             here=$PWD
             # cd -P: every test below reads one stamp, even while a drain replaces it
-            if [ ! -e "$mail/OFF" ] && cd -P "$mail/fast/$CLAUDE_CODE_SESSION_ID@$CLAUDE_PID" 2>/dev/null; then
+            if [ ! -e "$mail/OFF" ] && cd -P "$mail/fast/$fast" 2>/dev/null; then
                 if [ cwd -ef "$here" ]; then
                     # no inbox: the link is there and resolves to nothing (a stat, not a clock)
                     [ -L inbox ] && [ ! -e inbox ] && exit 0
@@ -52,17 +70,6 @@ if [ "${1-}" = PostToolUse ] && [ -n "${CLAUDE_PID-}" ] && [ -n "${CLAUDE_CODE_S
     esac
 fi
 
-# The git-korus-mail that ran install, by absolute path: an editor extension's PATH
-# often lacks pipx's bin dir, so PATH is only the fallback.
-helper=@HELPER@
-# Each value below is the inside of a JSON string literal (escaped by install).
-helper_json=@HELPER_JSON@
-advice_json=@ADVICE_JSON@
-# The helper's interpreter, and where it finds this package and its libraries (both as install
-# found them): the drain is started as `python -S`, skipping site.py's start-up work, while the
-# helper's #! line still names that interpreter (docs/HOOKS.md, "Starting Python").
-python=@PYTHON@
-pypath=@PYPATH@
 FAST_START="# git-korus-mail fast-start=1"  # the helper's second line when its script has that start
 
 event=${1-}
@@ -77,13 +84,14 @@ else
 fi
 
 if [ "$event" = Watch ]; then
-    # The wake-up tier's watcher (docs/HOOKS.md, "The wake-up tier"). Claude Code wakes the model
-    # when this exits 2, so only the helper's own wake line leads there: a helper that is missing,
-    # fails, or dies says nothing and exits 0. Its stderr goes nowhere, since Claude Code would
+    # The wake-up tier's watcher (docs/HOOKS.md, "The wake-up tier"), run only by a client whose
+    # wiring arms it (Claude Code's). Claude Code wakes the model when this exits 2, so only the
+    # helper's own wake line leads there: a helper that is missing, fails, or dies says nothing
+    # and exits 0. Its stderr goes nowhere, since Claude Code would
     # put stderr into the wake text.
     [ -n "$run" ] || exit 0
     # KORUS_MAIL_STUB: the watcher ends when this file goes (uninstall disarms the tier)
-    said=$(KORUS_MAIL_STUB=$0 "$run" drain --watch "$@" 2>/dev/null) || exit 0
+    said=$(KORUS_MAIL_STUB=$0 "$run" drain --client="$client" --watch "$@" 2>/dev/null) || exit 0
     case "$said" in
         "korus-mail-wake "*)
             printf '%s\n' "${said#korus-mail-wake }" >&2
@@ -99,9 +107,9 @@ if [ -n "$run" ]; then
         { IFS= read -r first && IFS= read -r second; } <"$run" 2>/dev/null || first=
     fi
     if [ "$first" = "#!$python" ] && [ "$second" = "$FAST_START" ] && [ -x "$python" ]; then
-        answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain "$@")
+        answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
     else
-        answer=$("$run" drain "$@")
+        answer=$("$run" drain --client="$client" "$@")
     fi
     status=$?
     if [ "$status" -eq 0 ] || [ -n "$answer" ]; then
@@ -145,16 +153,14 @@ else
     fault="git korus-mail: $why; mail is not being delivered. Fix: $advice_json"
 fi
 
-# Exit 0: on another code Claude Code would drop the output. Said where a reader decides,
-# as the drain reports its own faults: at SessionStart (to the model and the user) and at
-# Stop (to the user). Repeating it at every prompt and tool call would flood both.
-case "$event" in
-    SessionStart)
-        printf '{"systemMessage": "%s", "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "%s"}}\n' \
-            "$fault" "$fault"
-        ;;
-    Stop)
-        printf '{"systemMessage": "%s"}\n' "$fault"
-        ;;
-esac
+# Exit 0: on another code the client would drop the output. Said where a reader decides,
+# as the drain reports its own faults: at the session's start (`opening_event`: to the model
+# and the user) and at a run's end (`end_event`: to the user). Repeating it at every prompt and
+# tool call would flood both.
+if [ "$event" = "$opening_event" ]; then
+    printf '{"systemMessage": "%s", "hookSpecificOutput": {"hookEventName": "%s", "additionalContext": "%s"}}\n' \
+        "$fault" "$opening_event" "$fault"
+elif [ "$event" = "$end_event" ]; then
+    printf '{"systemMessage": "%s"}\n' "$fault"
+fi
 exit 0
