@@ -62,6 +62,11 @@ def typed(command, a):
     if command == "release":
         from git_korus_mail.commands import release as cmd
         return cmd, cmd.ReleaseArgs(id=a["<id>"])
+    if command == "remote":
+        from git_korus_mail.commands import remote as cmd
+        action = "add" if a.get("add") else "remove" if a.get("remove") else None
+        return cmd, cmd.RemoteArgs(action=action, url=a.get("<url>"), label=a.get("--label"), creds=a.get("--creds"),
+                                   force=bool(a.get("--force")), json=bool(a.get("--json")))
     if command == "completion":
         from git_korus_mail.commands import completion as cmd
         if a.get("--ids"):
