@@ -37,7 +37,7 @@ POLL = 0.02          # the outbox's poll: a send waits at most this long for the
 FATE_POLL = 0.25     # how often received mail's fate is looked at
 DIRECTORY_EVERY = 1.0  # a new clone or worktree reaches the others within about this
 STATE_EVERY = 1.0
-ACK_WAIT = 10.0      # a message this relay took but never acked is redelivered after this
+ACK_WAIT = 3.0       # a message this relay took but never acked (killed) is redelivered after this
 MAX_AGE_DAYS = 30    # the stream keeps undelivered mail this long (a clone offline for weeks)
 
 
@@ -305,7 +305,7 @@ class Relay:
                 fate: "Dict[str, Any]" = {"state": state}
                 if state == "consumed":
                     receipt = box.receipt(msg_id) or {}
-                    fate.update(session=detail, at=receipt.get("at") or receipt.get("shown_at"),
+                    fate.update(session=detail, at=receipt.get("consumed_at"),
                                 receipt=receipt)
                 env = {"v": local.FORMAT, "type": "fate", "id": msg_id, "from_clone": self.conf["clone"],
                        "from_label": self.conf["label"], "fate": fate}
