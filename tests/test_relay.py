@@ -151,6 +151,9 @@ def test_a_sender_cut_off_keeps_its_mail_in_the_outbox_and_sends_it_after_the_he
     assert w.laptop.outbox() == [msg_id]
     shown = w.laptop.cli("remote", check=True).stdout
     assert "link down" in shown and "outbox: 1 message(s)" in shown, shown
+    # the relay dies during the outage: what it held in memory is gone, the outbox on disk is not
+    w.laptop.stop_relay(signal.SIGKILL)
+    w.laptop.cli("remote", check=True)  # a fresh relay
     w.server.start()  # the same port and store: the heal
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 20), "not delivered after the heal"
     assert w.laptop.outbox() == []
