@@ -42,7 +42,7 @@ def _path(common_dir: str, *parts: str) -> str:
     return os.path.join(relay_dir(common_dir), *parts)
 
 
-def read_json(path: str) -> "Optional[Any]":
+def load_small(path: str) -> "Optional[Any]":
     """A small JSON file of ours, or None when absent or damaged (read as absent)."""
     try:
         with open(path, "rb") as f:
@@ -52,7 +52,7 @@ def read_json(path: str) -> "Optional[Any]":
 
 
 def load_config(common_dir: str) -> "Optional[Dict[str, Any]]":
-    conf = read_json(_path(common_dir, CONFIG))
+    conf = load_small(_path(common_dir, CONFIG))
     return conf if isinstance(conf, dict) and conf.get("v") == FORMAT else None
 
 
@@ -120,7 +120,7 @@ def save_state(common_dir: str, state: "Dict[str, Any]") -> None:
 
 
 def load_state(common_dir: str) -> "Optional[Dict[str, Any]]":
-    st = read_json(_path(common_dir, STATE))
+    st = load_small(_path(common_dir, STATE))
     return st if isinstance(st, dict) else None
 
 
@@ -129,7 +129,7 @@ def save_peers(common_dir: str, peers: "Dict[str, Any]") -> None:
 
 
 def load_peers(common_dir: str) -> "Optional[Dict[str, Any]]":
-    p = read_json(_path(common_dir, PEERS))
+    p = load_small(_path(common_dir, PEERS))
     return p if isinstance(p, dict) else None
 
 
@@ -154,7 +154,7 @@ def _ids(common_dir: str, sub: str) -> "List[str]":
 
 
 def read_entry(common_dir: str, sub: str, msg_id: str) -> "Optional[Dict[str, Any]]":
-    entry = read_json(_path(common_dir, sub, msg_id + SUFFIX))
+    entry = load_small(_path(common_dir, sub, msg_id + SUFFIX))
     return entry if isinstance(entry, dict) else None
 
 
