@@ -133,7 +133,9 @@ class Relay:
         self.last_ok: "Optional[float]" = None
         self.stopping = False
         from git_korus_mail.store.files import MailRoot
-        self.root = MailRoot.open(common_dir, create=True)
+        root = MailRoot.open(common_dir, create=True)
+        assert root is not None  # for mypy: create=True makes the root or raises
+        self.root = root
 
     # -- the loop ---------------------------------------------------------------------
     async def run(self) -> None:
@@ -271,6 +273,7 @@ class Relay:
         msg["expires_at"] = utc_stamp(now + ttl)
         msg["from"] = {**msg["from"], "clone": f"{env.get('from_label')}:{env.get('from_clone')}"}
         box = self.root.box(key, create=True, path=path)
+        assert box is not None  # for mypy: create=True makes the box or raises
         state, _ = box.fate(msg_id)
         if state == "gone":
             try:
