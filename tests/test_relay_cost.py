@@ -68,7 +68,7 @@ def test_no_remote_no_nats_anywhere(clone):
     for args in (["send", "--to", "web", "--", "again"], ["list"], ["status"], ["remote"], ["who"]):
         mods, proc = imported(args, clone.main)
         assert proc.returncode == 0, (args, proc.stderr[-300:])
-        assert nats_in(mods) == [] and "git_korus_mail.relay.link" not in mods, args
+        assert nats_in(mods) == [] and "git_korus_mail.relay.server" not in mods, args
     # a `<label>:<name>` with no remote is what it always was: a local name, refused as one
     mods, proc = imported(["send", "--to", "vm:web", "--", "x"], clone.main)
     assert proc.returncode == 1 and "no worktree, session name or box key matches" in proc.stderr, proc.stderr

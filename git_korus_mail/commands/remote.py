@@ -1,5 +1,5 @@
 """`remote`: the multi-machine relay of this clone (docs/RELAY.md): `remote add <url>`, the
-link's state, `remote remove`. Only `add` and `remove` import nats (relay/link.py)."""
+link's state, `remote remove`. Only `add` and `remove` import nats (relay/server.py)."""
 
 import json
 import os
@@ -32,10 +32,10 @@ def run(clone, args, out):
 
 def _link():
     try:
-        from git_korus_mail.relay import link
+        from git_korus_mail.relay import server
     except ImportError:
         raise MailError("the relay needs nats-py: pip install 'git-korus-mail[remote]'") from None
-    return link
+    return server
 
 
 def _add(clone, args, out):
