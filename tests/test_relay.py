@@ -68,7 +68,7 @@ def test_mail_goes_across_is_consumed_once_and_its_fate_comes_back(world):
     msg_id = sent_id(proc)
     assert "vm:" in proc.stdout and "the relay is sending it" in proc.stdout, proc.stdout
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id]), "it never arrived"
-    assert w.laptop.outbox() == []
+    assert wait_for(lambda: w.laptop.outbox() == [], 10)
     arrived = json.loads((w.vm.box(w.vm.web) / "inbox" / f"{msg_id}.json").read_text())
     assert arrived["from"]["clone"].startswith("laptop:") and arrived["body"] == "hello from the laptop"
     ctx = consume(w.vm, "s-vm")
@@ -98,6 +98,7 @@ def test_an_address_that_names_no_box_is_refused_before_anything_is_queued(world
     assert w.laptop.ids(w.laptop.api, "inbox") == [sent_id(proc)]
 
 
+@pytest.mark.slow
 def test_one_relay_per_clone_and_remove_undoes_everything(world):
     w = world
     join(w)
@@ -125,6 +126,7 @@ def _dead(pid):
         return True
 
 
+@pytest.mark.slow
 def test_an_unrelated_repository_cannot_join_the_namespace(world):
     w = world
     join(w)
@@ -156,7 +158,7 @@ def test_a_sender_cut_off_keeps_its_mail_in_the_outbox_and_sends_it_after_the_he
     w.laptop.cli("remote", check=True)  # a fresh relay
     w.server.start()  # the same port and store: the heal
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 20), "not delivered after the heal"
-    assert w.laptop.outbox() == []
+    assert wait_for(lambda: w.laptop.outbox() == [], 10)  # the ack may come after the other side has it
     assert "written while cut off" in consume(w.vm, "s-vm")
     assert wait_for(lambda: ((w.laptop.sent(msg_id) or {}).get("fate") or {}).get("state") == "consumed", 10)
     check_both(w)
@@ -170,10 +172,9 @@ def killed_at(w, step):
     """The relay of the machine that takes `step` is SIGKILLed there (KORUS_MAIL_CRASH_AT); then
     restarted (by `remote`), and the mail is delivered and consumed exactly once."""
     assert set(KILLED_WHERE) == set(local.STEPS)
-    join(w)
+    # both relays start armed: only the one that takes the step ever reaches it
+    join(w, env={"KORUS_MAIL_CRASH_AT": step})
     victim = getattr(w, KILLED_WHERE[step])
-    victim.stop_relay()
-    victim.cli("remote", env={"KORUS_MAIL_CRASH_AT": step}, check=True)  # restarted with the crash armed
     pid = victim.relay_pid()
     proc = send(w.laptop, "vm:web", f"through a crash at {step}")
     msg_id = sent_id(proc)
@@ -191,16 +192,12 @@ def killed_at(w, step):
     # ack wait, and is acked this time): still one copy, consumed once
     assert wait_for(lambda: w.vm.state().get("pending") == 0 and w.vm.state().get("connected"), 20), w.vm.state()
     assert w.vm.ids(w.vm.web, "seen") == [msg_id] and w.vm.ids(w.vm.web, "inbox") == []
-    assert w.laptop.outbox() == []
+    assert wait_for(lambda: w.laptop.outbox() == [], 10)
     assert "through a crash" not in consume(w.vm, "s-vm-later")
     check_both(w)
 
 
-def test_relay_killed_between_inbox_and_ack_doubles_nothing(world):
-    killed_at(world, "relay:inbox-published")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("step", [s for s in local.STEPS if s != "relay:inbox-published"])
+@pytest.mark.parametrize("step", local.STEPS)
 def test_relay_killed_at_step(world, step):
     killed_at(world, step)

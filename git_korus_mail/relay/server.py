@@ -22,7 +22,10 @@ MAX_AGE_DAYS = 30    # the stream keeps undelivered mail this long (a clone offl
 
 def connect_options(conf: "Dict[str, Any]") -> "Dict[str, Any]":
     opts: "Dict[str, Any]" = {"connect_timeout": 2, "allow_reconnect": True, "max_reconnect_attempts": -1,
-                              "reconnect_time_wait": 0.5, "name": f"korus-mail {conf.get('label')}"}
+                              "reconnect_time_wait": 0.5, "name": f"korus-mail {conf.get('label')}",
+                              # a cut link sends no reset: pings find it within seconds, so `remote`
+                              # and `send` say "link down" instead of trusting a dead socket
+                              "ping_interval": 2, "max_outstanding_pings": 2}
     if conf.get("creds"):
         opts["user_credentials"] = conf["creds"]
     return opts
