@@ -201,3 +201,39 @@ def killed_at(w, step):
 @pytest.mark.parametrize("step", local.STEPS)
 def test_relay_killed_at_step(world, step):
     killed_at(world, step)
+
+
+@pytest.mark.slow
+def test_hostile_envelopes_are_refused_and_nothing_torn_reaches_an_inbox(world):
+    """Anyone who can publish on the server can send the relay anything: what is no message is
+    journaled `relay-refused` and acked (never redelivered for ever), and never reaches a box."""
+    import asyncio
+    import nats
+    w = world
+    join(w)
+    conf = json.loads((w.vm.relay / "config.json").read_text())
+    good = send(w.laptop, "vm:web", "the one real message")
+    good_id = sent_id(good)
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [good_id])
+    body = json.loads(json.dumps({"v": 1, "type": "mail", "id": "not-an-id", "to_clone": conf["clone"],
+                                  "msg": {"id": "not-an-id", "body": "x"}}))
+
+    async def publish():
+        nc = await nats.connect(w.server.url)
+        js = nc.jetstream()
+        subject = f"korus.{conf['namespace']}.to.{conf['clone']}"
+        for payload in (b"\xff not json", json.dumps(body).encode(), json.dumps({"type": "worm"}).encode()):
+            await js.publish(subject, payload)
+        # every one of them acked: none waits to be redelivered for ever
+        for _ in range(100):
+            info = await js.consumer_info(f"KORUS-{conf['namespace']}", f"clone-{conf['clone']}")
+            if info.num_pending == 0 and info.num_ack_pending == 0:
+                break
+            await asyncio.sleep(0.1)
+        await nc.close()
+        return info.num_pending, info.num_ack_pending
+    assert asyncio.run(publish()) == (0, 0)
+    journal = w.vm.mail / "journal.jsonl"
+    assert wait_for(lambda: journal.read_text().count('"relay-refused"') == 3, 10), journal.read_text()[-600:]
+    assert w.vm.ids(w.vm.web, "inbox") == [good_id]
+    check_both(w)
