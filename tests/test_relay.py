@@ -138,6 +138,8 @@ def test_an_unrelated_repository_cannot_join_the_namespace(world):
     git("remote", "add", "origin", str(w.origin), cwd=other)  # the same URL, another repository
     from helpers import run_cli
     proc = run_cli("remote", "add", w.server.url, "--label", "intruder", cwd=other)
+    if (other / ".git" / "mail" / "relay" / "lock").exists():  # joined after all: stop its relay
+        os.kill(int((other / ".git" / "mail" / "relay" / "lock").read_text()), signal.SIGKILL)
     assert proc.returncode == 1 and "other root commits" in proc.stderr and "nothing changed" in proc.stderr
     assert not (other / ".git" / "mail" / "relay").exists()
 
@@ -153,6 +155,8 @@ def test_a_sender_cut_off_keeps_its_mail_in_the_outbox_and_sends_it_after_the_he
     assert w.laptop.outbox() == [msg_id]
     shown = w.laptop.cli("remote", check=True).stdout
     assert "link down" in shown and "outbox: 1 message(s)" in shown, shown
+    refused = w.laptop.cli("remote", "remove")
+    assert refused.returncode == 1 and "wait in the outbox" in refused.stderr and w.laptop.outbox() == [msg_id]
     # the relay dies during the outage: what it held in memory is gone, the outbox on disk is not
     w.laptop.stop_relay(signal.SIGKILL)
     w.laptop.cli("remote", check=True)  # a fresh relay

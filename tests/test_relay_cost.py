@@ -11,7 +11,7 @@ import pytest
 
 import hermetic
 from helpers import PYTHON, run_cli
-from relayworld import free_port
+from relayworld import free_port, wait_for
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")
 
@@ -53,12 +53,14 @@ def run_events(clone, session):
 
 
 def stop_relay(clone):
+    """The relay the remote send started (it takes its lock after importing nats): killed by pid."""
     lock = clone.mail_root / "relay" / "lock"
-    if lock.exists() and lock.read_text().strip():
-        try:
-            os.kill(int(lock.read_text()), 9)
-        except ProcessLookupError:
-            pass
+    if not wait_for(lambda: lock.exists() and lock.read_text().strip(), 20):
+        return
+    try:
+        os.kill(int(lock.read_text()), 9)
+    except ProcessLookupError:
+        pass
 
 
 def test_no_remote_no_nats_anywhere(clone):
