@@ -241,3 +241,24 @@ def test_hostile_envelopes_are_refused_and_nothing_torn_reaches_an_inbox(world):
     assert wait_for(lambda: journal.read_text().count('"relay-refused"') == 3, 10), journal.read_text()[-600:]
     assert w.vm.ids(w.vm.web, "inbox") == [good_id]
     check_both(w)
+
+
+@pytest.mark.slow
+def test_a_box_the_store_refuses_keeps_the_mail_on_the_server_until_it_is_mended(world):
+    """The store refuses a box that is a symlink (docs/STORE.md): the relay must not ack, and
+    must go on taking mail (a relay loop that died on the error would look up and carry nothing)."""
+    w = world
+    join(w)
+    box = w.vm.box(w.vm.web)
+    box.parent.mkdir(parents=True, exist_ok=True)
+    elsewhere = w.base / "elsewhere"
+    elsewhere.mkdir()
+    box.symlink_to(elsewhere)
+    msg_id = sent_id(send(w.laptop, "vm:web", "held while the box is refused"))
+    assert wait_for(lambda: "take_incoming" in str(w.vm.state().get("error") or "") or
+                    (w.vm.relay / "relay.log").read_text().count("MailError") > 0, 15), w.vm.state()
+    assert list(elsewhere.iterdir()) == []
+    box.unlink()   # mended: the server gives the unacked message again, after the ack wait
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 20), w.vm.state()
+    assert "held while the box is refused" in consume(w.vm, "s-vm")
+    check_both(w)

@@ -73,8 +73,9 @@ class Relay:
 
     # -- the loop ---------------------------------------------------------------------
     async def run(self) -> None:
-        tasks = [asyncio.ensure_future(t) for t in (self.keep_connected(), self.pump_outbox(), self.take_incoming(),
-                                                    self.send_fates(), self.keep_directory(), self.keep_state())]
+        tasks = [asyncio.ensure_future(self.supervised(t)) for t in (
+            self.keep_connected, self.pump_outbox, self.take_incoming, self.send_fates, self.keep_directory,
+            self.keep_state)]
         try:
             while not self.stopping:
                 await asyncio.sleep(0.1)
@@ -82,6 +83,22 @@ class Relay:
             for t in tasks:
                 t.cancel()
             self.save_state()
+
+    async def supervised(self, loop: "Any") -> None:
+        """One of the relay's loops, started again after an error it did not expect (a store that
+        refused a box, a full disk): a dead task would stop that work while the link looked up.
+        A message being taken when it failed was not acked: the server gives it again."""
+        while not self.stopping:
+            try:
+                await loop()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - reported in state.json and relay.log, then retried
+                import traceback
+                self.error = f"{loop.__name__}: {exc or type(exc).__name__}"
+                traceback.print_exc()
+                sys.stderr.flush()
+                await asyncio.sleep(1)
 
     def link_up(self) -> bool:
         return self.nc is not None and self.nc.is_connected and self.sub is not None
