@@ -71,6 +71,13 @@ def test_mail_goes_across_is_consumed_once_and_its_fate_comes_back(world):
     assert wait_for(lambda: w.laptop.outbox() == [], 10)
     arrived = json.loads((w.vm.box(w.vm.web) / "inbox" / f"{msg_id}.json").read_text())
     assert arrived["from"]["clone"].startswith("laptop:") and arrived["body"] == "hello from the laptop"
+    assert arrived["from"]["path"] == f"laptop:{os.path.realpath(w.laptop.web)}"
+    # the same path may be a worktree here too: a reply is refused, never put in a local box
+    boxes_before = sorted(p.name for p in (w.vm.mail / "box").iterdir())
+    replied = w.vm.cli("reply", msg_id, "--", "back to you?", cwd=w.vm.web)
+    assert replied.returncode == 1 and "laptop:" in replied.stderr, replied.stderr
+    assert sorted(p.name for p in (w.vm.mail / "box").iterdir()) == boxes_before
+    assert w.vm.ids(w.vm.api, "inbox") == []
     ctx = consume(w.vm, "s-vm")
     assert "hello from the laptop" in ctx
     assert w.vm.ids(w.vm.web, "seen") == [msg_id] and w.vm.ids(w.vm.web, "inbox") == []

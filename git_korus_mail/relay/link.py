@@ -222,7 +222,13 @@ class Relay:
         now = time.time()
         ttl = max(60.0, message.expires_at(msg) - parse_stamp(msg["sent_at"]))
         msg["expires_at"] = utc_stamp(now + ttl)
-        msg["from"] = {**msg["from"], "clone": f"{env.get('from_label')}:{env.get('from_clone')}"}
+        # the sender's path names a directory on another machine: prefixed with its clone's label,
+        # it can never be taken for a worktree here (the same layout on two machines is common),
+        # so a `reply` to it is refused rather than misrouted (replies across: docs/RELAY.md, not built)
+        sender = dict(msg["from"])
+        if isinstance(sender.get("path"), str):
+            sender["path"] = f"{env.get('from_label')}:{sender['path']}"
+        msg["from"] = {**sender, "clone": f"{env.get('from_label')}:{env.get('from_clone')}"}
         box = self.root.box(key, create=True, path=path)
         assert box is not None  # for mypy: create=True makes the box or raises
         state, _ = box.fate(msg_id)
