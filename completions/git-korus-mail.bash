@@ -18,10 +18,10 @@
 # __git_find_on_cmdline) when git's completion is loaded, and equivalent local
 # code when it is not.
 
-__git_korus_mail_subcommands='send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion'
+__git_korus_mail_subcommands='send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion remote'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
-__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since '
+__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since --label --creds '
 
 # __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
 # has them (tests/test_surface.py checks that they agree).
@@ -43,6 +43,7 @@ __git_korus_mail_options ()
 	install)          echo '--repo= --scope= --client= --urgent --force --trust-codex-config' ;;
 	uninstall)        echo '--repo= --scope= --purge --yes' ;;
 	completion)       echo '--repo= --ids=' ;;
+	remote)           echo '--repo= --json --label= --creds= --force' ;;
 	esac
 }
 
@@ -313,7 +314,7 @@ __git_korus_mail_value ()
 		done
 		;;
 	*)
-		# --ttl, --session, --timeout: free-form; offer nothing, not even file names
+		# --ttl, --session, --timeout, --label, --creds: free-form; offer nothing, not even file names
 		COMPREPLY=()
 		compopt +o default +o bashdefault 2>/dev/null
 		;;
@@ -383,6 +384,12 @@ _git_korus_mail ()
 			else
 				COMPREPLY=()
 			fi
+			return
+		fi
+		;;
+	remote)
+		if [[ $cur != -* && $prev == remote ]]; then
+			__git_korus_mail_comp 'add remove'
 			return
 		fi
 		;;

@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion
+set -g __git_korus_mail_commands send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion remote
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since --label --creds
                 set skip 1
             case '-*'
             case '*'
@@ -129,7 +129,7 @@ function __git_korus_mail_no_arg_yet
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since --label --creds
                 set skip 1
             case '-*'
             case '*'
@@ -305,10 +305,11 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -a doctor -d 'Check wiring, permissions, claims, clock'
         complete -c $c -n $top -f -a release -d 'Let go of a claim whose owner is gone'
         complete -c $c -n $top -f -a completion -d 'Print a shell completion script'
+        complete -c $c -n $top -f -a remote -d 'Mail between clones on several machines (a NATS link)'
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion remote' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -375,5 +376,12 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using completion' -f -a 'bash zsh fish' -d Shell
         complete -c $c -n '__git_korus_mail_using completion' \
             -x -l ids -d 'The ids a command takes here, one a line'
+
+        # remote
+        complete -c $c -n '__git_korus_mail_using remote; and __git_korus_mail_no_arg_yet' -f -a 'add remove' -d Action
+        complete -c $c -n '__git_korus_mail_using remote' -f -l json -d 'Machine-readable output'
+        complete -c $c -n '__git_korus_mail_using remote' -x -l label -d 'The name of this clone for the others'
+        complete -c $c -n '__git_korus_mail_using remote' -x -l creds -d 'A NATS credentials file'
+        complete -c $c -n '__git_korus_mail_using remote' -f -l force -d 'Remove even while mail waits in the outbox'
     end
 end

@@ -33,6 +33,7 @@ commands:
   doctor      check wiring, permissions, claims, quarantine and clock
   release     let go of a claim whose owner you know is gone (doctor names them)
   completion  print a shell completion script (bash, zsh, fish)
+  remote      mail between clones on several machines: add a NATS link, show it, remove it
 
 `git korus-mail help <command>` shows a command's usage; `git help korus-mail` the manual.
 """
@@ -296,6 +297,26 @@ only reads.
 options:
   --ids=<command>   read, reply, cancel or release
   --repo=<path>     the clone whose ids to list
+""",
+    "remote": """\
+usage:
+  git korus-mail remote [--repo=<path>] [--json]
+  git korus-mail remote add [--repo=<path>] <url> [--label=<name>] [--creds=<file>]
+  git korus-mail remote remove [--repo=<path>] [--force]
+
+Carry mail to the clones of this repository on other machines, over a NATS JetStream
+server (docs/RELAY.md). `remote add` joins the server's namespace for this repository and
+starts this clone's relay (one per clone); `remote` shows the link, its lag and the outbox
+(and starts the relay if none runs); `remote remove` stops the relay and undoes all of it.
+Then `send --to <label>:<worktree>` mails a worktree of another clone.
+
+options:
+  <url>            the server, nats://host:port or tls://host:port
+  --label=<name>   this clone's name for the others (default: the host name)
+  --creds=<file>   a NATS credentials file (user JWT and nkey seed)
+  --force          remove even while mail waits in the outbox (it is never sent)
+  --repo=<path>    the clone
+  --json           machine-readable
 """,
 }
 

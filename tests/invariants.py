@@ -35,7 +35,7 @@ import stat
 
 from git_korus_mail.store.message import Invalid, parse
 
-ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits",
+ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits", "relay",
               "live", "fast"}
 LIVE_NAME = re.compile(r"^\d+-(\d+|x)-[0-9a-f]{8}$")  # store/life.py
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")

@@ -63,7 +63,7 @@ def test_usage_surface_is_what_the_cli_parses(cmds):
     """The derivation reads what docopt reads: spot-check it against literal values."""
     assert surface.subcommands() == ["send", "ask", "reply", "list", "who", "status", "inbox", "read", "log", "cancel", "forward", "off",
                                      "on", "drain",
-                                     "install", "uninstall", "doctor", "release", "completion"]
+                                     "install", "uninstall", "doctor", "release", "completion", "remote"]
     assert cmds[None].options == {"--version": False, "-h": False, "--help": False}
     assert cmds["send"].values == {"--to": (".", "all"), "--kind": ("note", "handoff", "alert")}
     assert cmds["uninstall"].values == {"--scope": ("local", "user")}

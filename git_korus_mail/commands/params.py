@@ -80,6 +80,12 @@ def typed(command: str, a: "Docopt") -> "Tuple[Command, object]":
     if command == "release":
         from git_korus_mail.commands import release as release_cmd
         return release_cmd, release_cmd.ReleaseArgs(id=a["<id>"])
+    if command == "remote":
+        from git_korus_mail.commands import remote as remote_cmd
+        action = "add" if a.get("add") else "remove" if a.get("remove") else None
+        return remote_cmd, remote_cmd.RemoteArgs(action=action, url=a.get("<url>"), label=a.get("--label"),
+                                                 creds=a.get("--creds"), force=bool(a.get("--force")),
+                                                 json=bool(a.get("--json")))
     if command == "completion":
         from git_korus_mail.commands import completion as completion_cmd
         if a.get("--ids"):

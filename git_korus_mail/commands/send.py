@@ -16,6 +16,8 @@ MAX_DESTINATIONS = 8
 
 TYPE_CHECKING = False  # mypy reads the block below
 if TYPE_CHECKING:
+    from typing import Any, Dict, List, Sequence
+
     from git_korus_mail.core.clone import Clone
 
 
@@ -68,7 +70,14 @@ def run(clone: "Clone", args: SendArgs, out: IO[str]) -> int:
         raise UsageError(f"--session {args.session!r}: not a session id")
     body = send.read_body(args.body)
     send.check_body(body)
-    targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees,
+    remote, to = _remote(clone, args.to)
+    if any("error" in r for r in remote):
+        for r in remote:
+            sys.stderr.write(f"git korus-mail: not queued: {r.get('error') or r['dest'] + ': nothing is queued while another destination cannot be mailed'}\n")
+        return 1
+    if remote and not to:
+        return _send_remote(clone, args, remote, body, ttl, out)
+    targets = send.resolve(clone, to, create=args.create, all_worktrees=args.all_worktrees,
                            roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
     sender_session, sender_launch = clients.sender_of(os.environ)
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
@@ -93,4 +102,47 @@ def run(clone: "Clone", args: SendArgs, out: IO[str]) -> int:
                 sys.stderr.write(f"git korus-mail: not queued: {r['error']}\n")
         if off and any(r["ok"] for r in results):
             out.write("note: delivery is off (mail/OFF); it stays queued until `git korus-mail on`\n")
+    if remote:
+        if any(not r["ok"] for r in results):
+            sys.stderr.write("git korus-mail: not queued for another clone while a destination here failed: "
+                             + ", ".join(r["dest"] for r in remote) + "\n")
+            return 1
+        return _send_remote(clone, args, remote, body, ttl, out)
     return 1 if any(not r["ok"] for r in results) else 0
+
+
+def _remote(clone: "Clone", dests: "Sequence[str]") -> "Tuple[List[Dict[str, Any]], List[str]]":
+    """(remote destinations resolved, the local ones): `<label>:<worktree>` names another clone's
+    box only when this clone has a remote (docs/RELAY.md); otherwise nothing changes."""
+    if not any(":" in d for d in dests):
+        return [], list(dests)
+    from git_korus_mail.relay import address  # no nats: one stat when no remote is configured
+    remote: "List[Dict[str, Any]]" = []
+    rest: "List[str]" = []
+    for d in dests:
+        r = address.resolve(clone.common_dir, d)
+        if r is None:
+            rest.append(d)
+        elif "local" in r:
+            rest.append(r["local"])  # our own label: this clone's worktree
+        else:
+            remote.append(r)
+    return remote, rest
+
+
+def _send_remote(clone: "Clone", args: SendArgs, remote: "List[Dict[str, Any]]", body: str, ttl: int,
+                 out: "IO[str]") -> int:
+    from git_korus_mail.core import send as core_send
+    from git_korus_mail.relay import address
+    sender_session, sender_launch = clients.sender_of(os.environ)
+    root = clone.mail_root(create=True)
+    sender = core_send.sender_record(clone, sender_session, sender_launch)
+    results = address.queue(clone.common_dir, root, remote, body, args.kind, ttl, sender, args.session, args.wake)
+    how = address.link_words(clone.common_dir)
+    if args.json:
+        out.write(json.dumps({"results": results, "link": how}, indent=2) + "\n")
+        return 0
+    for r in results:
+        out.write(f"queued {r['id']} -> {r['remote']}:{r['path']} ({r['box'].rsplit('-', 1)[0]})\n")
+        out.write(f"  for another clone: {how}\n")
+    return 0

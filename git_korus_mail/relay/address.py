@@ -1,0 +1,100 @@
+"""`<label>:<worktree>`: a box on another clone of the repository (docs/RELAY.md, "Addressing").
+
+Resolved from the directory the relay keeps (relay/peers.json, each clone's own account of its
+worktrees), without the network, and refused before anything is queued when it names no box.
+No nats here: `send` imports this module only when a remote is configured.
+"""
+
+import os
+import time
+
+from git_korus_mail.relay import local
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+
+def split(dest: str) -> "Optional[tuple[str, str]]":
+    """(label, worktree) when `dest` has the remote form; a path (`/`, `~`, `.` first) never does."""
+    if ":" not in dest or dest[:1] in ("/", "~", "."):
+        return None
+    label, _, wt = dest.partition(":")
+    if not label or "/" in label or not wt:
+        return None
+    return label, wt
+
+
+def resolve(common_dir: str, dest: str) -> "Optional[Dict[str, Any]]":
+    """None: not a remote destination here (no remote configured, or not the form, or our own
+    label: the caller resolves the worktree part locally). Otherwise a dict with either
+    "error" or "clone", "label", "key", "path", "name"."""
+    parts = split(dest)
+    if parts is None or not local.configured(common_dir):
+        return None
+    label, wt = parts
+    conf = local.load_config(common_dir)
+    if conf is None:
+        return {"dest": dest, "error": f"{dest}: this clone's remote configuration is unreadable (git korus-mail remote)"}
+    if label == conf.get("label"):
+        return {"dest": dest, "local": wt}
+    peers = local.load_peers(common_dir)
+    if peers is None:
+        return {"dest": dest, "error": f"{dest}: the relay has not read the other clones yet "
+                                       f"(git korus-mail remote shows the link)"}
+    clones = [(cid, p) for cid, p in sorted(peers.items()) if isinstance(p, dict) and p.get("label") == label]
+    if not clones:
+        known = ", ".join(sorted(str(p.get("label")) for cid, p in peers.items()
+                                 if isinstance(p, dict) and cid != conf.get("clone"))) or "(none)"
+        return {"dest": dest, "error": f"{dest}: no clone is labelled {label}; other clones: {known}"}
+    cid, peer = clones[0]
+    worktrees: "List[Dict[str, Any]]" = [w for w in peer.get("worktrees") or () if isinstance(w, dict)]
+    hits = [w for w in worktrees if wt in (w.get("name"), w.get("path"), os.path.basename(str(w.get("path"))))]
+    if not hits and len(wt) >= 4:
+        hits = [w for w in worktrees if str(w.get("key", "")).startswith(wt)
+                or str(w.get("key", "")).rsplit("-", 1)[-1].startswith(wt)]
+    if len(hits) != 1:
+        names = ", ".join(str(w.get("name")) for w in worktrees) or "(none)"
+        why = "ambiguous" if hits else "no such worktree"
+        return {"dest": dest, "error": f"{dest}: {why} on {label}; its worktrees: {names}"}
+    w = hits[0]
+    return {"dest": dest, "clone": cid, "label": label, "key": str(w["key"]), "path": str(w["path"]),
+            "name": str(w.get("name")), "directory_age": time.time() - float(peer.get("updated") or 0)}
+
+
+def envelope(conf: "Dict[str, Any]", target: "Dict[str, Any]", msg: "Dict[str, Any]") -> "Dict[str, Any]":
+    """What the relay publishes: the message, and who it goes to and comes from (the from_clone
+    is the sender's own claim until subject permissions prove it, docs/RELAY.md "Trust")."""
+    return {"v": local.FORMAT, "type": "mail", "id": msg["id"], "to_clone": target["clone"],
+            "to_label": target["label"], "from_clone": conf["clone"], "from_label": conf["label"],
+            "queued_at": time.time(), "msg": msg}
+
+
+def queue(common_dir: str, root: "Any", targets: "List[Dict[str, Any]]", body: str, kind: str, ttl: int,
+          sender: "Dict[str, Any]", session: "Optional[str]", wake: bool) -> "List[Dict[str, Any]]":
+    """One message per remote target into this clone's outbox (the relay publishes it, now or
+    once the link is back), then the relay started if none runs. Results as send's."""
+    from git_korus_mail.store import message
+    conf = local.load_config(common_dir)
+    assert conf is not None  # resolve() found it
+    results = []
+    for t in targets:
+        msg = message.build(body, t["path"], t["key"], sender, kind=kind, ttl_minutes=ttl, session=session,
+                            wake=None if wake else False)
+        local.queue(common_dir, envelope(conf, t, msg))
+        root.journal("relay-queued", id=msg["id"], to=f"{t['label']}:{t['path']}", box=t["key"])
+        results.append({"to": t["dest"], "ok": True, "id": msg["id"], "path": t["path"], "box": t["key"],
+                        "remote": t["label"], "session": session, "expires_at": msg["expires_at"],
+                        "warnings": []})
+    local.start(common_dir)
+    return results
+
+
+def link_words(common_dir: str) -> str:
+    """How the outbox will leave, for the sender: said plainly when the link is down."""
+    state = local.load_state(common_dir) or {}
+    if state.get("connected") and time.time() - float(state.get("updated") or 0) < 5:
+        return "the relay is sending it"
+    why = f" ({state['error']})" if state.get("error") else ""
+    return (f"the link is down{why}: it waits in this clone's outbox and leaves when the link is back "
+            f"(git korus-mail remote)")

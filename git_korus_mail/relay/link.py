@@ -1,0 +1,362 @@
+"""The relay process: one per clone, started by `remote add` (and by a send that queued remote
+mail while none ran). `python -m git_korus_mail.relay.link <common dir>`.
+
+This module and relay/server.py are the ones that import nats (docs/RELAY.md, "Cost"). Its loop:
+  - the outbox: publish each entry with Nats-Msg-Id = the message id, remove it on the ack;
+  - incoming: a durable pull consumer on this clone's subject; each message is put into its
+    inbox through the store's publish, guarded by relay/received/<id>.json and the box's fate
+    so that a redelivery (the relay killed before its ack) never doubles it; then the ack;
+  - fates: once a message received here is consumed (the local receipt decides) or otherwise
+    final, that fate goes back to the sender's clone, which records it in relay/sent/;
+  - the directory: this clone's worktrees into the namespace's KV bucket, every clone's into
+    relay/peers.json (what send resolves `<label>:<worktree>` with, offline);
+  - relay/state.json: the link, the lag (mail waiting for us on the server), the last error.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+
+import nats
+from nats.errors import NoServersError, TimeoutError as NatsTimeout
+from nats.js import api
+from nats.js.errors import NoKeysError
+
+from git_korus_mail import crash
+from git_korus_mail.stamps import parse_stamp, utc_stamp
+from git_korus_mail.relay import local, names
+from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional
+
+POLL = 0.02          # the outbox's poll: a send waits at most this long for the relay to see it
+FATE_POLL = 0.25     # how often received mail's fate is looked at
+DIRECTORY_EVERY = 1.0  # a new clone or worktree reaches the others within about this
+STATE_EVERY = 1.0
+ACK_WAIT = 3.0       # a message this relay took but never acked (killed) is redelivered after this
+
+
+def worktrees_of(common_dir: str) -> "list[Dict[str, str]]":
+    from git_korus_mail.core import gitrepo, keys
+    out = []
+    for wt in gitrepo.list_worktrees(common_dir):
+        if wt.prunable:
+            continue
+        k = keys.key_of_root(wt.path)
+        out.append({"name": wt.name, "path": wt.path, "key": k.name})
+    return out
+
+
+class Relay:
+    def __init__(self, common_dir: str, conf: "Dict[str, Any]") -> None:
+        self.common_dir = common_dir
+        self.conf = conf
+        self.ns = conf["namespace"]
+        self.nc: "Any" = None
+        self.js: "Any" = None
+        self.kv: "Any" = None
+        self.sub: "Any" = None
+        self.error: "Optional[str]" = None
+        self.pending: "Optional[int]" = None
+        self.connected_since: "Optional[float]" = None
+        self.last_ok: "Optional[float]" = None
+        self.stopping = False
+        from git_korus_mail.store.files import MailRoot
+        root = MailRoot.open(common_dir, create=True)
+        assert root is not None  # for mypy: create=True makes the root or raises
+        self.root = root
+
+    # -- the loop ---------------------------------------------------------------------
+    async def run(self) -> None:
+        tasks = [asyncio.ensure_future(self.supervised(t)) for t in (
+            self.keep_connected, self.pump_outbox, self.take_incoming, self.send_fates, self.keep_directory,
+            self.keep_state)]
+        try:
+            while not self.stopping:
+                await asyncio.sleep(0.1)
+        finally:
+            for t in tasks:
+                t.cancel()
+            self.save_state()
+
+    async def supervised(self, loop: "Any") -> None:
+        """One of the relay's loops, started again after an error it did not expect (a store that
+        refused a box, a full disk): a dead task would stop that work while the link looked up.
+        A message being taken when it failed was not acked: the server gives it again."""
+        while not self.stopping:
+            try:
+                await loop()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - reported in state.json and relay.log, then retried
+                import traceback
+                self.error = f"{loop.__name__}: {exc or type(exc).__name__}"
+                traceback.print_exc()
+                sys.stderr.flush()
+                await asyncio.sleep(1)
+
+    def link_up(self) -> bool:
+        return self.nc is not None and self.nc.is_connected and self.sub is not None
+
+    async def keep_connected(self) -> None:
+        while not self.stopping:
+            if self.nc is None:
+                try:
+                    self.nc = await connect(self.conf)
+                    self.js = self.nc.jetstream(timeout=3)
+                    await ensure_stream(self.js, self.ns)
+                    self.kv = await ensure_bucket(self.js, self.ns)
+                    cfg = api.ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=256)
+                    self.sub = await self.js.pull_subscribe(names.subject_to(self.ns, self.conf["clone"]),
+                                                            durable=names.durable(self.conf["clone"]),
+                                                            stream=names.stream(self.ns), config=cfg)
+                    self.connected_since = time.time()
+                    self.error = None
+                except (OSError, NoServersError, NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
+                    self.error = f"cannot reach {self.conf['url']}: {exc or type(exc).__name__}"
+                    await self._drop()
+                    await asyncio.sleep(0.5)
+                    continue
+            if not self.nc.is_connected:
+                self.connected_since = None
+            await asyncio.sleep(0.2)
+
+    async def _drop(self) -> None:
+        nc, self.nc, self.sub, self.js, self.kv = self.nc, None, None, None, None
+        if nc is not None:
+            try:
+                await nc.close()
+            except Exception:  # noqa: BLE001 - a dead link closes however it can
+                pass
+
+    # -- outgoing ------------------------------------------------------------------------
+    async def pump_outbox(self) -> None:
+        while not self.stopping:
+            ids = local.outbox_ids(self.common_dir)
+            if not ids or not self.link_up():
+                await asyncio.sleep(POLL)
+                continue
+            for msg_id in ids:
+                if not await self.publish_one(msg_id):
+                    break
+            await asyncio.sleep(POLL)
+
+    async def publish_one(self, msg_id: str) -> bool:
+        env = local.read_entry(self.common_dir, local.OUTBOX, msg_id)
+        if env is None:
+            local.remove_entry(self.common_dir, local.OUTBOX, msg_id)  # damaged: never publishable
+            self.root.journal("relay-dropped", id=msg_id, why="unreadable outbox entry")
+            return True
+        try:
+            ack = await self.js.publish(names.subject_to(self.ns, env["to_clone"]), local.encode(env),
+                                        timeout=3, headers={"Nats-Msg-Id": msg_id})
+        except Exception as exc:  # noqa: BLE001 - a timeout, a refused publish, a lost link: it stays queued
+            self.error = f"publish {msg_id}: {exc or type(exc).__name__}; it waits in the outbox"
+            return False
+        crash.point("relay:published")
+        self.last_ok = time.time()
+        local.mark(self.common_dir, local.SENT, msg_id,
+                   {"id": msg_id, "to_clone": env["to_clone"], "to_label": env["to_label"],
+                    "box": env["msg"]["to"]["key"], "path": env["msg"]["to"]["path"], "published_at": time.time(),
+                    "seq": ack.seq, "duplicate": bool(ack.duplicate)})
+        crash.point("relay:sent-recorded")
+        local.remove_entry(self.common_dir, local.OUTBOX, msg_id)
+        self.root.journal("relay-published", id=msg_id, to=f"{env['to_label']}:{env['msg']['to']['path']}")
+        return True
+
+    # -- incoming ------------------------------------------------------------------------
+    async def take_incoming(self) -> None:
+        while not self.stopping:
+            if not self.link_up():
+                await asyncio.sleep(0.1)
+                continue
+            try:
+                msgs = await self.sub.fetch(16, timeout=1)
+            except (NatsTimeout, asyncio.TimeoutError):
+                continue
+            except Exception as exc:  # noqa: BLE001 - the link went: keep_connected mends it
+                self.error = f"fetch: {exc or type(exc).__name__}"
+                await asyncio.sleep(0.2)
+                continue
+            for m in msgs:
+                self.last_ok = time.time()
+                if self.take_one(m.data):
+                    await m.ack()
+
+    def take_one(self, data: bytes) -> bool:
+        """Put one incoming envelope where it belongs; True when it may be acked."""
+        try:
+            env = json.loads(data.decode("utf-8"))
+            kind = env.get("type")
+        except (ValueError, AttributeError):
+            self.root.journal("relay-refused", why="not JSON")
+            return True
+        if kind == "fate":
+            return self.take_fate(env)
+        if kind != "mail":
+            self.root.journal("relay-refused", why=f"unknown type {str(kind)[:20]!r}")
+            return True
+        return self.deliver(env)
+
+    def deliver(self, env: "Dict[str, Any]") -> bool:
+        from git_korus_mail.errors import MailError
+        from git_korus_mail.store import message
+        raw = env.get("msg")
+        try:
+            msg = message.parse(local.encode(raw), expected_id=env.get("id"))
+        except message.Invalid as exc:
+            self.root.journal("relay-refused", id=str(env.get("id"))[:64], why=str(exc))
+            return True
+        msg_id = msg["id"]
+        if local.read_entry(self.common_dir, local.RECEIVED, msg_id) is not None:
+            return True  # a redelivery of mail put in its inbox already
+        key, path = msg["to"]["key"], msg["to"].get("path")
+        if not isinstance(path, str):
+            path = None
+        # the receiver's clock decides expiry (docs/RELAY.md): the sender's TTL, from arrival
+        now = time.time()
+        ttl = max(60.0, message.expires_at(msg) - parse_stamp(msg["sent_at"]))
+        msg["expires_at"] = utc_stamp(now + ttl)
+        # the sender's path names a directory on another machine: prefixed with its clone's label,
+        # it can never be taken for a worktree here (the same layout on two machines is common),
+        # so a `reply` to it is refused rather than misrouted (replies across: docs/RELAY.md, not built)
+        sender = dict(msg["from"])
+        if isinstance(sender.get("path"), str):
+            sender["path"] = f"{env.get('from_label')}:{sender['path']}"
+        msg["from"] = {**sender, "clone": f"{env.get('from_label')}:{env.get('from_clone')}"}
+        box = self.root.box(key, create=True, path=path)
+        assert box is not None  # for mypy: create=True makes the box or raises
+        from git_korus_mail.store import records  # loaded where used
+        state, _ = records.fate(box, msg_id)
+        if state == "gone":
+            try:
+                from git_korus_mail.store import publish  # loaded where used
+                publish.publish(box, msg, message.encode(msg))
+            except MailError:
+                pass  # queued already: a publish of ours killed after its link
+            crash.point("relay:inbox-published")
+            self.root.journal("relay-received", id=msg_id, box=key, sender=f"{env.get('from_label')}")
+        local.mark(self.common_dir, local.RECEIVED, msg_id,
+                   {"id": msg_id, "box": key, "from_clone": env.get("from_clone"), "received_at": now,
+                    "fate": None})
+        crash.point("relay:received-marked")
+        return True
+
+    # -- fates -----------------------------------------------------------------------------
+    async def send_fates(self) -> None:
+        """A received message's fate, once final here, goes back to its sender's clone."""
+        while not self.stopping:
+            await asyncio.sleep(FATE_POLL)
+            if not self.link_up():
+                continue
+            for msg_id in local.received_ids(self.common_dir):
+                rec = local.read_entry(self.common_dir, local.RECEIVED, msg_id)
+                if rec is None or rec.get("fate") is not None:
+                    continue
+                box = self.root.box(str(rec.get("box")))
+                if box is None:
+                    continue
+                from git_korus_mail.store import records  # loaded where used
+                state, detail = records.fate(box, msg_id)
+                if state in ("queued", "consumed-unmoved"):
+                    continue
+                fate: "Dict[str, Any]" = {"state": state}
+                if state == "consumed":
+                    from git_korus_mail.store import records  # loaded where used
+                    receipt = records.receipt(box, msg_id) or {}
+                    fate.update(session=detail, at=receipt.get("consumed_at"),
+                                receipt=receipt)
+                env = {"v": local.FORMAT, "type": "fate", "id": msg_id, "from_clone": self.conf["clone"],
+                       "from_label": self.conf["label"], "fate": fate}
+                try:
+                    await self.js.publish(names.subject_to(self.ns, str(rec.get("from_clone"))), local.encode(env),
+                                          timeout=3, headers={"Nats-Msg-Id": f"fate-{msg_id}"})
+                except Exception as exc:  # noqa: BLE001 - retried at the next poll
+                    self.error = f"fate {msg_id}: {exc or type(exc).__name__}"
+                    break
+                crash.point("relay:fate-published")
+                local.mark(self.common_dir, local.RECEIVED, msg_id, {**rec, "fate": fate}, replace=True)
+
+    def take_fate(self, env: "Dict[str, Any]") -> bool:
+        msg_id = str(env.get("id"))
+        rec = local.read_entry(self.common_dir, local.SENT, msg_id)
+        if rec is None:
+            return True  # a fate of mail this clone did not send (or forgot): nothing to record
+        local.mark(self.common_dir, local.SENT, msg_id, {**rec, "fate": env.get("fate")}, replace=True)
+        return True
+
+    # -- the directory and the state ----------------------------------------------------------
+    async def keep_directory(self) -> None:
+        while not self.stopping:
+            if self.link_up():
+                try:
+                    await self.publish_directory()
+                except Exception as exc:  # noqa: BLE001 - the next round tries again
+                    self.error = f"directory: {exc or type(exc).__name__}"
+            await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)
+
+    async def publish_directory(self) -> None:
+        me = {"label": self.conf["label"], "worktrees": worktrees_of(self.common_dir), "updated": time.time()}
+        await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
+        peers: "Dict[str, Any]" = {}
+        try:
+            keys = await self.kv.keys()
+        except NoKeysError:
+            keys = []
+        for k in keys:
+            if k.startswith("clone."):
+                try:
+                    peers[k[len("clone."):]] = json.loads((await self.kv.get(k)).value.decode())
+                except Exception:  # noqa: BLE001 - one unreadable entry hides one clone, not all
+                    continue
+        local.save_peers(self.common_dir, peers)
+        try:
+            info = await self.sub.consumer_info()
+            self.pending = int(info.num_pending) + int(info.num_ack_pending)
+        except Exception:  # noqa: BLE001 - the lag is a report, never a failure
+            self.pending = None
+
+    async def keep_state(self) -> None:
+        while not self.stopping:
+            self.save_state()
+            await asyncio.sleep(STATE_EVERY)
+
+    def save_state(self) -> None:
+        up = self.link_up() and not self.stopping
+        local.save_state(self.common_dir, {
+            "pid": os.getpid(), "connected": up, "since": self.connected_since if up else None,
+            "last_ok": self.last_ok, "error": None if up else self.error, "pending": self.pending,
+            "updated": time.time()})
+
+
+def main(argv: "list[str]") -> int:
+    common_dir = argv[0]
+    conf = local.load_config(common_dir)
+    if conf is None:
+        sys.stderr.write("korus-mail relay: no remote configured here (git korus-mail remote add)\n")
+        return 1
+    lock = local.take_lock(common_dir)
+    if lock is None:
+        return 0  # a relay runs for this clone already: at most one (docs/RELAY.md)
+    relay = Relay(common_dir, conf)
+    loop = asyncio.new_event_loop()
+
+    def stop(*_: "Any") -> None:
+        relay.stopping = True
+    loop.add_signal_handler(signal.SIGTERM, stop)
+    loop.add_signal_handler(signal.SIGINT, stop)
+    try:
+        loop.run_until_complete(relay.run())
+        loop.run_until_complete(relay._drop())
+    finally:
+        loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

