@@ -67,8 +67,8 @@ def test_usage_surface_is_what_the_cli_parses(cmds):
     assert cmds[None].options == {"--version": False, "-h": False, "--help": False}
     assert cmds["send"].values == {"--to": (".", "all"), "--kind": ("note", "handoff", "alert")}
     assert cmds["uninstall"].values == {"--scope": ("local", "user")}
-    assert cmds["install"].values == {"--scope": ("local", "user"), "--client": ("claude", "codex", "all")}
-    assert cmds["drain"].values == {"--client": ("claude", "codex")}
+    assert cmds["install"].values == {"--scope": ("local", "user"), "--client": ("claude", "codex", "gemini", "all")}
+    assert cmds["drain"].values == {"--client": ("claude", "codex", "gemini")}
     assert cmds["forward"].values == {"--to": (".",)}
     assert cmds["completion"].choices == ("bash", "zsh", "fish")
     assert cmds["send"].end_of_options and cmds["send"].arguments == ("<body>",)
