@@ -108,6 +108,10 @@ def folder_trusted(path):
     return None if best is None else best[1]
 
 
+# the setting that lets the model run `git korus-mail ...` (and nothing else) without a confirmation
+ALLOW_LINE = '"tools": {"allowed": ["run_shell_command(git korus-mail)"]}'
+
+
 def after_wiring(clone, scope, wired, scope_rec, out):
     """Trusts nothing; says what Gemini's trust decides, and names what was left alone."""
     if os.environ.get(POST_CHECKOUT_ENV):
@@ -122,6 +126,9 @@ def after_wiring(clone, scope, wired, scope_rec, out):
         out.write("gemini trust  Gemini runs no hook in a folder you have not trusted (and trusting one also "
                   "turns on its own .gemini/ settings); install trusted nothing. Not trusted in "
                   f"{trusted_folders_path()}: {', '.join(untrusted)}\n")
+    out.write(f"gemini shell  in Gemini's default approval mode a headless run (-p) offers the model no shell tool, "
+              f"and the terminal UI asks you at each command: to let the model send, ask and reply, add "
+              f"{ALLOW_LINE} to {settingsfile.user_settings_path()} (install does not)\n")
     return []
 
 

@@ -1,0 +1,144 @@
+"""The real Gemini CLI (0.61.0, pinned by install-gemini.sh), offline against geminimock on
+127.0.0.1, in a worktree wired by `git korus-mail install --client gemini`, in Gemini's DEFAULT
+approval mode unless a test says otherwise (docs/CLIENTS.md, "Gemini CLI").
+
+The person's own choices are made as a person would make them, never by install: the folder is
+trusted in ~/.gemini/trustedFolders.json (Gemini runs no hook in an untrusted folder), and where
+the model must run `git korus-mail`, the one setting that allows it (tools.allowed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from geminidriver import Gemini
+from geminimock import call, shell, text
+
+pytestmark = pytest.mark.e2e
+
+HELPER_BIN = os.path.dirname(sys.executable)
+HELPER = os.path.join(HELPER_BIN, "git-korus-mail")
+PATH = HELPER_BIN + os.pathsep + os.environ.get("PATH", "")
+
+
+def cli(*args, cwd, home, check=True, env=None):
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "GEMINI"))}
+    full.update(PATH=PATH, HOME=str(home), **(env or {}))
+    proc = subprocess.run([HELPER, *args], cwd=str(cwd), env=full, capture_output=True, text=True, timeout=120)
+    if check:
+        assert proc.returncode == 0, f"git-korus-mail {args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture
+def home(tmp_path):
+    h = tmp_path / "home"
+    h.mkdir()
+    return h
+
+
+@pytest.fixture
+def gemini(gemini_bin, geminimock, home):
+    g = Gemini(gemini_bin, geminimock, home, path_prefix=HELPER_BIN)
+    yield g
+    g.cleanup()
+
+
+@pytest.fixture
+def wired(clone, gemini, home):
+    """The clone wired for Gemini (local scope), and every worktree trusted by the person."""
+    out = cli("install", "--client", "gemini", cwd=clone.main, home=home).stdout
+    assert "install trusted nothing" in out and "run_shell_command(git korus-mail)" in out
+    gemini.trust(clone.main, clone.web)
+    return out
+
+
+def hook_texts(mock, needle):
+    return [t for r in mock.agent_requests() for t in r.texts("user") + r.function_responses() if needle in t]
+
+
+def test_gemini_is_shown_mail_once_consumes_it_at_after_agent_and_a_resume_sees_nothing_new(
+        clone, gemini, geminimock, home, wired):
+    cli("send", "--to", "../web", "the build is green, says api", cwd=clone.main, home=home)
+    geminimock.set_script([text("noted")])
+    run = gemini.run("what is new?", cwd=clone.web).check()
+    seen = hook_texts(geminimock, "the build is green, says api")
+    assert seen and "<hook_context>" in seen[0]  # shown as hook context, at SessionStart or BeforeAgent
+    assert any("1 message from ../api" in line and "shown to the model" in line for line in run.person_lines()), run.stderr
+    assert geminimock.peers == {"127.0.0.1"}
+    status = json.loads(cli("status", "--json", cwd=clone.main, home=home).stdout)
+    [sent] = status["sent"]
+    assert sent["fate"]["state"] == "consumed" and sent["fate"]["session"] == run.session_id
+    # the resumed session: Gemini replays its history (the mail is in it), but nothing is shown anew
+    before = len(geminimock.agent_requests())
+    geminimock.set_script([text("still nothing")])
+    again = gemini.run("anything else?", cwd=clone.web, resume=run.session_id).check()
+    assert again.session_id == run.session_id
+    assert not any("shown to the model" in line for line in again.person_lines())
+    later = geminimock.agent_requests()[before:]
+    assert later and not any("[mail 1/1" in t and "begin]" in t for r in later for t in r.texts("user")[-1:])
+    box = json.loads(cli("inbox", "--json", cwd=clone.web, home=home).stdout)
+    assert not [m for m in box.get("messages", []) if m.get("state") in ("queued", "seen")]
+
+
+def test_a_question_to_gemini_is_answered_by_its_final_text(clone, gemini, geminimock, home, wired):
+    """`ask` from main while Gemini works in web: shown at AfterTool, answered by AfterAgent's
+    prompt_response (the automatic answer)."""
+    def wait_for_question(_request):
+        for _ in range(600):
+            inbox = [p for p in (clone.mail_root / "box").glob("*/inbox/*.json")]
+            if inbox:
+                break
+            time.sleep(0.05)
+        return call("list_directory", {"dir_path": str(clone.web)})
+    geminimock.set_script([wait_for_question, text("forty-two, says gemini")])
+    worker = gemini.start("work on it", cwd=clone.web)
+    presence = list((clone.mail_root / "box").glob("*/sessions/*.json"))
+    for _ in range(600):
+        presence = [p for p in (clone.mail_root / "box").glob("*/sessions/*.json") if '"working"' in p.read_text()]
+        if presence:
+            break
+        time.sleep(0.05)
+    assert presence, "Gemini's session never said it was working"
+    asked = cli("ask", "--to", "../web", "--timeout", "90", "--json", "what is six times seven?",
+                cwd=clone.main, home=home)
+    out, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err
+    assert hook_texts(geminimock, "what is six times seven?")
+    answer = json.loads(asked.stdout)
+    assert answer["status"] == "done" and "forty-two, says gemini" in json.dumps(answer), asked.stdout
+
+
+def test_send_from_geminis_shell_tool_in_its_default_approval_mode(clone, gemini, geminimock, home, wired):
+    """Headless, Gemini's default approval mode offers no shell tool at all; the person's one
+    setting (tools.allowed) lets the model run `git korus-mail` and nothing else."""
+    geminimock.set_script([shell("git korus-mail send --to ../api \"from gemini, with love\""), text("sent")])
+    gemini.run("tell api", cwd=clone.web).check()
+    assert not list((clone.mail_root / "box").glob("*/inbox/*.json"))  # no shell tool: nothing sent
+    assert hook_texts(geminimock, 'Tool "run_shell_command" not found')
+    gemini.allow_mail_commands()
+    geminimock.set_script([shell("git korus-mail send --to ../api \"from gemini, with love\""),
+                           shell("echo not ours"), text("sent")])
+    run = gemini.run("tell api", cwd=clone.web).check()
+    assert hook_texts(geminimock, "Tool execution denied by policy")  # anything else is still asked for
+    inbox = json.loads(cli("inbox", "--json", cwd=clone.main, home=home).stdout)["messages"]
+    assert len(inbox) == 1, [r.function_responses() for r in geminimock.agent_requests()]
+    assert "from gemini, with love" in json.dumps(inbox)
+    msg = json.loads(next((clone.mail_root / "box").glob("*/inbox/*.json")).read_text())
+    assert msg["from"]["launch"].startswith("gemini:"), msg["from"]
+    assert run.session_id
+
+
+def test_who_shows_a_gemini_session_and_its_surface(clone, gemini, geminimock, home, wired):
+    geminimock.set_script([text("hello")])
+    run = gemini.run("hi", cwd=clone.web).check()
+    who = json.loads(cli("who", "--json", cwd=clone.main, home=home).stdout)
+    mine = [s for s in who["sessions"] if s.get("session") == run.session_id]
+    assert mine, who
+    assert mine[0].get("client") == "gemini" and mine[0].get("surface") == "headless", mine[0]
