@@ -142,3 +142,71 @@ def test_who_shows_a_gemini_session_and_its_surface(clone, gemini, geminimock, h
     mine = [s for s in who["sessions"] if s.get("session") == run.session_id]
     assert mine, who
     assert mine[0].get("client") == "gemini" and mine[0].get("surface") == "headless", mine[0]
+
+
+def _tmux(sock, *args, check=True):
+    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, check=check)
+
+
+def _screen_until(sock, needle, timeout=60):
+    screen = ""
+    for _ in range(int(timeout * 10)):
+        screen = _tmux(sock, "capture-pane", "-p", "-t", "g", check=False).stdout
+        if needle in screen:
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"{needle!r} never on screen:\n{screen}")
+
+
+@pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed")
+def test_an_idle_gemini_session_cannot_be_woken_send_says_so_and_its_next_prompt_shows_the_mail(
+        clone, gemini, geminimock, home, wired, tmp_path):
+    """The terminal UI in tmux: idle after SessionStart; send's verdict says it is not wakeable;
+    the next prompt shows the mail with our line to the person under the prompt."""
+    sock = f"korus-gemini-{os.getpid()}-{tmp_path.name}"
+    env = gemini.env()
+    argv = " ".join(f"{k}='{v}'" for k, v in env.items() if k in ("HOME", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+                                                                   "GEMINI_CLI_NO_RELAUNCH", "PATH", "NO_COLOR"))
+    geminimock.set_script([text("read it")])
+    try:
+        _tmux(sock, "new-session", "-d", "-s", "g", "-x", "200", "-y", "50", "-c", str(clone.web),
+              f"env {argv} '{gemini.binary}' -m gemini-2.5-flash")
+        _screen_until(sock, "Type your message")
+        for _ in range(300):
+            who = json.loads(cli("who", "--json", cwd=clone.main, home=home).stdout)["sessions"]
+            live = [s for s in who if s.get("client") == "gemini" and s.get("state") == "idle"]
+            if live:
+                break
+            time.sleep(0.1)
+        assert live and live[0].get("surface") == "terminal", who
+        sent = cli("send", "--to", "../web", "--json", "the idle one gets it later", cwd=clone.main, home=home)
+        [verdict] = json.loads(sent.stdout)["results"]
+        assert verdict["verdict"] == "queued", verdict
+        assert verdict["why"] == "the sessions there are idle and not wakeable; it is shown at their next prompt"
+        time.sleep(2)
+        assert not hook_texts(geminimock, "the idle one gets it later")  # no hook could wake it
+        _tmux(sock, "send-keys", "-t", "g", "hello")
+        time.sleep(0.5)
+        _tmux(sock, "send-keys", "-t", "g", "Enter")
+        screen = _screen_until(sock, "shown to the model")
+        assert "korus-mail: 1 message from ../api" in screen  # the person's line, in the terminal UI
+        assert hook_texts(geminimock, "the idle one gets it later")
+        _screen_until(sock, "read it")
+        _screen_until(sock, "Type your message")  # the run is over: the prompt is back
+        _tmux(sock, "send-keys", "-t", "g", "/quit")
+        time.sleep(1)
+        _tmux(sock, "send-keys", "-t", "g", "Enter")  # the first Enter may only pick /quit from the completion list
+        time.sleep(1)
+        if "> /quit" in _tmux(sock, "capture-pane", "-p", "-t", "g", check=False).stdout:
+            _tmux(sock, "send-keys", "-t", "g", "Enter")
+        for _ in range(50):
+            who = json.loads(cli("who", "--json", cwd=clone.main, home=home).stdout)["sessions"]
+            if any(s.get("client") == "gemini" and s.get("state") == "closed" for s in who):
+                break
+            time.sleep(0.1)
+        screen = _tmux(sock, "capture-pane", "-p", "-t", "g", check=False).stdout
+        assert [s.get("last_event") for s in who if s.get("client") == "gemini"] == ["SessionEnd"], screen
+        status = json.loads(cli("status", "--json", cwd=clone.main, home=home).stdout)
+        assert status["sent"][0]["fate"]["state"] == "consumed"
+    finally:
+        _tmux(sock, "kill-server", check=False)
