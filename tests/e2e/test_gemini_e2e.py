@@ -210,3 +210,44 @@ def test_an_idle_gemini_session_cannot_be_woken_send_says_so_and_its_next_prompt
         assert status["sent"][0]["fate"]["state"] == "consumed"
     finally:
         _tmux(sock, "kill-server", check=False)
+
+
+def test_a_sigkilled_gemini_launch_consumes_nothing_and_its_resume_is_shown_the_mail_before_consuming_it(
+        clone, gemini, geminimock, home, wired):
+    """Shown by a launch that is then SIGKILLed (no AfterAgent): the mail stays queued; the resumed
+    session is a new launch, is shown it again in its own request, and only then consumes it."""
+    import invariants
+    geminimock.set_script([text("first")])
+    sid = gemini.run("first", cwd=clone.web).check().session_id
+    cli("send", "--to", "../web", "for the launch that lives", cwd=clone.main, home=home)
+    import threading
+    started, release = [], threading.Event()
+
+    def hang(_request):
+        started.append(time.monotonic())
+        release.wait(60)  # the doomed launch's model never answers; the test kills it first
+        return text("never")
+    geminimock.set_script([hang])
+    doomed = gemini.start("second", cwd=clone.web, resume=sid)
+    for _ in range(600):
+        if started:
+            break
+        time.sleep(0.05)
+    assert started, "the doomed launch never asked its model"
+    assert hook_texts(geminimock, "for the launch that lives")  # shown to the doomed launch's model
+    os.killpg(doomed.pid, 9)
+    doomed.wait()
+    release.set()
+    [msg] = [p for p in (clone.mail_root / "box").glob("*/inbox/*.json")]  # not consumed: no AfterAgent ran
+    assert not list((clone.mail_root / "box").glob("*/receipts/*"))
+    before = len(geminimock.agent_requests())
+    geminimock.set_script([text("got it")])
+    gemini.run("third", cwd=clone.web, resume=sid).check()
+    resumed = geminimock.agent_requests()[before:]
+    # shown anew to this launch, in its own hook context (not only in the replayed history)
+    assert any("for the launch that lives" in t and "<hook_context>" in t
+               for t in resumed[0].texts("user")[-2:]), [r.texts("user")[-2:] for r in resumed]
+    [receipt] = [json.loads(p.read_text()) for p in (clone.mail_root / "box").glob("*/receipts/*")]
+    assert receipt["session"] == sid and str(receipt["launch"]["pid"]) != str(doomed.pid)
+    assert not msg.exists()
+    invariants.check(str(clone.mail_root), killed_debris_ok=True)
