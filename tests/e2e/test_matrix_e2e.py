@@ -13,7 +13,8 @@ Each client runs as the existing cross tests run it: Claude Code with -p and ski
 Codex with `-s danger-full-access` (its default sandbox: test_codex_sandbox_e2e.py), Gemini in
 its default approval mode with the person's one allow line for `git korus-mail`
 (test_gemini_e2e.py). A killed launch of each client, then its resume: test_resume_after_kill.py
-(Claude Code), test_gemini_e2e.py (Gemini).
+(Claude Code, every way it starts), and here for each client alike
+(test_a_killed_launch_then_its_resume).
 """
 
 from __future__ import annotations
@@ -84,8 +85,19 @@ class Agent:
                 items.append(self.turn(step))
         self.mock.set_script(items)
 
-    def run(self, prompt, cwd):
-        return self.cli.run(prompt, cwd=cwd).check().session_id
+    def run(self, prompt, cwd, resume=None):
+        return self.cli.run(prompt, cwd=cwd, resume=resume).check().session_id
+
+    def start_doomed(self, prompt, cwd, resume):
+        """A resumed run as a process group of its own, for the test to SIGKILL."""
+        if self.name == "claude":
+            argv, env = self.cli.argv(prompt, resume=resume), self.cli.env(None)
+        elif self.name == "codex":
+            argv, env = [self.cli.binary, "exec", "-s", "danger-full-access", "resume", resume, prompt], self.cli.env()
+        else:
+            argv, env = self.cli.argv(prompt, resume), self.cli.env()
+        return subprocess.Popen(argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
 
     def start(self, prompt, cwd):
         """A run in the background; returns a function that waits for it and gives its session id."""
@@ -205,3 +217,55 @@ def test_ask_answered_by_reply(pair, clone):
         assert m, "no reply hint shown to the receiver"
         return ("shell", f'git korus-mail reply {m.group(1)} -- "{answer}"')
     _asked(sender, receiver, clone, env, [reply, ("text", "replied, and this is not the answer")], answer)
+
+
+@pytest.fixture
+def one(request, clone, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    agent = Agent(request.param, request, tmp_path, home)
+    try:
+        env = {"HOME": str(home), **agent.env()}
+        if agent.name == "gemini":
+            agent.cli.trust(clone.main, clone.web)
+        cli("install", "--client", agent.name, cwd=clone.main, env=env)
+        yield agent, env
+    finally:
+        agent.close()
+
+
+@pytest.mark.parametrize("one", CLIENTS, indirect=True)
+def test_a_killed_launch_then_its_resume_consumes_nothing_unseen(one, clone):
+    """Mail shown to a resumed launch that is SIGKILLed before its run ends is not consumed;
+    the next resume (a new launch of the same session) is shown it in its own requests, and only
+    its end consumes it, naming that launch."""
+    import invariants
+    agent, env = one
+    agent.script([("text", "first")])
+    sid = agent.run("first", clone.web)
+    body = f"for {agent.name}'s launch that lives"
+    cli("send", "--to", "../web", body, cwd=clone.main, env=env)
+    asked, release = [], threading.Event()
+
+    def hang(text):
+        asked.append(text)
+        release.wait(60)
+        return ("text", "never read")
+    agent.script([hang])
+    doomed = agent.start_doomed("second", clone.web, sid)
+    try:
+        _wait(lambda: asked, 90, f"the doomed {agent.name} launch asking its model")
+        assert any(body in t for t in asked)  # shown to the doomed launch's model, in the request it hangs on
+    finally:
+        os.killpg(doomed.pid, 9)
+        doomed.wait()
+        release.set()
+    inbox = list((clone.mail_root / "box").glob("*/inbox/*.json"))
+    assert len(inbox) == 1 and not list((clone.mail_root / "box").glob("*/receipts/*"))
+    before = len(agent.mock.agent_requests())
+    agent.script([("text", "got it")])
+    assert agent.run("third", clone.web, resume=sid) in (None, sid)
+    assert any(body in r.decoded_text() for r in agent.mock.agent_requests()[before:])
+    [receipt] = [json.loads(p.read_text()) for p in (clone.mail_root / "box").glob("*/receipts/*")]
+    assert receipt["session"] == sid and receipt["launch"]["pid"] != doomed.pid, receipt
+    invariants.check(str(clone.mail_root), killed_debris_ok=True)
