@@ -251,3 +251,18 @@ def test_user_scope_wires_the_users_settings_with_the_repo_anchor(clone, tmp_pat
     assert not (clone.main / ".gemini").exists() and not (clone.web / ".gemini").exists()
     run_cli("uninstall", "--scope", "user", cwd=clone.main, env=env, check=True)
     assert user.read_bytes() == b'{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n'
+
+
+def test_doctor_judges_a_gemini_sessions_drains_by_geminis_own_events(clone, fake_node, tmp_path):
+    """Gemini shares SessionStart and SessionEnd with Claude Code but consumes at AfterAgent: its
+    sessions are judged once, by its own names, never read as Claude Code's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    run_cli("install", "--client", "gemini", cwd=clone.main, env=dict(os.environ, HOME=str(home)), check=True)
+    gemini_session(fake_node, clone.web, "g-doc", [
+        ("SessionStart", {"source": "startup"}), ("BeforeAgent", {"prompt": "hi"}),
+        ("AfterAgent", {"prompt_response": "ok", "stop_hook_active": False})], tmp=tmp_path)
+    out = run_cli("doctor", "--json", cwd=clone.main, env=dict(os.environ, HOME=str(home)))
+    drains = [f for f in json.loads(out.stdout)["findings"] if f["check"] == "drains"]
+    assert len(drains) == 1, drains
+    assert drains[0]["ok"] and "AfterAgent" in drains[0]["detail"] and "BeforeAgent" in drains[0]["detail"]

@@ -34,7 +34,8 @@ FOREIGN = {
     "man": {"--git-common-dir", "--mirror", "--resume", "--stat"},
     "docs": {"--show-toplevel", "--resume", "--continue", "--mirror",  # git's; claude --resume
              "--no-daemon", "--managed-daemon", "--sandbox",  # codex's terminal UI, its daemon, its sandbox
-             "--print", "--input-format"},  # claude's (docs/HOOKS.md, the wake-up tier)
+             "--print", "--input-format",  # claude's (docs/HOOKS.md, the wake-up tier)
+             "--prompt", "--allowed-tools", "--skip-trust"},  # gemini's (docs/CLIENTS.md, "Gemini CLI")
     "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},
     "zsh": {"--porcelain"},

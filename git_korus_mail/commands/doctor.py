@@ -343,12 +343,12 @@ def _check_drains(box, findings, now):
     sessions = presence.sessions(box)
     if not sessions:
         return
-    asked = set()
     for client in clients.hook_protocols():
-        names = (client.TURN_EVENTS, client.CONSUME_EVENT)
-        if names not in asked:  # clients with the same event names read the same record once
-            asked.add(names)
-            _check_client_drains(client, box, sessions, findings, now)
+        # each client judges its own sessions (presence names the client): clients share event
+        # names (SessionStart, SessionEnd) but not their consume event (Stop, AfterAgent)
+        mine = [rec for rec in sessions if (rec.get("client") or clients.DEFAULT) == client.NAME]
+        if mine:
+            _check_client_drains(client, box, mine, findings, now)
 
 
 def _check_client_drains(client, box, sessions, findings, now):
