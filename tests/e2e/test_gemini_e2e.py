@@ -251,3 +251,32 @@ def test_a_sigkilled_gemini_launch_consumes_nothing_and_its_resume_is_shown_the_
     assert receipt["session"] == sid and str(receipt["launch"]["pid"]) != str(doomed.pid)
     assert not msg.exists()
     invariants.check(str(clone.mail_root), killed_debris_ok=True)
+
+
+def test_mail_at_after_tool_survives_geminis_cut_of_a_long_shell_output_whole_frames_only(
+        clone, gemini, geminimock, home, wired, tmp_path):
+    """AfterTool's context is appended to the shell tool's output, which Gemini cuts above 40,000
+    UTF-16 units to its first 20% and last 80%; Gemini also escapes each `<` to `&lt;` (4 units).
+    The batch is fitted at whole messages in UTF-16 units under 7,000 (clients/gemini), so even
+    bodies made of `<` stay whole frames in the kept tail (measured: 7,124 units after escaping).
+    (--approval-mode yolo: the command is not `git korus-mail` alone; a permissive second test.)"""
+    script = tmp_path / "mid-run.sh"  # Gemini refuses a command with $(...) in it, yolo or not
+    script.write_text('cd ../api && for i in 1 2 3; do git korus-mail send --to ../web "lt-$i $(printf "%03000d" 0 | '
+                      'tr 0 "<")" >/dev/null; done; printf "%045000d\\n" 0\n')
+    send = f"sh {script}"
+    geminimock.set_script([shell(send), text("read them")])
+    gemini.run("work", cwd=clone.web, yolo=True).check()
+    [resp] = [r for r in geminimock.agent_requests() if r.function_responses()][:1]
+    out = resp.function_responses()[0]
+    assert "Output too large" in out  # Gemini did cut the tool's output ...
+    tail = out[out.index("characters omitted"):]
+    context = tail[tail.index("<hook_context>"):tail.index("</hook_context>") + len("</hook_context>")]
+    # ... and our context, at its end, is whole in the kept tail: every frame opened is closed, and
+    # each long body is cut by the core at its own note, never by Gemini
+    lines = context.split("\n")
+    begins = [ln for ln in lines if ln.startswith("[mail ") and ln.endswith(" begin]")]
+    ends = [ln.replace("</hook_context>", "") for ln in lines if ln.startswith("[mail ") and " end]" in ln]
+    assert len(begins) == len(ends) == 3 and [b[:-len("begin]")] for b in begins] == [e[:-len("end]")] for e in ends]
+    assert [n for n in (1, 2, 3) if f"| lt-{n} &lt;&lt;" in context] == [1, 2, 3]  # escaped by Gemini
+    assert context.count("[body cut: ") == 3
+    assert len(context) < 32000 - 1000  # the kept tail's 80%, with the tool's last lines beside it
