@@ -344,8 +344,8 @@ def _check_drains(box, findings, now):
     if not sessions:
         return
     for client in clients.hook_protocols():
-        # each client judges its own sessions (presence names the client): clients share event
-        # names (SessionStart, SessionEnd) but not their consume event (Stop, AfterAgent)
+        # each client judges its own sessions (presence names the client): clients may share
+        # event names (docs/CLIENTS.md) but not their consume event
         mine = [rec for rec in sessions if (rec.get("client") or clients.DEFAULT) == client.NAME]
         if mine:
             _check_client_drains(client, box, mine, findings, now)
