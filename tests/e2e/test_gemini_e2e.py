@@ -190,8 +190,8 @@ def test_an_idle_gemini_session_cannot_be_woken_send_says_so_and_its_next_prompt
         _tmux(sock, "send-keys", "-t", "g", "Enter")
         screen = _screen_until(sock, "shown to the model")
         assert "korus-mail: 1 message from ../api" in screen  # the person's line, in the terminal UI
+        _screen_until(sock, "read it")  # the model answered: its request (drawn after our line) is logged
         assert hook_texts(geminimock, "the idle one gets it later")
-        _screen_until(sock, "read it")
         _screen_until(sock, "Type your message")  # the run is over: the prompt is back
         _tmux(sock, "send-keys", "-t", "g", "/quit")
         time.sleep(1)
