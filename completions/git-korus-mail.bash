@@ -296,9 +296,9 @@ __git_korus_mail_value ()
 		;;
 	--client)
 		if [[ $(__git_korus_mail_find_sub) == drain ]]; then
-			__git_korus_mail_comp 'claude codex' "$pfx" "$val"
+			__git_korus_mail_comp 'claude codex gemini' "$pfx" "$val"
 		else
-			__git_korus_mail_comp 'claude codex all' "$pfx" "$val"
+			__git_korus_mail_comp 'claude codex gemini all' "$pfx" "$val"
 		fi
 		;;
 	--kind)

@@ -359,9 +359,9 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using install uninstall' \
             -x -l scope -a 'local user' -d 'Where hooks are registered'
         complete -c $c -n '__git_korus_mail_using install' \
-            -x -l client -a 'claude codex all' -d 'Which client to wire'
+            -x -l client -a 'claude codex gemini all' -d 'Which client to wire'
         complete -c $c -n '__git_korus_mail_using drain' \
-            -x -l client -a 'claude codex' -d 'Whose hook protocol'
+            -x -l client -a 'claude codex gemini' -d 'Whose hook protocol'
         complete -c $c -n '__git_korus_mail_using install' -f -l urgent -d 'Arm the wake-up tier'
         complete -c $c -n '__git_korus_mail_using install' -f -l trust-codex-config -d 'Trust each worktree as a Codex project (turns on its .codex/ config)'
         complete -c $c -n '__git_korus_mail_using install' -f -l force -d 'Rewrite entries even when current'

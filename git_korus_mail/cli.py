@@ -238,7 +238,7 @@ Wire a client's hooks to the drain for every worktree of the clone.
 options:
   --scope=<scope>    `local` (each worktree's .claude/ or .codex/ settings) or `user`
                      (the client's own config dir, with a repo anchor) [default: local]
-  --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config) or `all`
+  --client=<client>  `claude`, `codex` (also trusts our hooks in Codex's config), `gemini` or `all`
                      [default: claude]
   --trust-codex-config
                      Codex, local scope: wire each worktree's .codex/hooks.json and trust each
@@ -329,7 +329,7 @@ The hook entry point a client's stub (written by install) runs at every hook eve
 event's JSON on stdin, the answer (hook JSON, or nothing) on stdout. Not for typing.
 
 options:
-  --client=<name>   whose hook protocol: `claude` or `codex` [default: claude]
+  --client=<name>   whose hook protocol: `claude`, `codex` or `gemini` [default: claude]
   --repo=<path>     the clone whose queue to use (for a session outside any clone)
   --watch           the wake-up tier's watcher (install --urgent): wait for new mail, then wake
 """

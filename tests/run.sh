@@ -80,7 +80,7 @@ fi
 # The real Claude Code and Codex CLIs (pinned) for tests/e2e, cached in ~/.cache/korus-mail-e2e:
 # a machine that kept its cache installs nothing. With CI=true they must be there: the e2e
 # tests fail rather than skip without them.
-begin "pinned CLIs (Claude Code, Codex; cached)"
+begin "pinned CLIs (Claude Code, Codex, Gemini; cached)"
 if claude_bin=$(bash tests/e2e/install-claude.sh); then
   export KORUS_E2E_CLAUDE="$claude_bin"
 elif [ "${CI:-}" = true ]; then
@@ -96,6 +96,14 @@ elif [ "${CI:-}" = true ]; then
   exit 1
 else
   echo "tests/run.sh: no Codex CLI (npm missing?); the Codex e2e tests will skip" >&2
+fi
+if gemini_bin=$(bash tests/e2e/install-gemini.sh); then
+  export KORUS_E2E_GEMINI="$gemini_bin"
+elif [ "${CI:-}" = true ]; then
+  echo "tests/run.sh: could not install the Gemini CLI" >&2
+  exit 1
+else
+  echo "tests/run.sh: no Gemini CLI (npm missing?); the Gemini e2e tests will skip" >&2
 fi
 end ok
 

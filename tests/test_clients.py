@@ -24,7 +24,8 @@ def claude_facts_outside_its_package(root):
         rel = path.relative_to(root)
         if not path.is_file() or "__pycache__" in rel.parts or rel.parts[:2] == ("clients", "claude"):
             continue
-        fact = CLAUDE_ONLY if rel.parts[:2] == ("clients", "codex") else CLAUDE_FACT
+        # Codex and Gemini share event names (or the stop_hook_active field) with Claude Code
+        fact = CLAUDE_ONLY if rel.parts[:2] in (("clients", "codex"), ("clients", "gemini")) else CLAUDE_FACT
         for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if fact.search(line):
                 found.append(f"git_korus_mail/{rel}:{n}: {line.strip()}")

@@ -34,7 +34,8 @@ FOREIGN = {
     "man": {"--git-common-dir", "--mirror", "--resume", "--stat"},
     "docs": {"--show-toplevel", "--resume", "--continue", "--mirror",  # git's; claude --resume
              "--no-daemon", "--managed-daemon", "--sandbox",  # codex's terminal UI, its daemon, its sandbox
-             "--print", "--input-format"},  # claude's (docs/HOOKS.md, the wake-up tier)
+             "--print", "--input-format",  # claude's (docs/HOOKS.md, the wake-up tier)
+             "--prompt", "--allowed-tools", "--skip-trust"},  # gemini's (docs/CLIENTS.md, "Gemini CLI")
     "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},
     "zsh": {"--porcelain"},
@@ -67,8 +68,8 @@ def test_usage_surface_is_what_the_cli_parses(cmds):
     assert cmds[None].options == {"--version": False, "-h": False, "--help": False}
     assert cmds["send"].values == {"--to": (".", "all"), "--kind": ("note", "handoff", "alert")}
     assert cmds["uninstall"].values == {"--scope": ("local", "user")}
-    assert cmds["install"].values == {"--scope": ("local", "user"), "--client": ("claude", "codex", "all")}
-    assert cmds["drain"].values == {"--client": ("claude", "codex")}
+    assert cmds["install"].values == {"--scope": ("local", "user"), "--client": ("claude", "codex", "gemini", "all")}
+    assert cmds["drain"].values == {"--client": ("claude", "codex", "gemini")}
     assert cmds["forward"].values == {"--to": (".",)}
     assert cmds["completion"].choices == ("bash", "zsh", "fish")
     assert cmds["send"].end_of_options and cmds["send"].arguments == ("<body>",)

@@ -1,5 +1,5 @@
 """The clients korus-mail serves, one package each (clients/claude/ for Claude Code,
-clients/codex/ for Codex CLI).
+clients/codex/ for Codex CLI, clients/gemini/ for Gemini CLI).
 
 A client package knows its hook protocol, its events and environment, and its install
 wiring; the core knows none of them. Commands that need a client fact ask here. Kept
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.launch import AnyLaunch, Launch
 
-NAMES = ("claude", "codex")  # in the order commands ask them; the first is the default
+NAMES = ("claude", "codex", "gemini")  # in the order commands ask them; the first is the default
 DEFAULT = NAMES[0]
 
 
@@ -28,6 +28,9 @@ def hook_protocol(name: str) -> "HookProtocol":
     if name == "codex":
         from git_korus_mail.clients.codex import protocol as codex
         return codex
+    if name == "gemini":
+        from git_korus_mail.clients.gemini import protocol as gemini
+        return gemini
     raise KeyError(name)
 
 
@@ -43,6 +46,9 @@ def installer(name: str) -> "Installer":
     if name == "codex":
         from git_korus_mail.clients.codex import wiring as codex
         return codex
+    if name == "gemini":
+        from git_korus_mail.clients.gemini import wiring as gemini
+        return gemini
     raise KeyError(name)
 
 

@@ -34,7 +34,7 @@ from git_korus_mail.store.layout import TMP_MAX_AGE, mail_root_path
 
 TYPE_CHECKING = False  # mypy reads the block below
 if TYPE_CHECKING:
-    from typing import IO, Any, Callable, Dict, List, Optional, Set, Tuple
+    from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
     from git_korus_mail.clients.interface import HookProtocol, Installer, Wired
     from git_korus_mail.core.clone import Clone
@@ -364,12 +364,12 @@ def _check_drains(box: "Box", findings: Findings, now: float) -> None:
     sessions = presence.sessions(box)
     if not sessions:
         return
-    asked: "Set[Tuple[Tuple[str, ...], str]]" = set()
     for client in clients.hook_protocols():
-        names = (client.TURN_EVENTS, client.CONSUME_EVENT)
-        if names not in asked:  # clients with the same event names read the same record once
-            asked.add(names)
-            _check_client_drains(client, box, sessions, findings, now)
+        # each client judges its own sessions (presence names the client): clients may share
+        # event names (docs/CLIENTS.md) but not their consume event
+        mine = [rec for rec in sessions if (rec.get("client") or clients.DEFAULT) == client.NAME]
+        if mine:
+            _check_client_drains(client, box, mine, findings, now)
 
 
 def _check_client_drains(client: "HookProtocol", box: "Box", sessions: "List[Dict[str, Any]]", findings: Findings,

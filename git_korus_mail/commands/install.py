@@ -47,13 +47,13 @@ class InstallArgs:
     trust_codex_config: bool = False  # trust each worktree as a Codex project (turns on its .codex/ config)
 
 
-CLIENT_CHOICES = ("claude", "codex", "all")
+CLIENT_CHOICES = clients.NAMES + ("all",)
 
 
 def check_client(client: str) -> "Tuple[str, ...]":
     """The client names `--client` stands for."""
     if client not in CLIENT_CHOICES:
-        raise UsageError(f"--client {client!r}: expected claude, codex or all")
+        raise UsageError(f"--client {client!r}: expected {', '.join(clients.NAMES)} or all")
     return clients.NAMES if client == "all" else (client,)
 
 

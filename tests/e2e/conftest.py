@@ -181,3 +181,38 @@ def codexmock():
     mock = ResponsesMock()
     yield mock
     mock.stop()
+
+
+# ---- the Gemini CLI (tests/e2e/install-gemini.sh), for the cross-client tests
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> str:
+    from geminidriver import find_gemini
+    path, how = find_gemini()
+    ok, text = False, ""
+    if path:
+        import tempfile
+        with tempfile.TemporaryDirectory() as home:  # even --version writes ~/.gemini/projects.json
+            try:
+                out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60,
+                                     stdin=subprocess.DEVNULL,
+                                     env=dict(os.environ, HOME=home, GEMINI_CLI_NO_RELAUNCH="true"))
+                ok, text = out.returncode == 0, (out.stdout or out.stderr).strip()
+            except (OSError, subprocess.TimeoutExpired) as e:
+                text = str(e)
+    if not ok:
+        why = how if path is None else f"{path} does not run: {text}"
+        hint = "install it with: export KORUS_E2E_GEMINI=$(bash tests/e2e/install-gemini.sh)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"e2e: gemini CLI missing under CI=true: {why}; {hint}", pytrace=False)
+        pytest.skip(f"e2e: {why}; {hint}")
+    return path
+
+
+@pytest.fixture
+def geminimock():
+    from geminimock import GeminiMock
+    mock = GeminiMock()
+    yield mock
+    mock.stop()

@@ -1,0 +1,196 @@
+"""Gemini CLI's install wiring, in the terms install, uninstall and doctor ask every client for
+(clients.installers): its stub, its settings files per scope, its exclude line, and the proof
+that the wiring works (docs/CLIENTS.md, "Gemini CLI: what install writes").
+
+- local (the default): `.gemini/settings.json` in every worktree, listed in info/exclude. A
+  worktree whose `.gemini/settings.json` the repository tracks is left alone and named: that
+  file is the repository's, and `--scope user` wires Gemini without touching it;
+- user: `~/.gemini/settings.json`, each entry with the repo anchor (`--repo`), since Gemini loads
+  user hooks in every folder.
+
+Install trusts nothing: Gemini runs no hook at all (user or project) in a folder the person has
+not trusted, and headless runs refuse such a folder; that trust (trustedFolders.json, the "Trust
+this folder?" dialog, --skip-trust, GEMINI_CLI_TRUST_WORKSPACE) is the person's, and it also turns
+on the repository's own `.gemini/` settings. Install says so, and names each worktree Gemini's
+own trust file does not list.
+"""
+
+import json
+import os
+import subprocess
+
+from git_korus_mail.clients.gemini import protocol as gemini_protocol
+from git_korus_mail.clients.gemini import settingsfile, stub
+from git_korus_mail.errors import MailError
+from git_korus_mail.wiring import hookdoc, selftest
+from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
+
+NAME = "gemini"
+NEEDS_POST_CHECKOUT = True  # each worktree has its own settings file: `git worktree add` must wire it
+EXCLUDE_KEY = "exclude_gemini"
+EXCLUDE_LINE = settingsfile.EXCLUDE_LINE
+EXCLUDE_COVERING = settingsfile.EXCLUDE_COVERING
+VERIFIED_AS = f"the stub answers {gemini_protocol.OPENING_EVENT}"
+stub_path = stub.stub_path
+write_stub = stub.write_stub
+render_stub = stub.render_stub
+read_settings = settingsfile.read
+wire_file = settingsfile.wire_file
+unwire_file = settingsfile.unwire_file
+
+
+def _tracked(wt_path):
+    """Does the repository track `.gemini/settings.json` in this worktree? (Then it is the
+    repository's file, and install never edits it.)"""
+    try:
+        proc = subprocess.run(["git", "-C", wt_path, "ls-files", "--error-unmatch", "--", settingsfile.EXCLUDE_LINE],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+def _local(clone, only_own=False):
+    """([(path, None, cwd)] wired, skipped worktrees, [worktree paths whose file is tracked])."""
+    targets, skipped = hookdoc.worktree_targets(clone, settingsfile.PROJECT_FILE, only_own)
+    wired, tracked = [], []
+    for path, wt in targets:
+        if _tracked(wt.path):
+            tracked.append(wt.path)
+        else:
+            wired.append((path, None, wt.path))
+    return wired, skipped, tracked
+
+
+def settings_targets(clone, scope, only_own=False):
+    """([(settings path, repo anchor or None, cwd)] install wires for `scope`, prunable worktrees skipped)."""
+    if scope == "local":
+        wired, skipped, _tracked_paths = _local(clone, only_own)
+        return wired, skipped
+    anchor = repo_anchor(clone)
+    return [(settingsfile.user_settings_path(), anchor, anchor)], []
+
+
+def unwire_candidates(clone, scope, recorded):
+    if scope == "local":
+        found = [p for p, _r, _c in _local(clone)[0]]
+    else:
+        found = [settingsfile.user_settings_path()]
+    return list(recorded) + [p for p in found if p not in recorded]
+
+
+# -- Gemini's own trust, read, never written ------------------------------------------
+def trusted_folders_path():
+    return os.environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or \
+        os.path.join(os.path.expanduser("~"), ".gemini", "trustedFolders.json")
+
+
+def folder_trusted(path):
+    """True / False when Gemini's trust file says (TRUST_FOLDER on the folder or an ancestor,
+    TRUST_PARENT on a child of it, DO_NOT_TRUST), None when it says nothing."""
+    try:
+        with open(trusted_folders_path(), encoding="utf-8") as f:
+            rules = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rules, dict):
+        return None
+    real = os.path.realpath(path)
+    best = None
+    for where, level in rules.items():
+        if not isinstance(where, str) or not isinstance(level, str):
+            continue
+        where = os.path.realpath(where)
+        base = os.path.dirname(where) if level == "TRUST_PARENT" else where
+        if real == base or real.startswith(base.rstrip("/") + "/"):
+            if best is None or len(base) > len(best[0]):
+                best = (base, level != "DO_NOT_TRUST")
+    return None if best is None else best[1]
+
+
+# the setting that lets the model run `git korus-mail ...` (and nothing else) without a confirmation
+ALLOW_LINE = '"tools": {"allowed": ["run_shell_command(git korus-mail)"]}'
+
+
+def after_wiring(clone, scope, wired, scope_rec, out):
+    """Trusts nothing; says what Gemini's trust decides, and names what was left alone."""
+    if os.environ.get(POST_CHECKOUT_ENV):
+        return []
+    if scope == "local":
+        for path in _local(clone)[2]:
+            out.write(f"gemini settings  {os.path.join(path, settingsfile.PROJECT_FILE)}  is tracked by the "
+                      f"repository: not edited (`git korus-mail install --client gemini --scope user` wires Gemini "
+                      f"for this worktree without it)\n")
+    untrusted = [cwd for _p, _r, cwd in wired if folder_trusted(cwd) is not True]
+    if untrusted:
+        out.write("gemini trust  Gemini runs no hook in a folder you have not trusted (and trusting one also "
+                  "turns on its own .gemini/ settings); install trusted nothing. Not trusted in "
+                  f"{trusted_folders_path()}: {', '.join(untrusted)}\n")
+    out.write(f"gemini shell  in Gemini's default approval mode a headless run (-p) offers the model no shell tool, "
+              f"and the terminal UI asks you at each command: to let the model send, ask and reply, add "
+              f"{ALLOW_LINE} to {settingsfile.user_settings_path()} (install does not)\n")
+    return []
+
+
+def after_unwiring(scope_rec, out):
+    return None
+
+
+def run_stub_once(stub_file, repo, cwd):
+    """Run our SessionStart command as Gemini would (wiring/selftest.py), without the variables
+    that name a Gemini session."""
+    return selftest.run_opening(settingsfile.hook_command(stub_file, "SessionStart", repo), cwd, "SessionStart", None,
+                                ("GEMINI_SESSION_ID", "GEMINI_CLI") + selftest.GIT_VARS,
+                                gemini_protocol.check_answer, stderr_tail=True,
+                                silent="the stub printed nothing at SessionStart")
+
+
+def calls_stub(path, stub_file):
+    return hookdoc.calls_stub(path, stub_file, settingsfile.STUB_TAIL)
+
+
+def recorded(record, scope):
+    return NAME in ((record.scope(scope) or {}).get("clients") or ())
+
+
+def wired_files(clone, record, stub_file):
+    """([(path, repo, cwd)] wired for this clone, skipped, local wired?): as record or disk say."""
+    targets, skipped, _tracked_paths = _local(clone)
+    wired = []
+    local = recorded(record, "local") or any(calls_stub(p, stub_file) for p, _r, _c in targets)
+    if local:
+        wired += targets
+    else:
+        skipped = []
+    user = settingsfile.user_settings_path()
+    if recorded(record, "user") or calls_stub(user, stub_file):
+        anchor = repo_anchor(clone)
+        wired.append((user, anchor, anchor))
+    return wired, skipped, local
+
+
+def check(root, stub_file, wired, run_stub=True):
+    """[(label, [problems])]: each settings.json read back and checked, the stub run once, and
+    what Gemini's own trust file says of each folder."""
+    results = []
+    for path, repo, cwd in wired:
+        try:
+            _raw, data = settingsfile.read(path)
+        except MailError as exc:
+            results.append((path, [str(exc)]))
+            continue
+        if data is None:
+            results.append((path, ["missing"]))
+            continue
+        problems = settingsfile.check(data, stub_file, repo)
+        if run_stub and not problems:
+            problem = run_stub_once(stub_file, repo, cwd)
+            if problem:
+                problems.append(problem)
+        results.append((path, problems))
+    stub_problems = []
+    if wired and not (os.path.isfile(stub_file) and os.access(stub_file, os.X_OK)):
+        stub_problems.append("missing or not executable: run `git korus-mail install --client gemini`")
+    if wired:
+        results.insert(0, (stub_file, stub_problems))
+    return results
