@@ -397,7 +397,9 @@ def _dispatch(command, args):
         return module.run(params, out)  # a script: the one command that needs no clone
     from git_korus_mail.core.clone import Clone
 
-    clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report
+    # first: outside a clone, that is the error to report. The commands that wire the clone
+    # list its worktrees as pygit2 does; the others read the common dir (core/worktrees.py)
+    clone = Clone(repo_opt=args.get("--repo"), exact=command in ("install", "uninstall", "doctor"))
     try:
         module, params = typed(command, args)
         return module.run(clone, params, out)
