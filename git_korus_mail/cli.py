@@ -369,7 +369,10 @@ def _main(argv):
     if "--help" in options:  # asked for in full: help, not a mistake
         sys.stdout.write(doc)
         return 0
-    args = parse(doc, argv)
+    from git_korus_mail.commands.argv_fast import quick
+    args = quick(command, argv)  # send, ask, reply as typed in a tool call: no docopt (issue 26)
+    if args is None:
+        args = parse(doc, argv)
     if isinstance(args, int):
         return args
     try:
