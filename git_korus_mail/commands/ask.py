@@ -5,27 +5,30 @@ Exit status: 0 answered (explicitly, or automatically with the recipient's final
 one shown the question stopped running): it arrives later as ordinary mail; 3 the question
 ended unanswered (status failed or stopped); 1 an error, nothing asked."""
 
-import json
 import os
 import sys
-from dataclasses import dataclass
-from typing import Optional
 
 from git_korus_mail import clients
+from git_korus_mail.commands.params import Args
 from git_korus_mail.core import ask, roster, send, verdict
 from git_korus_mail.commands.text import safe
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (issue 26)
+if TYPE_CHECKING:
+    from typing import Optional
 
 EXIT_TIMEOUT = 2
 EXIT_UNANSWERED = 3
 HOW = {"explicit": "an explicit reply", "automatic": "automatic: the recipient's final message of its run"}
 
 
-@dataclass(frozen=True)
-class AskArgs:
+class AskArgs(Args):
+    __slots__ = ("to", "question", "timeout", "json")
+    FIELDS = {"to": None, "question": None, "timeout": None, "json": False}
     to: str                         # one destination, as send addresses it
-    question: Optional[str] = None  # the text; None or "-" reads stdin
-    timeout: Optional[int] = None   # seconds; None: ask.DEFAULT_TIMEOUT
-    json: bool = False
+    question: "Optional[str]"       # the text; None or "-" reads stdin
+    timeout: "Optional[int]"        # seconds; None: ask.DEFAULT_TIMEOUT
+    json: bool
 
 
 def parse_timeout(text):
@@ -48,6 +51,7 @@ def run(clone, args, out):
                 f"mail ({ask.LONGER})")
         seen = verdict.judge(q.target, q.id, q.msg.get("session"))  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
+            import json  # only for --json: a plain run never pays for it
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
                                   "note": line, **seen}, indent=2) + "\n")
         else:
@@ -59,6 +63,7 @@ def run(clone, args, out):
                 f"the answer will arrive later as ordinary mail")
         seen = verdict.judge(q.target, q.id, q.msg.get("session"))
         if args.json:
+            import json  # only for --json: a plain run never pays for it
             out.write(json.dumps({"question": q.id, "status": "queued", "reason": rec["how"], "note": line,
                                   **seen}, indent=2) + "\n")
         else:
@@ -68,6 +73,7 @@ def run(clone, args, out):
     if "message" not in rec:  # the question itself ended: dropped, expired, cancelled
         reason = (rec.get("detail") or {}).get("reason") if isinstance(rec.get("detail"), dict) else None
         line = f"status {rec['status']}: question {q.id} was not answered ({rec['how']}{': ' + safe(reason) if reason else ''})"
+        import json  # only for --json: a plain run never pays for it
         out.write((json.dumps({"question": q.id, "status": rec["status"], "how": rec["how"]}, indent=2)
                    if args.json else line) + "\n")
         out.flush()
@@ -83,6 +89,7 @@ def _write(out, q, rec, as_json):
     msg = rec["message"]
     by = rec.get("by") or {}
     if as_json:
+        import json  # only for --json: a plain run never pays for it
         out.write(json.dumps({"question": q.id, "status": rec.get("status"), "how": rec.get("how"),
                               "by": by, "at": rec.get("at"), "answer_id": msg.get("id"),
                               "body": msg.get("body")}, indent=2) + "\n")

@@ -1,32 +1,36 @@
 """`send`: queue a message for other worktrees' sessions (the publishing is send.deliver)."""
 
-import json
 import os
 import sys
-from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from git_korus_mail import clients
+from git_korus_mail.commands.params import Args
 from git_korus_mail.core import roster, send, verdict
 from git_korus_mail.store import message
 from git_korus_mail.wiring import record
 from git_korus_mail.errors import UsageError
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (issue 26)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
+
 MAX_DESTINATIONS = 8
 
 
-@dataclass(frozen=True)
-class SendArgs:
-    to: Tuple[str, ...] = ()        # destinations as typed: path, `.`, `all`, name, key prefix
-    all_worktrees: bool = False     # every other worktree instead of `to`
-    body: Optional[str] = None      # the text; None or "-" reads stdin
-    kind: str = "note"
-    ttl_minutes: Optional[int] = None   # None: message.DEFAULT_TTL_MINUTES
-    session: Optional[str] = None   # show only to this session id
-    create: bool = False            # allow a path that is no worktree of this clone
-    json: bool = False
-    wake: bool = True               # False: --no-wake (the message's `wake` field)
-    wait: Optional[float] = None    # seconds to wait for the proof; None: verdict.DEFAULT_WAIT, wakeable only
+class SendArgs(Args):
+    __slots__ = ("to", "all_worktrees", "body", "kind", "ttl_minutes", "session", "create", "json", "wake", "wait")
+    FIELDS = {"to": (), "all_worktrees": False, "body": None, "kind": "note", "ttl_minutes": None, "session": None,
+              "create": False, "json": False, "wake": True, "wait": None}
+    to: "Tuple[str, ...]"           # destinations as typed: path, `.`, `all`, name, key prefix
+    all_worktrees: bool             # every other worktree instead of `to`
+    body: "Optional[str]"           # the text; None or "-" reads stdin
+    kind: str
+    ttl_minutes: "Optional[int]"    # None: message.DEFAULT_TTL_MINUTES
+    session: "Optional[str]"        # show only to this session id
+    create: bool                    # allow a path that is no worktree of this clone
+    json: bool
+    wake: bool                      # False: --no-wake (the message's `wake` field)
+    wait: "Optional[float]"         # seconds to wait for the proof; None: verdict.DEFAULT_WAIT, wakeable only
 
 
 MAX_WAIT = 60
@@ -73,6 +77,7 @@ def run(clone, args, out):
     wired = record.anything_wired(root.path) if root is not None else True
     verdict.settle(clone, results, args.wait, sender=sender_session, wired=wired)
     if args.json:
+        import json  # only here: a plain send never pays for it
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
     else:
         for r in results:

@@ -1,10 +1,9 @@
 """`<mail>/hooks/`: the record of what install did (installed.json) and the lock that keeps
 one install or uninstall at a time per clone."""
 
-import json
 import os
-from contextlib import contextmanager
 
+from git_korus_mail import fastjson  # send reads the record: no `import json` there (issue 26)
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import files as wfiles
 
@@ -30,7 +29,7 @@ class Record:
         data = {}
         if raw:
             try:
-                data = json.loads(raw)
+                data = fastjson.loads(raw)
             except ValueError:
                 data = {}  # a damaged record: uninstall falls back to finding our entries
         if not isinstance(data, dict):
@@ -52,6 +51,7 @@ class Record:
             if os.path.exists(self.path):
                 os.unlink(self.path)
             return
+        import json  # install and uninstall only
         data = (json.dumps(self.data, indent=2, sort_keys=True) + "\n").encode()
         if wfiles.read_bytes(self.path) != data:  # a repeated install leaves every byte and mtime alone
             wfiles.write_atomic(self.path, data, 0o600)
@@ -61,9 +61,13 @@ def ensure_hooks_dir(root):
     return root.ensure_dir_path(HOOKS_SUBDIR)
 
 
-@contextmanager
 def locked(hooks_dir):
     """One install/uninstall at a time per clone (a post-checkout may race a manual install)."""
+    from contextlib import contextmanager  # here: send reads this module, and pays nothing for it (issue 26)
+    return contextmanager(_locked)(hooks_dir)
+
+
+def _locked(hooks_dir):
     import portalocker
     path = os.path.join(hooks_dir, LOCK_NAME)
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
