@@ -15,7 +15,7 @@ from git_korus_mail.errors import MailError
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, List, Optional, Tuple
+    from typing import Any, List, Optional
 
 
 def _open(start: str, from_env: bool) -> "Any":  # a pygit2.Repository (pygit2 ships no hints)
