@@ -22,6 +22,9 @@ def _drain(world, env, cwd, event, session, extra=b""):
 
 
 def _round(world, env, main, web, session, n):
+    # the recipient is at work (a prompt began its turn): ask waits only where a session can answer
+    # soon (core/ask.py, nobody_to_answer); a session idle since its Stop would make ask return at once
+    _drain(world, env, web, "UserPromptSubmit", session)
     t0 = time.perf_counter()
     ask = subprocess.Popen([world.tool, "ask", f"--to={web}", "--timeout=60", "--", f"bench: ready ({n})?"], cwd=str(main),
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
