@@ -10,7 +10,7 @@ import sys
 
 from git_korus_mail import clients
 from git_korus_mail.commands.params import Args
-from git_korus_mail.core import ask, roster, send, verdict
+from git_korus_mail.core import ask, send, verdict
 from git_korus_mail.commands.text import safe
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (issue 26)
@@ -43,7 +43,7 @@ def run(clone, args, out):
     session, sender_launch = clients.sender_of(os.environ)
     launch = clients.command_launch(os.environ)
     q = ask.ask(clone, args.to, body, timeout, session, launch.tag if launch is not None else None,
-                roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],
+                roster=lambda: _sessions(clone),
                 sender_launch=sender_launch)
     rec = ask.wait(q)
     if rec is None:
@@ -99,3 +99,10 @@ def _write(out, q, rec, as_json):
               f"{safe(by.get('path'))} · session {safe(by.get('session'))} · at {safe(rec.get('at'))}\n")
     for line in str(msg.get("body", "")).split("\n"):
         out.write(safe(line) + "\n")
+
+
+def _sessions(clone):
+    """The sessions `who` lists, read only when a destination is a session name (core/roster.py
+    and what it reads are imported then, not by every send: issue 26)."""
+    from git_korus_mail.core import roster
+    return roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"]

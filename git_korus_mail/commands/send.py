@@ -5,7 +5,7 @@ import sys
 
 from git_korus_mail import clients
 from git_korus_mail.commands.params import Args
-from git_korus_mail.core import roster, send, verdict
+from git_korus_mail.core import send, verdict
 from git_korus_mail.store import message
 from git_korus_mail.wiring import record
 from git_korus_mail.errors import UsageError
@@ -69,7 +69,7 @@ def run(clone, args, out):
     body = send.read_body(args.body)
     send.check_body(body)
     targets = send.resolve(clone, list(args.to), create=args.create, all_worktrees=args.all_worktrees,
-                           roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
+                           roster=lambda: _sessions(clone))
     sender_session, sender_launch = clients.sender_of(os.environ)
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
                                 sender_session=sender_session, sender_launch=sender_launch, wake=args.wake)
@@ -95,3 +95,10 @@ def run(clone, args, out):
         if off and any(r["ok"] for r in results):
             out.write("note: delivery is off (mail/OFF); it stays queued until `git korus-mail on`\n")
     return 1 if any(not r["ok"] for r in results) else 0
+
+
+def _sessions(clone):
+    """The sessions `who` lists, read only when a destination is a session name (core/roster.py
+    and what it reads are imported then, not by every send: issue 26)."""
+    from git_korus_mail.core import roster
+    return roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"]
