@@ -154,8 +154,10 @@ def _linked(common_dir: str, name: str, parent: "Optional[str]") -> "Optional[Wo
     return Worktree(real, name, branch, head, False, not locked and not valid, admin)
 
 
-def _configured_worktree(common_dir: str, value: str) -> str:
+def _configured_worktree(common_dir: str, value: "Optional[str]") -> str:
     """core.worktree taken from the git dir, as libgit2 resolves it (a real, existing directory)."""
+    if not value:
+        raise NotModelled("core.worktree without a path")
     path = os.path.realpath(os.path.join(common_dir, os.path.expanduser(value)))
     if not os.path.isdir(path):
         raise NotModelled("core.worktree is no directory")  # libgit2 fails to open the repository
