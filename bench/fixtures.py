@@ -109,8 +109,9 @@ class QueuedCheck:
         ctx = hermetic.context_of(ans) or ""
         if "mail for this worktree" not in ctx:
             return f"queued mail was not shown (stdout {stdout[:300]!r})"
-        if ans and "systemMessage" in ans:
-            return f"fault reported: {ans['systemMessage'][:300]}"
+        note = (ans or {}).get("systemMessage")
+        if note and "shown to the model" not in note:
+            return f"fault reported: {note[:300]}"  # the user's line about what was shown is no fault
         self.batches.append(len(self.FRAME.findall(ctx)))
         return None
 

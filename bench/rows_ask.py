@@ -21,8 +21,11 @@ def _drain(world, env, cwd, event, session, extra=b""):
                           capture_output=True).stdout
 
 
-def _round(world, env, main, web, session, n):
-    t0 = time.perf_counter()
+def _round(world, env, main, web, session, n, stages=None):
+    # the recipient is at work (a prompt began its turn): ask waits only where a session can answer
+    # soon (core/ask.py, nobody_to_answer); a session idle since its Stop would make ask return at once
+    _drain(world, env, web, "UserPromptSubmit", session)
+    t0 = time.time()
     ask = subprocess.Popen([world.tool, "ask", f"--to={web}", "--timeout=60", "--", f"bench: ready ({n})?"], cwd=str(main),
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     qid = None
@@ -30,18 +33,29 @@ def _round(world, env, main, web, session, n):
         m = QID.search(_drain(world, env, web, "PostToolUse", session).replace(b"\\\"", b"\""))
         if m:
             qid = m.group(1).decode()
+            t_shown = time.time()
             break
     if qid is None:
         ask.kill()
         raise RuntimeError("the question was never shown")
     subprocess.run([world.tool, "reply", qid, "--", "yes"], cwd=str(web), env=env, capture_output=True, check=True)
+    t_replied = time.time()
     first = ask.stdout.readline()
-    t1 = time.perf_counter()
+    t1 = time.time()
     rest, err = ask.communicate(timeout=60)
     if ask.returncode != 0 or not first.startswith(b"status answered"):
         raise RuntimeError(f"ask said {first!r} {rest[:200]!r} {err[:200]!r} (exit {ask.returncode})")
     _drain(world, env, web, "Stop", session)  # the recipient's run ends: the question is consumed
+    if stages is not None:
+        from git_korus_mail.store.message import id_time
+        built = id_time(qid)
+        for into, dt in zip(stages, (built - t0, t_shown - built, t_replied - t_shown, t1 - t_replied)):
+            into.append(dt)
     return t1 - t0
+
+
+STAGES = ["ask spawned → question built (ask's start)", "built → a drain has shown it (drains back to back)",
+          "shown → `reply` exited (reply's whole process)", "reply exited → the answer on ask's stdout (ask's look, its delivery)"]
 
 
 @guarded("8. ask round trip")
@@ -57,8 +71,9 @@ def bench_ask(world, conds, prof):
         log(f"8. ask -> answer round trip [{cname}], {rounds} rounds")
         _drain(world, env, web, "SessionStart", session)
         trips, sends = [], []
+        stages = [[] for _ in STAGES]
         for i in range(rounds + 2):
-            t = _round(world, env, main, web, session, f"{cname} {i}")
+            t = _round(world, env, main, web, session, f"{cname} {i}", stages if i >= 2 else None)
             s0 = time.perf_counter()
             out = subprocess.run([world.tool, "send", f"--to={web}", "--", f"bench note {cname} {i}"], cwd=str(main), env=env,
                                  capture_output=True)
@@ -71,5 +86,7 @@ def bench_ask(world, conds, prof):
             if i >= 2:  # two warm-up rounds
                 trips.append(t)
                 sends.append(s)
+        from harness import median
+        split = "; ".join(f"{name} {median(xs) * 1000:.0f} ms" for name, xs in zip(STAGES, stages))
         ROWS.append(Row("8", "ask → answer on stdout, busy recipient (drains back to back, reply at once)",
-                        "`send --to <worktree>`", cname, trips, sends))
+                        "`send --to <worktree>`", cname, trips, sends, note=f"medians: {split}"))

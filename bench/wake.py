@@ -15,6 +15,7 @@ Needs the pinned CLI (`bash tests/e2e/install-claude.sh`, or KORUS_E2E_CLAUDE). 
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -52,6 +53,11 @@ class World:
         env = {k: v for k, v in os.environ.items() if k not in hermetic.SCRUB}
         env.update(hermetic.hermetic_env(self.home, "Bench", "bench@example.invalid"))
         env.pop("CLAUDE_PID", None)
+        # bytecode cached, as after a normal install (bench/run.py's `cached`): with
+        # PYTHONDONTWRITEBYTECODE set and an editable install, every send, hook and watcher would
+        # compile the package from source (hundreds of ms under load), which no user pays
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
         env["PATH"] = str(Path(TOOL).parent) + os.pathsep + env.get("PATH", "")
         self.env = env
 
@@ -92,13 +98,49 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def latency(world, runner, api, trials, queued, returned):
+def _woken_at(mail_root, msg_id):
+    """When a watcher decided to wake for `msg_id` (its wakes record's time), or None."""
+    import json
+    for f in mail_root.glob("box/*/watch/*.wakes"):
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if msg_id in rec.get("woken", []) and rec.get("times"):
+            return max(rec["times"])
+    return None
+
+
+def _shown_at(mail_root, msg_id):
+    """When a drain showed `msg_id` (its journal line), or None."""
+    import json
+    from git_korus_mail.stamps import parse_stamp
+    for name in ("journal.1.jsonl", "journal.jsonl"):
+        try:
+            lines = (mail_root / name).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if msg_id in line and '"shown"' in line:
+                return parse_stamp(json.loads(line)["at"])
+    return None
+
+
+STAGES = ["send spawned → message built (send's start)", "built → the watcher decides (link, poll)",
+          "watcher decides → the woken drain shows it (watcher exit, Claude Code's rewake, the drain)",
+          "shown → the request at the mock (the drain's output, Claude Code)"]
+
+
+def latency(world, runner, api, trials, queued, returned, stages=None):
     """[send spawned -> request]; fills `queued` with [message built -> request] and `returned`
-    with [send exited -> request]."""
+    with [send exited -> request]; `stages` (a list per STAGES) with the split of each trial."""
     mail_root, a, b = world.clone("wake", urgent=True)
     out = []
+    debugs = []
     while len(out) < trials:
-        with runner.stream(cwd=b) as s:
+        debug = world.base / f"debug-{len(out)}.txt"
+        debugs.append(debug)
+        with runner.stream(cwd=b, args=["--debug-file", str(debug)]) as s:
             api.set_script([text("ready")])
             s.send("hello")
             s.read_result()
@@ -118,9 +160,28 @@ def latency(world, runner, api, trials, queued, returned):
                     raise SystemExit(f"the woken request did not carry {needle}:\n{api.summary()}")
                 out.append(reqs[0].time - t0)
                 from git_korus_mail.store.message import id_time
-                queued.append(reqs[0].time - id_time(sent.split()[1]))
+                msg_id = sent.split()[1]
+                queued.append(reqs[0].time - id_time(msg_id))
                 returned.append(reqs[0].time - t_sent)
+                woke, shown = _woken_at(mail_root, msg_id), _shown_at(mail_root, msg_id)
+                if stages is not None and woke is not None and shown is not None:
+                    built = id_time(msg_id)
+                    for into, dt in zip(stages, (built - t0, woke - built, shown - woke, reqs[0].time - shown)):
+                        into.append(dt)
+    if stages is not None:
+        # Claude Code's own timing of the woken turns' UserPromptSubmit hook (the stub and the
+        # drain that shows the mail): every one but each session's first (its "hello" prompt)
+        for debug in debugs:
+            try:
+                found = [int(m) for m in UPS.findall(debug.read_text(errors="replace"))]
+            except OSError:
+                continue
+            hook_ms.extend(found[1:])
     return out
+
+
+UPS = re.compile(r"Hooks: UserPromptSubmit\S* \[[^\]]*\] finished with status \d+ \((\d+)ms\)")
+hook_ms = []  # filled by latency(): Claude Code's reported UserPromptSubmit hook times, ms
 
 
 def print_pairs(world, runner, api, pairs):
@@ -150,8 +211,9 @@ def main():
     runner = Claude(claude_bin(), api, base / "claude-config", env={"PATH": world.env["PATH"]})
     try:
         queued, returned = [], []
-        lat = latency(world, runner, api, args.trials, queued, returned)
-        plain, urgent = print_pairs(world, runner, api, args.pairs)
+        stages = [[] for _ in STAGES]
+        lat = latency(world, runner, api, args.trials, queued, returned, stages)
+        plain, urgent = print_pairs(world, runner, api, args.pairs) if args.pairs else ([], [])
     finally:
         runner.cleanup()
         api.stop()
@@ -171,12 +233,23 @@ def main():
         f"| {ms(pct(queued, 90))} | {ms(max(queued))} |",
         f"| `send` exited → that request | {len(returned)} | {ms(statistics.median(returned))} "
         f"| {ms(pct(returned, 90))} | {ms(max(returned))} |",
-        f"| `claude -p` without the tier | {len(plain)} | {ms(statistics.median(plain))} | {ms(pct(plain, 90))} "
-        f"| {ms(max(plain))} |",
-        f"| `claude -p` with the tier (install --urgent) | {len(urgent)} | {ms(statistics.median(urgent))} "
-        f"| {ms(pct(urgent, 90))} | {ms(max(urgent))} |",
+        *([f"| `claude -p` without the tier | {len(plain)} | {ms(statistics.median(plain))} | {ms(pct(plain, 90))} "
+           f"| {ms(max(plain))} |",
+           f"| `claude -p` with the tier (install --urgent) | {len(urgent)} | {ms(statistics.median(urgent))} "
+           f"| {ms(pct(urgent, 90))} | {ms(max(urgent))} |", "",
+           f"`-p` ratio (median with / median without): {statistics.median(urgent) / statistics.median(plain):.2f}"]
+          if plain else ["", "(`claude -p` pairs not run: --pairs 0)"]),
         "",
-        f"`-p` ratio (median with / median without): {statistics.median(urgent) / statistics.median(plain):.2f}",
+        "Where the latency goes, trial by trial (the watcher's decision is its wakes record's time, the",
+        "show is the woken drain's journal line; the clocks are the same machine's):",
+        "",
+        "| stage | n | median | p90 |",
+        "|---|---|---|---|",
+        *[f"| {name} | {len(xs)} | {ms(statistics.median(xs))} | {ms(pct(xs, 90))} |"
+          for name, xs in zip(STAGES, stages) if xs],
+        *([f"| of the third: the woken turn's UserPromptSubmit hook (stub and drain), by Claude Code's "
+           f"own timing | {len(hook_ms)} | {statistics.median(hook_ms):.0f} ms | {pct(hook_ms, 90):.0f} ms |"]
+          if hook_ms else []),
         "",
         "Latency runs from the moment `git korus-mail send` is spawned (its own ~0.1-0.2 s included) to",
         "the request's arrival at the mock, whose system context carries the message text.",

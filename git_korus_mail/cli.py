@@ -412,7 +412,9 @@ def _main(argv: "Sequence[str]") -> int:
     if "--help" in options:  # asked for in full: help, not a mistake
         sys.stdout.write(doc)
         return 0
-    args = parse(doc, argv)
+    from git_korus_mail.commands.argv_fast import quick
+    fast = quick(command, list(argv))  # send, ask, reply as typed in a tool call: no docopt (issue 26)
+    args = parse(doc, argv) if fast is None else fast
     if isinstance(args, int):
         return args
     try:
@@ -441,7 +443,9 @@ def _dispatch(command: str, args: "Dict[str, Any]") -> int:
         return completion.run(params, out)  # a script: the one command that needs no clone
     from git_korus_mail.core.clone import Clone
 
-    clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report
+    # first: outside a clone, that is the error to report. The commands that wire the clone
+    # list its worktrees as pygit2 does; the others read the common dir (core/worktrees.py)
+    clone = Clone(repo_opt=args.get("--repo"), exact=command in ("install", "uninstall", "doctor"))
     try:
         module, params = typed(command, args)
         return module.run(clone, params, out)

@@ -102,11 +102,17 @@ def test_every_command_gets_typed_arguments_not_the_dict():
     for argv in ARGVS:
         module, params = cli_params.typed(argv[0], parsed(argv))
         covered.add(argv[0])
-        assert dataclasses.is_dataclass(params) and not isinstance(params, dict), argv
+        # a frozen dataclass, or (send, ask, reply: no dataclasses import in a tool call) params.Args
+        assert dataclasses.is_dataclass(params) or isinstance(params, cli_params.Args), argv
+        assert not isinstance(params, dict), argv
         assert module.__name__.startswith("git_korus_mail.commands."), module
-        for field in dataclasses.fields(params):
-            value = getattr(params, field.name)
-            assert not isinstance(value, (dict, list)), (argv, field.name, value)
+        names = ([f.name for f in dataclasses.fields(params)] if dataclasses.is_dataclass(params)
+                 else list(params.FIELDS))
+        for name in names:
+            value = getattr(params, name)
+            assert not isinstance(value, (dict, list)), (argv, name, value)
+            with pytest.raises(AttributeError):  # frozen, as a dataclass(frozen=True) is
+                setattr(params, name, value)
     assert covered == set(cli.COMMANDS)  # a new command needs a line above
 
 

@@ -1,35 +1,36 @@
 """`reply`: answer a question by the id its rendering shows, or reply to any message in its thread."""
 
-import json
 import os
 import sys
-from dataclasses import dataclass
-from typing import IO, Any, Dict, Optional
 
 from git_korus_mail import clients
+from git_korus_mail.commands.params import Args
 from git_korus_mail.core import reply, send
 from git_korus_mail.commands.text import safe
 
-
-TYPE_CHECKING = False  # mypy reads the block below
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (issue 26)
 if TYPE_CHECKING:
+    from typing import IO, Any, Dict, Optional
+
     from git_korus_mail.core.clone import Clone
 
 
-@dataclass(frozen=True)
-class ReplyArgs:
-    id: str                       # the message answered
-    body: Optional[str] = None    # the text; None or "-" reads stdin
-    json: bool = False
+class ReplyArgs(Args):
+    __slots__ = ("id", "body", "json")
+    FIELDS = {"id": None, "body": None, "json": False}
+    id: str                         # the message answered
+    body: "Optional[str]"           # the text; None or "-" reads stdin
+    json: bool
 
 
-def run(clone: "Clone", args: ReplyArgs, out: IO[str]) -> int:
+def run(clone: "Clone", args: ReplyArgs, out: "IO[str]") -> int:
     body = send.read_body(args.body)
     send.check_body(body)
     clients.check_writable(clone)
     session, sender_launch = clients.sender_of(os.environ)
     ok, what = reply.reply(clone, args.id, body, session, clients.launch_tag(os.environ), sender_launch)
     if args.json:
+        import json  # only for --json: a plain run never pays for it
         out.write(json.dumps({"ok": ok, **_public(what)}, indent=2) + "\n")
         return 0 if ok else 1
     if "question" in what:  # an answer record
@@ -50,7 +51,7 @@ def run(clone: "Clone", args: ReplyArgs, out: IO[str]) -> int:
     return 1
 
 
-def _public(what: Dict[str, Any]) -> Dict[str, Any]:
+def _public(what: "Dict[str, Any]") -> "Dict[str, Any]":
     if "question" in what:
         msg = what.get("message") or {}
         return {"question": what.get("question"), "answer_id": msg.get("id"), "status": what.get("status"),

@@ -1,44 +1,44 @@
 """`send`: queue a message for other worktrees' sessions (the publishing is send.deliver)."""
 
-import json
 import os
 import sys
-from dataclasses import dataclass
-from typing import IO, Optional, Tuple
 
 from git_korus_mail import clients
-from git_korus_mail.core import roster, send, verdict
+from git_korus_mail.commands.params import Args
+from git_korus_mail.core import send, verdict
 from git_korus_mail.store import message
 from git_korus_mail.wiring import record
 from git_korus_mail.errors import UsageError
 
-MAX_DESTINATIONS = 8
-
-TYPE_CHECKING = False  # mypy reads the block below
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (issue 26)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Sequence
+    from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
 
     from git_korus_mail.core.clone import Clone
 
+MAX_DESTINATIONS = 8
 
-@dataclass(frozen=True)
-class SendArgs:
-    to: Tuple[str, ...] = ()        # destinations as typed: path, `.`, `all`, name, key prefix
-    all_worktrees: bool = False     # every other worktree instead of `to`
-    body: Optional[str] = None      # the text; None or "-" reads stdin
-    kind: str = "note"
-    ttl_minutes: Optional[int] = None   # None: message.DEFAULT_TTL_MINUTES
-    session: Optional[str] = None   # show only to this session id
-    create: bool = False            # allow a path that is no worktree of this clone
-    json: bool = False
-    wake: bool = True               # False: --no-wake (the message's `wake` field)
-    wait: Optional[float] = None    # seconds to wait for the proof; None: verdict.DEFAULT_WAIT, wakeable only
+
+class SendArgs(Args):
+    __slots__ = ("to", "all_worktrees", "body", "kind", "ttl_minutes", "session", "create", "json", "wake", "wait")
+    FIELDS = {"to": (), "all_worktrees": False, "body": None, "kind": "note", "ttl_minutes": None, "session": None,
+              "create": False, "json": False, "wake": True, "wait": None}
+    to: "Tuple[str, ...]"           # destinations as typed: path, `.`, `all`, name, key prefix
+    all_worktrees: bool             # every other worktree instead of `to`
+    body: "Optional[str]"           # the text; None or "-" reads stdin
+    kind: str
+    ttl_minutes: "Optional[int]"    # None: message.DEFAULT_TTL_MINUTES
+    session: "Optional[str]"        # show only to this session id
+    create: bool                    # allow a path that is no worktree of this clone
+    json: bool
+    wake: bool                      # False: --no-wake (the message's `wake` field)
+    wait: "Optional[float]"         # seconds to wait for the proof; None: verdict.DEFAULT_WAIT, wakeable only
 
 
 MAX_WAIT = 60
 
 
-def parse_wait(text: Optional[str]) -> Optional[float]:
+def parse_wait(text: "Optional[str]") -> "Optional[float]":
     """--wait as typed -> seconds (UsageError naming the option when it is no number in range)."""
     if text is None:
         return None
@@ -51,12 +51,12 @@ def parse_wait(text: Optional[str]) -> Optional[float]:
     return value
 
 
-def parse_ttl(text: Optional[str]) -> Optional[int]:
+def parse_ttl(text: "Optional[str]") -> "Optional[int]":
     """--ttl as typed -> minutes (UsageError naming the option when it is no whole number in range)."""
     return None if text is None else send.check_ttl(text)
 
 
-def run(clone: "Clone", args: SendArgs, out: IO[str]) -> int:
+def run(clone: "Clone", args: SendArgs, out: "IO[str]") -> int:
     """Returns the exit status: 0 only when every destination was queued."""
     if len(args.to) > MAX_DESTINATIONS:
         raise UsageError(f"{len(args.to)} destinations; at most {MAX_DESTINATIONS} (--to ... --to)")
@@ -78,7 +78,7 @@ def run(clone: "Clone", args: SendArgs, out: IO[str]) -> int:
     if remote and not to:
         return _send_remote(clone, args, remote, body, ttl, out)
     targets = send.resolve(clone, to, create=args.create, all_worktrees=args.all_worktrees,
-                           roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"])
+                           roster=lambda: _sessions(clone))
     sender_session, sender_launch = clients.sender_of(os.environ)
     results, off = send.deliver(clone, targets, body, args.kind, ttl, session=args.session,
                                 sender_session=sender_session, sender_launch=sender_launch, wake=args.wake)
@@ -86,6 +86,7 @@ def run(clone: "Clone", args: SendArgs, out: IO[str]) -> int:
     wired = record.anything_wired(root.path) if root is not None else True
     verdict.settle(clone, results, args.wait, sender=sender_session, wired=wired)
     if args.json:
+        import json  # only here: a plain send never pays for it
         out.write(json.dumps({"results": results, "delivery_off": off}, indent=2) + "\n")
     else:
         for r in results:
@@ -109,6 +110,15 @@ def run(clone: "Clone", args: SendArgs, out: IO[str]) -> int:
             return 1
         return _send_remote(clone, args, remote, body, ttl, out)
     return 1 if any(not r["ok"] for r in results) else 0
+
+
+def _sessions(clone: "Clone") -> "List[Dict[str, Any]]":
+    """The sessions `who` lists, read only when a destination is a session name (core/roster.py
+    and what it reads are imported then, not by every send: issue 26)."""
+    from git_korus_mail.core import roster
+    sessions: "List[Dict[str, Any]]" = roster.collect(clone, clients.sessions,
+                                                      activity=clients.last_activity)["sessions"]
+    return sessions
 
 
 def _remote(clone: "Clone", dests: "Sequence[str]") -> "Tuple[List[Dict[str, Any]], List[str]]":
@@ -140,6 +150,7 @@ def _send_remote(clone: "Clone", args: SendArgs, remote: "List[Dict[str, Any]]",
     results = address.queue(clone.common_dir, root, remote, body, args.kind, ttl, sender, args.session, args.wake)
     how = address.link_words(clone.common_dir)
     if args.json:
+        import json  # only here: a plain send never pays for it
         out.write(json.dumps({"results": results, "link": how}, indent=2) + "\n")
         return 0
     for r in results:

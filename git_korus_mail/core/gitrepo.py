@@ -1,7 +1,8 @@
 """The clone as pygit2 sees it: common dir, worktree root, the list of worktrees.
 
-The slow but authoritative path, for commands (send, list, install, ...). The hook
-hot path uses `discover.fast_locate` and comes here only when that walk is unsure.
+The slow but authoritative path: `install`, `doctor`, and whatever the pure-Python readers
+cannot prove (`discover.fast_locate` for a path, `worktrees.fast_list` for the worktree
+list) come here; `send`, `list` and the hooks do not, on every common layout.
 """
 
 import os
@@ -9,11 +10,13 @@ import os
 import pygit2
 
 from git_korus_mail.core.discover import Location, common_dir_of
+from git_korus_mail.core.worktrees import Worktree as Worktree  # re-exported: the clients name it from here
+from git_korus_mail.core.worktrees import read_head
 from git_korus_mail.errors import MailError
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, List, Optional, Tuple
+    from typing import Any, List, Optional
 
 
 def _open(start: str, from_env: bool) -> "Any":  # a pygit2.Repository (pygit2 ships no hints)
@@ -68,38 +71,6 @@ def locate(start: str, from_env: bool = False) -> "Optional[Location]":
 
 def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-class Worktree:
-    """One worktree of the clone as `git worktree list` knows it."""
-
-    __slots__ = ("path", "name", "branch", "head", "is_main", "prunable", "admin_dir")
-
-    def __init__(self, path: str, name: str, branch: "Optional[str]", head: str, is_main: bool,
-                 prunable: bool, admin_dir: str) -> None:
-        self.path = path
-        self.name = name
-        self.branch = branch
-        self.head = head
-        self.is_main = is_main
-        self.prunable = prunable
-        self.admin_dir = admin_dir
-
-    def __repr__(self) -> str:
-        return f"Worktree({self.path!r}, name={self.name!r}, branch={self.branch!r}, prunable={self.prunable})"
-
-
-def read_head(git_dir: str) -> "Tuple[Optional[str], str]":
-    """(branch or None, head text) from a git dir's HEAD file; cheap, no repository open."""
-    try:
-        with open(os.path.join(git_dir, "HEAD"), "rb") as f:
-            text = f.read(4096).decode("utf-8", "replace").strip()
-    except OSError:
-        return None, ""
-    if text.startswith("ref: "):
-        ref = text[5:].strip()
-        return (ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref), text
-    return None, text
 
 
 def list_worktrees(common_dir: str) -> "List[Worktree]":

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
     from git_korus_mail.core.clone import Clone
-    from git_korus_mail.core.gitrepo import Worktree
+    from git_korus_mail.core.worktrees import Worktree
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.message import Message
 

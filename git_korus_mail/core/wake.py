@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from git_korus_mail.store.message import Message
 
 REACH = 900.0  # seconds a watcher waits; the hook's timeout (1,200 s) leaves headroom (DESIGN R12)
-POLL = 0.05  # seconds between looks at the inbox directory (one stat each: ~20 a second)
+# seconds between looks at the inbox directory: one stat each, about 10 µs of CPU, so 50 a second
+# cost a watcher 0.05% of a core, and the wait from a message's link to its look drops from 25 ms
+# (at 0.05 s) to 10 ms on average (issue 26: bench/WAKE.md)
+POLL = 0.02
 CHECK = 0.5  # seconds between looks at the claim and the launch's process
 RESCAN = 2.0  # seconds between full listings even when the inbox stamp did not move
 BUDGET = 6  # wakes per launch ...
@@ -103,6 +106,7 @@ class Watcher:
             return None
         # what a wake needs, loaded now while idle, not after the mail came (latency)
         from git_korus_mail.core import render  # noqa: F401
+        from git_korus_mail.core import limits  # noqa: F401  (_waiting judges every message with it)
         from git_korus_mail.store import message  # noqa: F401
         try:
             return self._wait(start + self.reach)

@@ -1,16 +1,15 @@
 """`<mail>/hooks/`: the record of what install did (installed.json) and the lock that keeps
 one install or uninstall at a time per clone."""
 
-import json
 import os
-from contextlib import contextmanager
 
+from git_korus_mail import fastjson  # send reads the record: no `import json` there (issue 26)
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import files as wfiles
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterator, Optional
+    from typing import Any, ContextManager, Dict, Iterator, Optional
 
     from git_korus_mail.store.files import MailRoot
 
@@ -36,7 +35,7 @@ class Record:
         data: "Any" = {}  # JSON from disk, checked below
         if raw:
             try:
-                data = json.loads(raw)
+                data = fastjson.loads(raw)
             except ValueError:
                 data = {}  # a damaged record: uninstall falls back to finding our entries
         if not isinstance(data, dict):
@@ -58,6 +57,7 @@ class Record:
             if os.path.exists(self.path):
                 os.unlink(self.path)
             return
+        import json  # install and uninstall only
         data = (json.dumps(self.data, indent=2, sort_keys=True) + "\n").encode()
         if wfiles.read_bytes(self.path) != data:  # a repeated install leaves every byte and mtime alone
             wfiles.write_atomic(self.path, data, 0o600)
@@ -67,9 +67,13 @@ def ensure_hooks_dir(root: "MailRoot") -> str:
     return root.ensure_dir_path(HOOKS_SUBDIR)
 
 
-@contextmanager
-def locked(hooks_dir: str) -> "Iterator[None]":
+def locked(hooks_dir: str) -> "ContextManager[None]":
     """One install/uninstall at a time per clone (a post-checkout may race a manual install)."""
+    from contextlib import contextmanager  # here: send reads this module, and pays nothing for it (issue 26)
+    return contextmanager(_locked)(hooks_dir)
+
+
+def _locked(hooks_dir: str) -> "Iterator[None]":
     import portalocker
     path = os.path.join(hooks_dir, LOCK_NAME)
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
