@@ -284,3 +284,28 @@ def test_doctor_judges_a_gemini_sessions_drains_by_geminis_own_events(clone, fak
     assert len(drains) == 1, drains
     assert drains[0]["ok"] and "AfterAgent" in drains[0]["detail"] and "BeforeAgent" in drains[0]["detail"]
 
+
+@pytest.mark.parametrize("event, said", [("SessionStart", "both"), ("AfterAgent", "person"), ("BeforeAgent", None),
+                                         ("AfterTool", None), ("SessionEnd", None)])
+def test_geminis_stub_says_a_broken_helper_at_session_start_and_after_agent_only(tmp_path, event, said):
+    """Gemini's stub is the one template with its values (clients/gemini/stub.py): a helper that
+    cannot run is said to the model and the person at SessionStart, to the person at AfterAgent
+    (the run's end), and nowhere at the events of every prompt and tool call."""
+    from git_korus_mail.clients.gemini import stub
+    path = tmp_path / "gemini-hook"
+    path.write_text(stub.STUB.render(str(tmp_path / "gone" / "git-korus-mail")))
+    path.chmod(0o700)
+    env = dict(os.environ, PATH="/usr/bin:/bin")  # no git-korus-mail on PATH either
+    proc = subprocess.run([str(path), event], input="{}", capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr  # on another code Gemini would drop the output
+    if said is None:
+        assert proc.stdout == ""
+        return
+    answer = json.loads(proc.stdout)
+    assert answer["systemMessage"].startswith("git korus-mail: helper not found"), answer
+    assert protocol.check_answer(event, proc.stdout) is not None  # a fault, as Gemini's answer checker says
+    if said == "both":
+        assert answer["hookSpecificOutput"] == {"hookEventName": "SessionStart",
+                                                "additionalContext": answer["systemMessage"]}
+    else:
+        assert set(answer) == {"systemMessage"}
