@@ -19,6 +19,7 @@ import pytest
 from helpers import PYTHON, REPO_ROOT, git, run_cli
 from git_korus_mail.clients.gemini import protocol, settingsfile
 from git_korus_mail.core import keys
+from git_korus_mail.core.drain_context import DrainFacts
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_codex_client import balanced, frames, hostile_batch  # noqa: E402  (the same hostile batch)
@@ -79,11 +80,27 @@ def test_events_map_onto_the_drains_phases():
         "SessionStart": "show", "BeforeAgent": "show", "AfterTool": "show",
         "AfterAgent": "consume", "SessionEnd": "end"}
     facts = protocol.drain_facts(p, {"HOME": "/home/u"})
-    assert facts["final_text"] == "done" and facts["account"] == "/home/u/.gemini"
-    assert (facts["context_unit"], facts["context_limit"]) == ("utf-16", 7000)
+    assert isinstance(facts, DrainFacts)
+    assert (facts.phase, facts.session, facts.cwd, facts.label) == ("consume", "s", "/x", "AfterAgent")
+    assert facts.final_text == "done" and facts.account == "/home/u/.gemini"
+    assert (facts.context_unit, facts.context_limit) == ("utf-16", 7000)
+    assert facts.launch is None and facts.find_launch is not None  # proved on first need only
     none = protocol.read_payload(json.dumps({"session_id": "s", "cwd": "/x", "hook_event_name": "AfterAgent",
                                              "prompt_response": "[no response text]"}).encode())
-    assert protocol.drain_facts(none, {})["final_text"] is None  # Gemini's filler is no final text
+    assert protocol.drain_facts(none, {}).final_text is None  # Gemini's filler is no final text
+    # the show events' flags: SessionStart opens, AfterTool is frequent, BeforeAgent starts a run;
+    # SessionStart and SessionEnd prove the launch at once (for the surface): none here (no gemini parent)
+    by_event = {e: protocol.drain_facts(protocol.read_payload(json.dumps(
+        {"session_id": "s", "cwd": "/x", "hook_event_name": e, "prompt_response": "x"}).encode()), {})
+        for e in protocol.EVENTS}
+    assert {e: (f.opening, f.frequent, f.run_start, f.final_text) for e, f in by_event.items()} == {
+        "SessionStart": (True, False, False, None), "BeforeAgent": (False, False, True, None),
+        "AfterTool": (False, True, False, None), "AfterAgent": (False, False, False, "x"),
+        "SessionEnd": (False, False, False, None)}
+    assert [e for e, f in by_event.items() if f.launch is not None] == ["SessionStart", "SessionEnd"]
+    assert not by_event["SessionStart"].launch.known and by_event["SessionStart"].surface is None
+    assert protocol.drain_facts(protocol.read_payload(json.dumps(
+        {"session_id": "s", "cwd": "/x", "hook_event_name": "Notification"}).encode()), {}).phase is None
     # the model's shell commands carry GEMINI_CLI=1 and no session: nothing is taken from a stray variable
     assert protocol.session_of({"GEMINI_CLI": "1", "GEMINI_SESSION_ID": "s"}) is None
     with pytest.raises(protocol.BadPayload):
@@ -266,3 +283,29 @@ def test_doctor_judges_a_gemini_sessions_drains_by_geminis_own_events(clone, fak
     drains = [f for f in json.loads(out.stdout)["findings"] if f["check"] == "drains"]
     assert len(drains) == 1, drains
     assert drains[0]["ok"] and "AfterAgent" in drains[0]["detail"] and "BeforeAgent" in drains[0]["detail"]
+
+
+@pytest.mark.parametrize("event, said", [("SessionStart", "both"), ("AfterAgent", "person"), ("BeforeAgent", None),
+                                         ("AfterTool", None), ("SessionEnd", None)])
+def test_geminis_stub_says_a_broken_helper_at_session_start_and_after_agent_only(tmp_path, event, said):
+    """Gemini's stub is the one template with its values (clients/gemini/stub.py): a helper that
+    cannot run is said to the model and the person at SessionStart, to the person at AfterAgent
+    (the run's end), and nowhere at the events of every prompt and tool call."""
+    from git_korus_mail.clients.gemini import stub
+    path = tmp_path / "gemini-hook"
+    path.write_text(stub.STUB.render(str(tmp_path / "gone" / "git-korus-mail")))
+    path.chmod(0o700)
+    env = dict(os.environ, PATH="/usr/bin:/bin")  # no git-korus-mail on PATH either
+    proc = subprocess.run([str(path), event], input="{}", capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr  # on another code Gemini would drop the output
+    if said is None:
+        assert proc.stdout == ""
+        return
+    answer = json.loads(proc.stdout)
+    assert answer["systemMessage"].startswith("git korus-mail: helper not found"), answer
+    assert protocol.check_answer(event, proc.stdout) is not None  # a fault, as Gemini's answer checker says
+    if said == "both":
+        assert answer["hookSpecificOutput"] == {"hookEventName": "SessionStart",
+                                                "additionalContext": answer["systemMessage"]}
+    else:
+        assert set(answer) == {"systemMessage"}

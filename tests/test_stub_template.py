@@ -18,7 +18,8 @@ HELPER = "/opt/it's here/bin/git-korus-mail"
 def clients():
     from git_korus_mail.clients.claude import stub as claude
     from git_korus_mail.clients.codex import stub as codex
-    return {"claude": claude.STUB, "codex": codex.STUB}
+    from git_korus_mail.clients.gemini import stub as gemini
+    return {"claude": claude.STUB, "codex": codex.STUB, "gemini": gemini.STUB}
 
 
 def outside_block(text):
@@ -29,15 +30,19 @@ def outside_block(text):
 def test_the_clients_stubs_differ_only_in_their_block_of_values():
     texts = {name: s.render(HELPER) for name, s in clients().items()}
     outside = {name: outside_block(t) for name, t in texts.items()}
-    assert outside["claude"] == outside["codex"]
+    assert outside["claude"] == outside["codex"] == outside["gemini"]
     before, after = outside["claude"]
     assert before.startswith("#!/bin/sh\n" + stub.ID_LINE + stub.template_id(TEMPLATE) + "\n")
     blocks = {name: stub._split(t)[1] for name, t in texts.items()}
     assert "fast_session=${CLAUDE_CODE_SESSION_ID-}\nfast_launch=${CLAUDE_PID-}\nfast_events='PostToolUse'\n" \
         in blocks["claude"]
     assert "client='codex'\n" in blocks["codex"] and "fast_session=''\nfast_launch=''\n" in blocks["codex"]
-    for block in blocks.values():
-        assert block.endswith("opening_event='SessionStart'\nend_event='Stop'\n"), block
+    # Gemini: no fast path (no variable names its process), the fault report at its run's end
+    assert "client='gemini'\n" in blocks["gemini"] \
+        and "fast_session=''\nfast_launch=''\nfast_events=''\n" in blocks["gemini"]
+    assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\n"), blocks["gemini"]
+    for name in ("claude", "codex"):
+        assert blocks[name].endswith("opening_event='SessionStart'\nend_event='Stop'\n"), blocks[name]
 
 
 def test_the_block_holds_values_only():

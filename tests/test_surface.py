@@ -35,7 +35,8 @@ FOREIGN = {
     "docs": {"--show-toplevel", "--resume", "--continue", "--mirror",  # git's; claude --resume
              "--no-daemon", "--managed-daemon", "--sandbox",  # codex's terminal UI, its daemon, its sandbox
              "--print", "--input-format",  # claude's (docs/HOOKS.md, the wake-up tier)
-             "--prompt", "--allowed-tools", "--skip-trust"},  # gemini's (docs/CLIENTS.md, "Gemini CLI")
+             "--prompt", "--allowed-tools", "--skip-trust",  # gemini's (docs/CLIENTS.md, "Gemini CLI")
+             "--base", "--runs"},  # bench/hotpath_ab.py's (docs/HOOKS.md, "Starting Python")
     "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},
     "zsh": {"--porcelain"},
@@ -201,7 +202,8 @@ def invocations(text):
     """(subcommand, [option words]) for every `git korus-mail ...` / `git-korus-mail ...` written
     out in a text, the words up to the end of the line or a shell operator."""
     out = []
-    for m in re.finditer(r"git[ -]korus-mail((?: +[^\s`|&;#\"']+)*)", text):
+    # not after "# ": a shell comment runs nothing (the stub's ID line, `# git-korus-mail hook stub, ID: ...`)
+    for m in re.finditer(r"(?<!# )git[ -]korus-mail((?: +[^\s`|&;#\"']+)*)", text):
         words = m.group(1).split()
         if not words:
             continue

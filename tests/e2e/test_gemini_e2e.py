@@ -144,6 +144,33 @@ def test_who_shows_a_gemini_session_and_its_surface(clone, gemini, geminimock, h
     assert mine[0].get("client") == "gemini" and mine[0].get("surface") == "headless", mine[0]
 
 
+def test_a_broken_helper_is_said_at_session_start_and_after_agent_by_geminis_stub(
+        clone, gemini, geminimock, home, wired, tmp_path):
+    """The helper baked into Gemini's stub (the one template with Gemini's values) has lost its
+    interpreter (a Python upgrade under a venv): the stub's own fault report reaches the model
+    and the person at SessionStart, the person again at AfterAgent (the run's end), and nothing
+    at BeforeAgent; Gemini's run goes on (docs/HOOKS.md, "The stub")."""
+    from git_korus_mail.clients.gemini import stub
+    broken = tmp_path / "venv" / "bin" / "git-korus-mail"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(f"#!{tmp_path / 'venv' / 'bin' / 'python3'}\nimport sys\n")  # that python is gone
+    broken.chmod(0o755)
+    hook = clone.mail_root / "hooks" / "gemini-hook"
+    hook.write_text(stub.STUB.render(str(broken)))
+    geminimock.set_script([text("carrying on")])
+    run = gemini.run("hi", cwd=clone.web).check()
+    said = [line for line in run.person_lines() if "mail is not being delivered" in line]
+    assert len(said) == 2, run.stderr  # SessionStart's and AfterAgent's: not BeforeAgent's
+    assert all("its Python interpreter" in line and "is gone" in line for line in said), said
+    # SessionStart's context, headless, is put before the prompt in its part; BeforeAgent's would
+    # be a part of its own after it (docs/CLIENTS.md, "Gemini CLI")
+    parts = [part.get("text", "") for r in geminimock.agent_requests() for c in r.contents
+             for part in (c.get("parts") or []) if "mail is not being delivered" in part.get("text", "")]
+    assert len(parts) == 1 and parts[0].startswith("<hook_context>git korus-mail: ") \
+        and parts[0].endswith("</hook_context>\n\nhi"), parts
+    assert run.response == "carrying on"
+
+
 def _tmux(sock, *args, check=True):
     return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, check=check)
 

@@ -11,7 +11,14 @@ not proved and there is no launch (mail is shown, not consumed).
 
 import os
 
-from git_korus_mail.store.launch import Launch, NoLaunch
+from git_korus_mail.store.launch import Launch as Launch  # re-exported: protocol.py names it through here
+from git_korus_mail.store.launch import NoLaunch
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import List, Mapping, Optional
+
+    from git_korus_mail.store.launch import AnyLaunch
 
 CLIENT = "gemini"
 MAX_DEPTH = 4  # drain <- stub <- (a shell) <- gemini; one level spare
@@ -19,7 +26,7 @@ COMMAND_DEPTH = 16  # a shell tool call: bash -c, a pipeline, git, our helper ..
 SCRIPT_NAMES = ("gemini", "gemini.js")
 
 
-def _ppid(pid):
+def _ppid(pid: int) -> "Optional[int]":
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode("ascii", "replace")
@@ -28,7 +35,7 @@ def _ppid(pid):
         return None
 
 
-def _argv(pid):
+def _argv(pid: int) -> "List[str]":
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
@@ -36,7 +43,7 @@ def _argv(pid):
         return []
 
 
-def is_gemini(pid):
+def is_gemini(pid: int) -> bool:
     """Whether process `pid` is Gemini CLI: node running Gemini's script (its first argument that
     is no node option)."""
     try:
@@ -52,20 +59,21 @@ def is_gemini(pid):
     return False
 
 
-def gemini_ancestor(start_pid=None, depth=MAX_DEPTH):
+def gemini_ancestor(start_pid: "Optional[int]" = None, depth: int = MAX_DEPTH) -> "Optional[int]":
     """The nearest ancestor of `start_pid` (default: this process; itself excluded) that is
     Gemini CLI, or None within `depth` levels."""
     pid = os.getpid() if start_pid is None else start_pid
     for _level in range(depth):
-        pid = _ppid(pid)
-        if pid is None or pid <= 1:
+        parent = _ppid(pid)
+        if parent is None or parent <= 1:
             return None
-        if is_gemini(pid):
-            return pid
+        if is_gemini(parent):
+            return parent
+        pid = parent
     return None
 
 
-def launch_of(session, environ, start_pid=None):
+def launch_of(session: str, environ: "Mapping[str, str]", start_pid: "Optional[int]" = None) -> "AnyLaunch":
     """The Gemini process that runs this hook (launch.Launch), or a NoLaunch saying why not."""
     named = environ.get("GEMINI_SESSION_ID")
     if named and named != session:
@@ -76,7 +84,7 @@ def launch_of(session, environ, start_pid=None):
     return Launch.of_process(CLIENT, pid)
 
 
-def surface_of(pid):
+def surface_of(pid: int) -> str:
     """Where a session runs, from its process's arguments: `headless` (-p / --prompt, the
     non-interactive mode) or `terminal` (the interactive UI)."""
     for arg in _argv(pid)[1:]:

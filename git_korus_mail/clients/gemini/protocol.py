@@ -18,6 +18,15 @@ follows (Gemini CLI 0.61.0, observed offline; /work/shared/reference/gemini-cli-
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+    from git_korus_mail.clients.interface import Shown
+    from git_korus_mail.core.drain_context import DrainFacts
+    from git_korus_mail.core.vocab import PhaseOf
+    from git_korus_mail.store.launch import AnyLaunch, Launch
+
 NAME = "gemini"
 SHOW_EVENTS = ("SessionStart", "BeforeAgent", "AfterTool")
 CONSUME_EVENT = "AfterAgent"
@@ -33,7 +42,7 @@ LOCAL_SETTINGS_NAME = ".gemini/settings.json"
 # times 4, is 28,000: whole in the kept tail, with room for the tool's last lines.
 CONTEXT_LIMIT = 7000
 MAX_CWD = 4096
-PHASE_OF = {"SessionStart": ("show", True, False), "BeforeAgent": ("show", False, False),
+PHASE_OF: "PhaseOf" = {"SessionStart": ("show", True, False), "BeforeAgent": ("show", False, False),
             "AfterTool": ("show", False, True), "AfterAgent": ("consume", False, False),
             "SessionEnd": ("end", False, False)}
 
@@ -43,7 +52,8 @@ class Payload:
 
     __slots__ = ("event", "session", "cwd", "transcript", "raw", "data")
 
-    def __init__(self, event, session, cwd, transcript, raw, data=b""):
+    def __init__(self, event: str, session: str, cwd: str, transcript: "Optional[str]", raw: "Dict[str, Any]",
+                 data: bytes = b"") -> None:
         self.event, self.session, self.cwd, self.raw = event, session, cwd, raw
         self.transcript = transcript
         self.data = data  # the stdin bytes: what identifies the event to every wiring (event_key)
@@ -53,7 +63,7 @@ class BadPayload(Exception):
     pass
 
 
-def read_payload(data):
+def read_payload(data: bytes) -> Payload:
     """Parse stdin bytes; BadPayload when it is not a hook payload we can act on."""
     try:
         raw = json.loads(data.decode("utf-8", "replace"))
@@ -77,19 +87,19 @@ def read_payload(data):
     return Payload(event, session, cwd, transcript, raw, data)
 
 
-def launch_of(payload, environ):
+def launch_of(payload: Payload, environ: "Mapping[str, str]") -> "AnyLaunch":
     from git_korus_mail.clients.gemini import launch
     return launch.launch_of(payload.session, environ)
 
 
-def account_of(environ):
+def account_of(environ: "Mapping[str, str]") -> "Optional[str]":
     """Which Gemini config root the session runs under: Gemini keeps it in $HOME/.gemini (it has
     no variable of its own for it)."""
     home = environ.get("HOME")
     return f"{home.rstrip('/')}/.gemini" if home else None
 
 
-def final_text_of(payload):
+def final_text_of(payload: Payload) -> "Optional[str]":
     """The automatic answer (core/answer.py): AfterAgent's prompt_response, the run's text as
     Gemini hands it to its stop hooks. Gemini 0.61.0 sends "[no response text]" when the run
     wrote none: that is no final text."""
@@ -99,37 +109,38 @@ def final_text_of(payload):
     return text
 
 
-def drain_facts(payload, environ):
-    """The keyword arguments of drain.Drain after the session and cwd. The launch is the gemini
-    process among this hook's parents, proved only when the drain needs it (`find_launch`)."""
-    phase, opening, frequent = PHASE_OF.get(payload.event, (None, False, False))
-    facts = {"label": payload.event, "opening": opening, "frequent": frequent, "phase": phase,
-             "find_launch": lambda: launch_of(payload, environ), "account": account_of(environ),
-             "event_key": lambda: _event_key(payload.data),
-             "context_unit": "utf-16", "context_limit": CONTEXT_LIMIT}
-    if payload.event in (OPENING_EVENT, END_EVENT):
+def drain_facts(payload: Payload, environ: "Mapping[str, str]") -> "DrainFacts":
+    """What the core's drain needs of this payload (core/drain_context.DrainFacts). The launch is
+    the gemini process among this hook's parents, proved only when the drain needs it
+    (`find_launch`), except at SessionStart and SessionEnd, where the surface needs it now."""
+    from git_korus_mail.core.drain_context import DrainFacts
+    event = payload.event
+    phase, opening, frequent = PHASE_OF.get(event, (None, False, False))
+    found: "Optional[AnyLaunch]" = None
+    surface = None
+    if event in (OPENING_EVENT, END_EVENT):
         from git_korus_mail.clients.gemini import launch
-        found = facts["launch"] = launch_of(payload, environ)  # needed now, for the surface
+        found = launch_of(payload, environ)  # needed now, for the surface
         if found.known:
-            facts["surface"] = launch.surface_of(found.pid)
-    if payload.event == CONSUME_EVENT:
-        # A hook cannot know at an AfterAgent whether another AfterAgent hook will deny and so
-        # continue the run (stop_hook_active: true at the next one): the questions shown so
-        # far are answered with the text this one carries, as at Claude Code's Stop
-        # (docs/HOOKS.md, "stop_hook_active"); those shown during a continuation at its end.
-        facts["final_text"] = final_text_of(payload)
-    elif payload.event == "BeforeAgent":
-        facts["run_start"] = True
-    return facts
+            surface = launch.surface_of(found.pid)
+    # A hook cannot know at an AfterAgent whether another AfterAgent hook will deny and so
+    # continue the run (stop_hook_active: true at the next one): the questions shown so far are
+    # answered with the text this one carries, as at Claude Code's Stop (docs/HOOKS.md,
+    # "stop_hook_active"); those shown during a continuation at its end.
+    return DrainFacts(phase, payload.session, payload.cwd, label=event, opening=opening, frequent=frequent,
+                      launch=found, find_launch=lambda: launch_of(payload, environ), account=account_of(environ),
+                      surface=surface, final_text=final_text_of(payload) if event == CONSUME_EVENT else None,
+                      run_start=event == "BeforeAgent", event_key=lambda: _event_key(payload.data),
+                      context_unit="utf-16", context_limit=CONTEXT_LIMIT)  # Gemini's unit: JS string length
 
 
-def _event_key(data):
+def _event_key(data: bytes) -> "Optional[str]":
     """A digest of the payload: every wiring of one event gets the same bytes (store/events.py)."""
     from git_korus_mail.clients.claude.protocol import event_key_of
     return event_key_of(data)
 
 
-def session_of(environ):
+def session_of(environ: "Mapping[str, str]") -> "Optional[str]":
     """The session a command runs in, when Gemini says. Its hooks get GEMINI_SESSION_ID, the
     model's shell commands do not (0.61.0: only GEMINI_CLI=1), so a command learns nothing here;
     the sending launch (sender_launch) tells it apart."""
@@ -140,7 +151,7 @@ def session_of(environ):
     return session if valid_session(session) else None
 
 
-def sender_launch(environ, chain):
+def sender_launch(environ: "Mapping[str, str]", chain: "Sequence[int]") -> "Optional[Tuple[int, Launch]]":
     """(its place in `chain`, launch) of the nearest gemini process among a command's ancestors."""
     from git_korus_mail.clients.gemini import launch
     for n, pid in enumerate(chain):
@@ -150,7 +161,7 @@ def sender_launch(environ, chain):
     return None
 
 
-def command_launch(environ):
+def command_launch(environ: "Mapping[str, str]") -> "Optional[AnyLaunch]":
     """The gemini process a command (a shell tool call) runs under, proved from /proc; None
     outside Gemini (it says GEMINI_CLI=1 in its commands' environment)."""
     if environ.get("GEMINI_CLI") != "1":
@@ -160,21 +171,22 @@ def command_launch(environ):
     return launch.Launch.of_process(launch.CLIENT, pid) if pid is not None else None
 
 
-def _frame_line(line, end):
+def _frame_line(line: str, end: bool) -> bool:
     return line.startswith("[mail ") and line.endswith(" end]" if end else " begin]")
 
 
-def fit(text, limit=CONTEXT_LIMIT):
+def fit(text: str, limit: int = CONTEXT_LIMIT) -> str:
     """`text` within `limit` UTF-16 units. Mail never needs this: the core fits a batch at whole
     messages in Gemini's unit (drain_facts). It guards any other text we pass: whole lines from
     the start, never part of a frame, then one line of ours."""
-    def units(s):
+    def units(s: str) -> int:
         return len(s.encode("utf-16-le", "surrogatepass")) // 2
     if units(text) <= limit:
         return text
     lines = text.split("\n")
     room = limit - 200
-    kept, used, open_at = [], 0, None
+    kept: "List[str]" = []
+    used, open_at = 0, None
     for line in lines:
         n = units(line) + 1
         if used + n > room:
@@ -192,7 +204,8 @@ def fit(text, limit=CONTEXT_LIMIT):
     return "\n".join(kept + [note])
 
 
-def answer(event, context, notice, shown=None):
+def answer(event: str, context: "Optional[str]", notice: "Optional[str]",
+           shown: "Optional[Shown]" = None) -> "Optional[str]":
     """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
     model only at a showing event (at AfterAgent, a `deny` would start another turn: never
     used); elsewhere the notice alone, to the person. `shown` (core/shown.Shown) sums up the mail
@@ -206,19 +219,19 @@ def answer(event, context, notice, shown=None):
     return None
 
 
-def context_output(event, text, notice=None):
-    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}}
+def context_output(event: str, text: str, notice: "Optional[str]" = None) -> str:
+    out: "Dict[str, Any]" = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}}
     if notice:
         out["systemMessage"] = notice
     return json.dumps(out, ensure_ascii=True)
 
 
-def user_notice_output(text):
+def user_notice_output(text: str) -> str:
     """Output Gemini shows the person only ("Hook system message: ..."): the model never sees it."""
     return json.dumps({"systemMessage": text}, ensure_ascii=True)
 
 
-def fault_output(event, text):
+def fault_output(event: str, text: str) -> str:
     """A fault: to the person, and at SessionStart to the model too."""
     if event == OPENING_EVENT:
         return json.dumps({"systemMessage": text,
@@ -227,7 +240,7 @@ def fault_output(event, text):
     return user_notice_output(text)
 
 
-def check_answer(event, stdout):
+def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Gemini accepts at `event` and carries no fault."""
     from git_korus_mail.clients.hookjson import check_answer as check
     return check(event, stdout)

@@ -25,6 +25,16 @@ from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
 
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import IO, Iterable, List, Optional, Tuple
+
+    from git_korus_mail.clients.interface import Checked, ScopeRec, Wired
+    from git_korus_mail.core.clone import Clone
+    from git_korus_mail.core.gitrepo import Worktree
+    from git_korus_mail.store.files import MailRoot
+    from git_korus_mail.wiring.record import Record
+
 NAME = "gemini"
 NEEDS_POST_CHECKOUT = True  # each worktree has its own settings file: `git worktree add` must wire it
 EXCLUDE_KEY = "exclude_gemini"
@@ -39,7 +49,7 @@ wire_file = settingsfile.wire_file
 unwire_file = settingsfile.unwire_file
 
 
-def _tracked(wt_path):
+def _tracked(wt_path: str) -> bool:
     """Does the repository track `.gemini/settings.json` in this worktree? (Then it is the
     repository's file, and install never edits it.)"""
     try:
@@ -50,10 +60,11 @@ def _tracked(wt_path):
     return proc.returncode == 0
 
 
-def _local(clone, only_own=False):
+def _local(clone: "Clone", only_own: bool = False) -> "Tuple[Wired, List[Worktree], List[str]]":
     """([(path, None, cwd)] wired, skipped worktrees, [worktree paths whose file is tracked])."""
     targets, skipped = hookdoc.worktree_targets(clone, settingsfile.PROJECT_FILE, only_own)
-    wired, tracked = [], []
+    wired: "Wired" = []
+    tracked: "List[str]" = []
     for path, wt in targets:
         if _tracked(wt.path):
             tracked.append(wt.path)
@@ -62,7 +73,7 @@ def _local(clone, only_own=False):
     return wired, skipped, tracked
 
 
-def settings_targets(clone, scope, only_own=False):
+def settings_targets(clone: "Clone", scope: str, only_own: bool = False) -> "Tuple[Wired, List[Worktree]]":
     """([(settings path, repo anchor or None, cwd)] install wires for `scope`, prunable worktrees skipped)."""
     if scope == "local":
         wired, skipped, _tracked_paths = _local(clone, only_own)
@@ -71,7 +82,7 @@ def settings_targets(clone, scope, only_own=False):
     return [(settingsfile.user_settings_path(), anchor, anchor)], []
 
 
-def unwire_candidates(clone, scope, recorded):
+def unwire_candidates(clone: "Clone", scope: str, recorded: "Iterable[str]") -> "List[str]":
     if scope == "local":
         found = [p for p, _r, _c in _local(clone)[0]]
     else:
@@ -80,12 +91,12 @@ def unwire_candidates(clone, scope, recorded):
 
 
 # -- Gemini's own trust, read, never written ------------------------------------------
-def trusted_folders_path():
+def trusted_folders_path() -> str:
     return os.environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or \
         os.path.join(os.path.expanduser("~"), ".gemini", "trustedFolders.json")
 
 
-def folder_trusted(path):
+def folder_trusted(path: str) -> "Optional[bool]":
     """True / False when Gemini's trust file says (TRUST_FOLDER on the folder or an ancestor,
     TRUST_PARENT on a child of it, DO_NOT_TRUST), None when it says nothing."""
     try:
@@ -96,7 +107,7 @@ def folder_trusted(path):
     if not isinstance(rules, dict):
         return None
     real = os.path.realpath(path)
-    best = None
+    best: "Optional[Tuple[str, bool]]" = None
     for where, level in rules.items():
         if not isinstance(where, str) or not isinstance(level, str):
             continue
@@ -112,7 +123,8 @@ def folder_trusted(path):
 ALLOW_LINE = '"tools": {"allowed": ["run_shell_command(git korus-mail)"]}'
 
 
-def after_wiring(clone, scope, wired, scope_rec, out):
+def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRec",
+                 out: "IO[str]") -> "List[Tuple[str, str]]":
     """Trusts nothing; says what Gemini's trust decides, and names what was left alone."""
     if os.environ.get(POST_CHECKOUT_ENV):
         return []
@@ -132,11 +144,11 @@ def after_wiring(clone, scope, wired, scope_rec, out):
     return []
 
 
-def after_unwiring(scope_rec, out):
+def after_unwiring(scope_rec: "ScopeRec", out: "IO[str]") -> None:
     return None
 
 
-def run_stub_once(stub_file, repo, cwd):
+def run_stub_once(stub_file: str, repo: "Optional[str]", cwd: str) -> "Optional[str]":
     """Run our SessionStart command as Gemini would (wiring/selftest.py), without the variables
     that name a Gemini session."""
     return selftest.run_opening(settingsfile.hook_command(stub_file, "SessionStart", repo), cwd, "SessionStart", None,
@@ -145,18 +157,18 @@ def run_stub_once(stub_file, repo, cwd):
                                 silent="the stub printed nothing at SessionStart")
 
 
-def calls_stub(path, stub_file):
+def calls_stub(path: str, stub_file: str) -> bool:
     return hookdoc.calls_stub(path, stub_file, settingsfile.STUB_TAIL)
 
 
-def recorded(record, scope):
+def recorded(record: "Record", scope: str) -> bool:
     return NAME in ((record.scope(scope) or {}).get("clients") or ())
 
 
-def wired_files(clone, record, stub_file):
+def wired_files(clone: "Clone", record: "Record", stub_file: str) -> "Tuple[Wired, List[Worktree], bool]":
     """([(path, repo, cwd)] wired for this clone, skipped, local wired?): as record or disk say."""
     targets, skipped, _tracked_paths = _local(clone)
-    wired = []
+    wired: "Wired" = []
     local = recorded(record, "local") or any(calls_stub(p, stub_file) for p, _r, _c in targets)
     if local:
         wired += targets
@@ -169,10 +181,10 @@ def wired_files(clone, record, stub_file):
     return wired, skipped, local
 
 
-def check(root, stub_file, wired, run_stub=True):
+def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True) -> "Checked":
     """[(label, [problems])]: each settings.json read back and checked, the stub run once, and
     what Gemini's own trust file says of each folder."""
-    results = []
+    results: "Checked" = []
     for path, repo, cwd in wired:
         try:
             _raw, data = settingsfile.read(path)
@@ -188,7 +200,7 @@ def check(root, stub_file, wired, run_stub=True):
             if problem:
                 problems.append(problem)
         results.append((path, problems))
-    stub_problems = []
+    stub_problems: "List[str]" = []
     if wired and not (os.path.isfile(stub_file) and os.access(stub_file, os.X_OK)):
         stub_problems.append("missing or not executable: run `git korus-mail install --client gemini`")
     if wired:
