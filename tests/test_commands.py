@@ -83,7 +83,7 @@ ARGVS = [
     ["send", "--to=.", "--to=../web", "--kind=alert", "--ttl=5", "--session=s1", "--create", "--json", "hi"],
     ["send", "--all-worktrees", "-"],
     ["list", "--all", "--json"], ["status"], ["inbox", "--all", "--json"], ["read", "2026", "--raw"], ["log", "--follow", "--since=2h", "--json"],
-    ["cancel", "20260101T000000Z-0123456789abcdef"], ["forward", "abcd", "--to=web"],
+    ["cancel", "20260101T000000Z-0123456789abcdef"], ["forward", "abcd", "--to=web"], ["remote", "add", "nats://127.0.0.1:4222", "--label=vm"],
     ["off"], ["on"], ["install", "--scope=user", "--force"], ["uninstall", "--purge", "--yes"],
     ["doctor", "--json"], ["who", "--json"], ["release", "20260101T000000Z-0123456789abcdef"], ["completion", "zsh"],
     ["ask", "--to=../web", "--timeout=30", "--json", "--", "ready?"], ["reply", "20260101T000000Z-0123456789abcdef", "yes"],

@@ -114,9 +114,9 @@ def _returned_strings(path, function):
 
 def test_phase_is_the_drains_phases_and_what_every_client_maps_to():
     from git_korus_mail.clients import hook_protocols
-    from git_korus_mail.core import drain
+    from git_korus_mail.core import drain_context
     from git_korus_mail.core.vocab import Phase
-    assert set(get_args(Phase)) == set(drain.PHASES)
+    assert set(get_args(Phase)) == set(drain_context.PHASES)
     for client in hook_protocols():
         used = {phase for phase, _opening, _frequent in client.PHASE_OF.values()}
         assert used <= set(get_args(Phase)), (client.NAME, used)
@@ -125,7 +125,7 @@ def test_phase_is_the_drains_phases_and_what_every_client_maps_to():
 def test_consume_and_claim_results_are_what_the_box_returns():
     from git_korus_mail.store.shapes import ClaimResult, ConsumeResult
     moves = PACKAGE / "store" / "moves.py"
-    claimed = _returned_strings(moves, "_claim")
+    claimed = _returned_strings(moves, "claim")
     assert set(get_args(ClaimResult)) == claimed
     # consume returns its own words, or its claim's when that is not won
     assert set(get_args(ConsumeResult)) == _returned_strings(moves, "consume") | (claimed - {"won"})
@@ -150,7 +150,7 @@ def test_session_state_and_answer_status_are_the_stores():
     from git_korus_mail.store import message, presence
     from git_korus_mail.store.shapes import AnswerStatus, SessionState
     assert set(get_args(AnswerStatus)) == set(message.STATUSES)
-    states = _returned_strings(PACKAGE / "core" / "drain.py", "state_after")
+    states = _returned_strings(PACKAGE / "core" / "drain_context.py", "state_after")
     assert set(get_args(SessionState)) == states
     assert set(presence.LIVE) <= states
 

@@ -34,7 +34,7 @@ class AskArgs(Args):
     json: bool
 
 
-def parse_timeout(text: Optional[str]) -> Optional[int]:
+def parse_timeout(text: "Optional[str]") -> "Optional[int]":
     return None if text is None else ask.check_timeout(text)
 
 
