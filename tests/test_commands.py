@@ -5,6 +5,8 @@ question is only what a command does with its arguments, and what it prints.
 """
 
 import dataclasses
+
+from git_korus_mail.commands.args import Args
 import io
 
 import pytest
@@ -102,8 +104,8 @@ def test_every_command_gets_typed_arguments_not_the_dict():
     for argv in ARGVS:
         module, params = cli_params.typed(argv[0], parsed(argv))
         covered.add(argv[0])
-        # a frozen dataclass, or (send, ask, reply: no dataclasses import in a tool call) params.Args
-        assert dataclasses.is_dataclass(params) or isinstance(params, cli_params.Args), argv
+        # a frozen dataclass, or (send, ask, reply: no dataclasses import in a tool call) commands/args.Args
+        assert dataclasses.is_dataclass(params) or isinstance(params, Args), argv
         assert not isinstance(params, dict), argv
         assert module.__name__.startswith("git_korus_mail.commands."), module
         names = ([f.name for f in dataclasses.fields(params)] if dataclasses.is_dataclass(params)

@@ -9,7 +9,7 @@ import os
 import sys
 
 from git_korus_mail import clients
-from git_korus_mail.commands.params import Args
+from git_korus_mail.commands.args import Args
 from git_korus_mail.core import ask, send, verdict
 from git_korus_mail.commands.text import safe
 

@@ -4,7 +4,7 @@ import os
 import sys
 
 from git_korus_mail import clients
-from git_korus_mail.commands.params import Args
+from git_korus_mail.commands.args import Args
 from git_korus_mail.core import reply, send
 from git_korus_mail.commands.text import safe
 

@@ -4,7 +4,7 @@ import os
 import sys
 
 from git_korus_mail import clients
-from git_korus_mail.commands.params import Args
+from git_korus_mail.commands.args import Args
 from git_korus_mail.core import send, verdict
 from git_korus_mail.store import message
 from git_korus_mail.wiring import record
