@@ -5,14 +5,13 @@ question is only what a command does with its arguments, and what it prints.
 """
 
 import dataclasses
-
-from git_korus_mail.commands.args import Args
 import io
 
 import pytest
 from git_korus_mail.commands.argv import parse as argv_parse
 
 from git_korus_mail import cli
+from git_korus_mail.commands.args import Args
 from git_korus_mail.core.clone import Clone
 from git_korus_mail.commands import params as cli_params, send, status
 from git_korus_mail.errors import UsageError
