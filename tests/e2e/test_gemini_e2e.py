@@ -197,7 +197,7 @@ def test_an_idle_gemini_session_cannot_be_woken_send_says_so_and_its_next_prompt
     geminimock.set_script([text("read it")])
     try:
         _tmux(sock, "new-session", "-d", "-s", "g", "-x", "200", "-y", "50", "-c", str(clone.web),
-              f"env {argv} '{gemini.binary}' -m gemini-2.5-flash")
+              f"env -u CI {argv} '{gemini.binary}' -m gemini-2.5-flash")  # CI=true: Gemini's UI would not start
         _screen_until(sock, "Type your message")
         for _ in range(300):
             who = json.loads(cli("who", "--json", cwd=clone.main, home=home).stdout)["sessions"]
