@@ -5,6 +5,9 @@ would be in. The disk is read from outside (plain file reads) to check what they
 
 import json
 import os
+import shutil
+
+import pytest
 
 import invariants
 from helpers import context_of, hook, run_cli
@@ -268,3 +271,26 @@ def test_inbox_in_a_moved_worktree_shows_the_mail_queued_before_the_move(clone):
     proc = run_cli("cancel", msg_id, cwd=clone.main, check=True)  # followed along forwarded/
     assert proc.stdout.startswith(f"cancelled {msg_id} to {moved}: ")
     invariants.check(clone.mail_root)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed (tests/run.sh installs it under CI)")
+def test_inbox_without_all_counts_consumed_mail_without_reading_it(clone):
+    """A listing costs what it shows (issue 26: 20,000 consumed made `inbox` 24x slower): without
+    --all, a consumed message is counted, never opened; with --all it is read and shown."""
+    import subprocess
+    import sys
+    ids = [send(clone.main, clone.web, f"done {n}") for n in range(3)]
+    hook("UserPromptSubmit", clone.web, "s-done")
+    hook("Stop", clone.web, "s-done")
+    box = box_dir(clone, clone.web)
+    assert {p.stem for p in (box / "seen").iterdir()} >= set(ids)
+    trace = clone.base / "inbox.strace"
+    proc = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(trace), sys.executable,
+                           "-m", "git_korus_mail", "inbox", "--json"], cwd=clone.web, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["messages"] == [] and data["hidden"] == {"consumed": 3}
+    opened = [line for line in trace.read_text().splitlines() if any(i in line for i in ids)]
+    assert not opened, opened
+    every = inbox_json(clone.web, "--all")
+    assert sorted(m["id"] for m in every["messages"]) == sorted(ids)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 STATE_OF = {"inbox": "queued", "seen": "consumed", "expired": "expired", CANCELLED: "cancelled",
             DROPPED: "dropped"}
 SHOWN_BY_DEFAULT = ("queued", "shown", "quarantined", "dropped")  # the rest only with --all
+DONE_DIRS = ("seen", "expired", CANCELLED)  # what is filed there is in a state only --all shows
 OPTIONAL_FIELDS = ("in_reply_to", "thread", "status", "wake")  # newer, optional message fields
 
 
@@ -128,9 +129,17 @@ def _when(e: "Entry") -> float:
         return 0.0
 
 
-def entries(box: "Box", now: float) -> "List[Entry]":
-    """Every message the box still keeps, in any state, and its quarantine: oldest first."""
-    out = [describe(box, msg_id, sub, now) for msg_id, sub in _filed(box).items()]
+def entries(box: "Box", now: float, hidden: "Optional[Dict[str, int]]" = None) -> "List[Entry]":
+    """Every message the box still keeps, in any state, and its quarantine: oldest first. With
+    `hidden` (a dict to count into), a message filed where only `--all` shows it (consumed,
+    expired, cancelled) is counted by its state and not read: a listing costs what it shows,
+    not what the box keeps of its history (issue 26: 20,000 consumed made `inbox` 24x slower)."""
+    out = []
+    for msg_id, sub in _filed(box).items():
+        if hidden is not None and sub in DONE_DIRS:
+            hidden[STATE_OF[sub]] = hidden.get(STATE_OF[sub], 0) + 1
+            continue
+        out.append(describe(box, msg_id, sub, now))
     out.extend(_quarantined(q, box) for q in records.quarantine_entries(box))
     out.sort(key=lambda e: (_when(e), e.get("id") or "", e.get("file") or ""))
     return out
@@ -149,7 +158,7 @@ def collect_inbox(clone: "Clone", every: bool = False) -> "Dict[str, Any]":
     if box is None:
         return data
     report.settle(box)
-    for e in entries(box, now):
+    for e in entries(box, now, hidden=None if every else data["hidden"]):
         if every or e["state"] in SHOWN_BY_DEFAULT:
             data["messages"].append(e)
         else:
