@@ -387,6 +387,12 @@ def _main(argv):
         return EXIT_ERROR
 
 
+# the commands whose lines a person reads may hold paths; not `read`, `inbox` or `ask`, which print
+# a message's body as it is (they fit their own lines), nor `status` (it fits its own)
+FITTED = ("send", "who", "list", "cancel", "forward", "install", "uninstall", "doctor", "release",
+          "reply", "off", "on")
+
+
 def _dispatch(command, args):
     """Turn docopt's dict into the command's own typed arguments, then run it: no command
     sees the dict. `--repo` is not an argument of the command: it picks the clone."""
@@ -398,10 +404,14 @@ def _dispatch(command, args):
     from git_korus_mail.core.clone import Clone
 
     clone = Clone(repo_opt=args.get("--repo"))  # first: outside a clone, that is the error to report
+    if command in FITTED and not args.get("--json"):
+        from git_korus_mail.commands.text import Fitted
+        out = Fitted(out)  # lines under 100 columns, paths cut from the start (issue 25, "Width")
     try:
         module, params = typed(command, args)
         return module.run(clone, params, out)
     finally:
+        out.flush()
         # the journal is history: a line it could not take is a warning, never the command's failure
         root = clone.opened_root()
         for fault in (root.take_journal_faults() if root is not None else ()):

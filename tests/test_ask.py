@@ -26,7 +26,7 @@ def test_explicit_reply_reaches_the_waiting_ask_and_counts_as_delivered(clone):
     p = start_ask(clone, "what is six times seven?")
     qid = wait_question(clone)[0]
     r = reply(clone, qid, "forty-two")
-    assert r.returncode == 0 and r.stdout.startswith(f"answered {qid} with "), r.stderr
+    assert r.returncode == 0 and r.stdout.startswith(f"answered {qid} with\n  "), r.stderr
     out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
     head, body = out.split("\n", 1)

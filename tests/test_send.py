@@ -205,7 +205,7 @@ def test_list_shows_every_worktree_with_counts_and_flags(clone):
     assert rows["web"]["oldest_unread_age_s"] is not None
     assert data["as_of"].endswith("Z")
     text = run_cli("list", cwd=clone.main, check=True).stdout
-    assert "inbox 2" in text and str(os.path.realpath(docs)) in text
+    assert "queued 2" in text and str(os.path.realpath(docs)) in text
     git("worktree", "remove", "--force", str(docs), cwd=clone.main)
 
 

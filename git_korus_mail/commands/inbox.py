@@ -41,7 +41,8 @@ def message_lines(e, here, now):
     """The lines of one message, each at most WIDTH columns, every field escaped."""
     ident = safe(e["id"]) if e.get("id") else f"(file {safe(e.get('file'))})"
     state = e["state"]
-    first = f"{ident}  {state.upper()}" + (f"  {safe(e['kind'])}" if e.get("kind") else "")
+    # the state in lowercase, as every other command writes one (issue 25: one case)
+    first = f"{ident}  {state}" + (f"  {safe(e['kind'])}" if e.get("kind") else "")
     lines = [ui.bold(fit(first))]
     if "from" in e:
         when = f"  sent {stamp(e['sent_at'])} ({age(e['sent_at'], now)} ago) from "

@@ -8,7 +8,7 @@ from typing import Optional
 
 from git_korus_mail import clients
 from git_korus_mail.core import reply, send
-from git_korus_mail.commands.text import safe
+from git_korus_mail.commands.text import relative, safe
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def run(clone, args, out):
         qid = what.get("question") or args.id  # the full id, whatever form of it was typed
         aid = what["message"]["id"]
         if ok:
-            out.write(f"answered {safe(qid)} with {safe(aid)} (status answered)\n")
+            out.write(f"answered {safe(qid)} with\n  {safe(aid)} (status answered)\n")  # two ids: 2 lines
             return 0
         by = what.get("by") or {}
         sys.stderr.write(f"git korus-mail: not sent: question {safe(qid)} was already answered "
@@ -39,7 +39,8 @@ def run(clone, args, out):
                          f"{safe(by.get('session'))} at {safe(what.get('at'))})\n")
         return 1
     if ok:
-        out.write(f"replied {safe(what['id'])} -> {safe(what['path'])} (in reply to {safe(what.get('in_reply_to') or args.id)})\n")
+        out.write(f"replied {safe(what['id'])} -> {relative(what['path'], os.getcwd())}\n"
+                  f"  in reply to {safe(what.get('in_reply_to') or args.id)}\n")
         return 0
     sys.stderr.write(f"git korus-mail: not queued: {safe(what.get('error'))}\n")
     return 1
