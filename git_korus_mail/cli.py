@@ -312,6 +312,8 @@ def main(argv=None):
             return EXIT_USAGE
         from git_korus_mail.commands import drain  # the hot path: no docopt, no pygit2
         return drain.main(argv[1:])
+    import signal
+    signal.signal(signal.SIGINT, _interrupt_once)
     try:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit: a closed pipe must reach the handler below
@@ -324,6 +326,15 @@ def main(argv=None):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def _interrupt_once(signum, frame):
+    """Ctrl-C reaches us twice when run as `git korus-mail`: from the terminal, and again from
+    git, which forwards it to its child. The first stops the command; the second, arriving while
+    the first is reported, must not end it with a traceback (issue 25), so it is ignored."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def _typed_at_a_terminal():

@@ -7,17 +7,53 @@ ended unanswered (status failed or stopped); 1 an error, nothing asked."""
 
 import json
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from typing import Optional
 
 from git_korus_mail import clients
 from git_korus_mail.core import ask, roster, send, verdict
-from git_korus_mail.commands.text import safe
+from git_korus_mail.commands.mailtext import stamp
+from git_korus_mail.commands.text import safe, wrap
 
 EXIT_TIMEOUT = 2
 EXIT_UNANSWERED = 3
 HOW = {"explicit": "an explicit reply", "automatic": "automatic: the recipient's final message of its run"}
+EXIT_INTERRUPTED = 130  # as a shell reports a command ended by SIGINT
+
+# How to wait longer, in the words of whoever runs the command (issue 25). Claude Code's Bash
+# tool kills a command at its own timeout, 120 s unless the call asks up to 600 s
+# (/work/shared/reference claude-code-hooks.md §12); Codex's shell tool has no such timeout:
+# it yields after at most 30 s and the model polls the command with write_stdin
+# (codex-hooks.md, "The shell tool"). A person at a terminal has neither.
+LONGER = {
+    "claude": ("to wait longer, give the Bash tool call a timeout (up to 600000 ms) and ask a shorter "
+               "--timeout, e.g. timeout 600000 with --timeout=590"),
+    "codex": ("to wait longer, ask with a longer --timeout: the shell tool has no timeout of its own; "
+              "it yields while ask waits, and you poll it with write_stdin"),
+}
+LONGER_PERSON = "a longer --timeout waits longer; the answer comes as mail all the same (inbox shows it)"
+
+
+def runner_of(sender_launch, session, environ):
+    """The client whose model runs this command (`claude`, `codex`), or None: a person or a
+    script. Proved from the process tree when it can be (clients.sender_of), else the session
+    the environment names (a sandbox in a pid namespace of its own)."""
+    if sender_launch and not sender_launch.startswith("session:"):
+        return sender_launch.split(":", 1)[0]
+    if session:
+        for client in clients.hook_protocols():
+            if client.session_of(environ) == session:
+                return client.NAME
+    return None
+
+
+def _at_terminal():
+    try:
+        return os.isatty(2)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -42,10 +78,19 @@ def run(clone, args, out):
     q = ask.ask(clone, args.to, body, timeout, session, launch.tag if launch is not None else None,
                 roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],
                 sender_launch=sender_launch)
-    rec = ask.wait(q)
+    runner = runner_of(sender_launch, session, os.environ)
+    short = ids_short(q.id)
+    if runner is None and _at_terminal():  # a person: say what the silence is, and what Ctrl-C leaves
+        sys.stderr.write(f"waiting up to {timeout}s for the answer to {short}; Ctrl-C stops "
+                         f"waiting; the question stays queued\n")
+        sys.stderr.flush()
+    try:
+        rec = ask.wait(q)
+    except KeyboardInterrupt:
+        return _interrupted(q, short, out)
     if rec is None:
         line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
-                f"mail ({ask.LONGER})")
+                f"mail ({LONGER.get(runner, LONGER_PERSON)})")
         seen = verdict.judge(q.target, q.id, q.msg.get("session"))  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
@@ -77,6 +122,28 @@ def run(clone, args, out):
     for w in ask.delivered(q, rec, session, launch):
         sys.stderr.write(f"git korus-mail: warning: {w}\n")
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
+
+
+def ids_short(msg_id):
+    """An id as the tool prints it to a person (`…0f3c9a21`): every command takes it (core/ids.py)."""
+    return "…" + msg_id[-8:]
+
+
+def _interrupted(q, short, out):
+    """Ctrl-C while waiting: the wait is closed, the question stays queued. Say its id, its state,
+    and what to do next, in a few lines and never a traceback: git forwards the terminal's SIGINT
+    to us too, so a second one must not break this report (it is ignored from here)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ask.abandon(q)
+    seen = verdict.judge(q.target, q.id, q.msg.get("session"))
+    out.flush()
+    lines = [f"interrupted: question {short} stays {seen['verdict']} (as of {stamp(seen['as_of'])})"]
+    lines += wrap(f"  {seen['why']}", indent=4)
+    sys.stderr.write("\n" + "\n".join(lines) + "\n"
+                     f"  its answer, when one comes, arrives here as mail: git korus-mail inbox\n"
+                     f"  to withdraw the question: git korus-mail cancel {short}\n")
+    sys.stderr.flush()
+    return EXIT_INTERRUPTED
 
 
 def _write(out, q, rec, as_json):

@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 # before the default kill, so the asker sees exit 2 and its message rather than a killed tool.
 DEFAULT_TIMEOUT = 110
 MAX_TIMEOUT = 7 * 24 * 3600
-LONGER = ("to wait longer, give the Bash tool call a timeout (up to 600000 ms) and ask a shorter "
-          "--timeout, e.g. timeout 600000 with --timeout=590")
 POLL_FIRST, POLL_MAX = 0.02, 0.1
 ENDED_EVERY = 0.5  # seconds between looks at the question's own state while waiting
 QUEUED_PATIENCE = 10.0  # seconds a delivered answer's ask waits for its mail to be queued
@@ -225,6 +223,13 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
             return None
         sleep(min(delay, left))
         delay = min(delay * 1.5, POLL_MAX)
+
+
+def abandon(q: Question) -> None:
+    """The asker stopped waiting (Ctrl-C): close the wait, so it no longer counts as one that
+    could make a cycle; the question stays queued and its answer comes as ordinary mail."""
+    answers.close_wait(q.root, q.id)
+    q.root.journal("ask-interrupted", id=q.id, box=q.target.name)
 
 
 def _consume_when_queued(root: "MailRoot", box: "Box", aid: str, session: str, obs: "Dict[str, Any]",
