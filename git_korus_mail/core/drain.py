@@ -298,7 +298,7 @@ class Drain:
         if self.opening:
             self._fast_clear()  # a new launch: no stamp of an old one with its name stands
         looked = self._fast_look()  # before anything lists the inbox
-        if not self.opening and self.box.nothing_to_show():
+        if not self.opening and self.box.nothing_to_show() and not _notices_pending(self):
             # what drain_show concludes for an empty box (OFF or not), without loading it: the
             # answer of most tool calls and prompts (hot path; the opening show still announces)
             self._record()
@@ -400,3 +400,10 @@ class Drain:
             self._markers().clear()
         self._record()
         return Outcome()
+
+
+def _notices_pending(drain: "Drain") -> bool:
+    """Something to tell though the inbox is empty: an expiry notice, or a marker of mail this
+    launch was shown that may have been withdrawn (core/notices.py). Two directory reads."""
+    from git_korus_mail.core.notices import pending
+    return pending(drain)

@@ -64,14 +64,11 @@ def show(drain: "Drain") -> Outcome:
             break
         _quarantine(drain, name, "not a message file name")
     remaining = len(candidates) - examined - behind  # those behind the backlog are not next
-    notices: List[Dict[str, Any]] = []
-    notice_names: List[str] = []
-    if drain.opening:
-        # read only now: what the batch load just expired is told to this very session
-        notices, notice_names = _notices(drain)
-        if notices:
-            from git_korus_mail.core import render
-            lines.append(render.render_expiry_notice(notices, box.path_of("expired")))
+    # read only now: what the batch load just expired is told to this very session, at any
+    # event, as is a withdrawal of mail this launch was shown (core/notices.py, issue 25)
+    from git_korus_mail.core import notices
+    told_lines, notice_names, told_done = notices.tell(drain)
+    lines.extend(told_lines)
     extra: Optional[Dict[str, Any]] = None
     if judge is not None or (drain.opening and box.names("notices")):  # else nothing to tell (hot path)
         from git_korus_mail.core import limits  # the drops told once, the backlog once per new arrival
@@ -129,6 +126,7 @@ def show(drain: "Drain") -> Outcome:
         for b in blocks:
             root.journal("shown", id=b.msg_id, box=box.name, session=drain.session, launch=drain.launch.tag,
                          hook_event=drain.event)
+        told_done()
         try:
             box.clear_notices(notice_names)
         except (OSError, MailError) as exc:
