@@ -14,7 +14,7 @@ loads nothing.
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Tuple
+    from typing import Any, Callable, List, Tuple
 
     from git_korus_mail.core.drain import Drain
 
