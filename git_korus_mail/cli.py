@@ -74,6 +74,7 @@ options:
     "ask": """\
 usage:
   git korus-mail ask [--repo=<path>] --to=<dest> [--timeout=<seconds>] [--json] [--] [<question>]
+  git korus-mail ask [--repo=<path>] --again=<id> [--timeout=<seconds>] [--json]
 
 Queue <question> (or stdin when it is `-` or left out) for one worktree and wait for
 the answer: its session answers with `reply`, or else its final message of the run
@@ -86,6 +87,8 @@ longer, give the tool call a timeout (up to 600000 ms) and a shorter --timeout.
 
 options:
   --to=<dest>            a worktree path, a worktree name or a box key prefix, as for send
+  --again=<id>           wait again for the answer to a question asked from here (after a
+                         Ctrl-C or a timeout): nothing is queued again
   --timeout=<seconds>    give up waiting after this long, 1 to 604800 [default: 110]
   --repo=<path>          the clone whose queue to use
   --json                 machine-readable result

@@ -9,6 +9,7 @@ import pty
 import select
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -37,24 +38,26 @@ def _read_until(fd, want, timeout=30.0):
 
 
 def _drain(fd, pid, timeout=20.0):
-    """Read the terminal until the child exits; (its output, its exit status)."""
+    """Read the terminal until every process that holds it is gone (the read fails: a child
+    git left behind may still write after git itself exits); (the output, git's or ask's exit)."""
     out = b""
     deadline = time.time() + timeout
     while time.time() < deadline:
         r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                chunk = b""
-            out += chunk
-            if chunk:
-                continue
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return out.decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)
-    os.kill(pid, signal.SIGKILL)
-    raise AssertionError(f"ask did not end after Ctrl-C: {out!r}")
+        if not r:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: no process holds the terminal any more
+            break
+        if not chunk:
+            break
+        out += chunk
+    else:
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError(f"ask did not end after Ctrl-C: {out!r}")
+    _, status = os.waitpid(pid, 0)
+    return out.decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)
 
 
 def _ask_at_a_terminal(argv, cwd, env):
@@ -107,14 +110,48 @@ def test_ctrl_c_at_a_terminal_says_the_question_its_state_and_what_next(clone, t
     assert f"interrupted: question {short} stays queued (as of " in text, text
     assert "\n  a session there is working; it is shown at its next tool call or prompt" in text, text
     assert all(len(line) <= 100 for line in text.splitlines()), text
-    assert "its answer, when one comes, arrives here as mail: git korus-mail inbox" in text, text
-    assert f"to withdraw the question: git korus-mail cancel {short}" in text, text
-    # what it said is so: the question is queued, its wait closed, and the printed id withdraws it
+    assert f"\n  to wait again: git korus-mail ask --again={short}" in text, text
+    assert f"\n  to withdraw it: git korus-mail cancel {short}" in text, text
+    assert "\n  else its answer, when one comes, arrives here as mail (git korus-mail inbox)" in text, text
+    # what it said is so: the question is queued, its wait closed; the printed line waits again
+    # (and gets the answer that comes meanwhile), and the printed id withdraws it
     from asking import queued
     assert queued(clone, clone.web, "question") == [qid]
-    done = run_cli("cancel", short, cwd=clone.main, check=True)
+    assert not list((clone.mail_root / "waits").glob("*.json"))
+    waiting = subprocess.Popen([PYTHON, "-m", "git_korus_mail", "ask", f"--again={short}", "--timeout=60"],
+                               cwd=str(clone.main), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not list((clone.mail_root / "waits").glob("*.json")) and time.time() < deadline:
+        time.sleep(0.05)
+    assert queued(clone, clone.web, "question") == [qid]  # nothing queued again
+    run_cli("reply", short, "yes, ready", cwd=clone.web, check=True)
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, (out, err)
+    assert out.startswith(f"status answered (an explicit reply) · answer to question {qid}") and "yes, ready" in out
+    invariants.check(clone.mail_root)
+
+
+def test_the_printed_id_withdraws_the_question_after_ctrl_c(clone, tmp_path):
+    working(clone)
+    pid, fd = _ask_at_a_terminal([PYTHON, "-m", "git_korus_mail", "ask", f"--to={clone.web}", "--timeout=60",
+                                  "--", "ready?"], str(clone.main), _person_env(tmp_path))
+    _read_until(fd, b"Ctrl-C")
+    [qid] = wait_question(clone)
+    os.write(fd, b"\x03")
+    _drain(fd, pid)
+    done = run_cli("cancel", "…" + qid[-8:], cwd=clone.main, check=True)
     assert done.stdout.startswith(f"cancelled {qid} ")
     invariants.check(clone.mail_root)
+
+
+def test_again_with_an_id_that_is_no_question_from_here_is_one_line(clone):
+    proc = run_cli("send", "--no-wake", "--to", str(clone.web), "--", "a note", cwd=clone.main, check=True)
+    note = proc.stdout.split()[1]
+    for given in (note, "…deadbeef"):
+        bad = run_cli("ask", f"--again={given}", "--timeout=1", cwd=clone.main)
+        assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "no question asked from this worktree" \
+            in bad.stderr, bad.stderr
+    assert not (clone.mail_root / "waits").exists() or not list((clone.mail_root / "waits").glob("*.json"))
 
 
 def test_no_terminal_line_when_not_a_terminal(clone):
@@ -133,7 +170,6 @@ def test_timeout_advice_suits_who_runs_the_command(clone, runner, env, says, nev
     working(clone)
     full = {k: v for k, v in os.environ.items() if runner == "claude" or k != "CLAUDE_PID"}
     full.update(env)
-    import subprocess
     proc = subprocess.run([PYTHON, "-m", "git_korus_mail", "ask", f"--to={clone.web}", "--timeout=1", "--",
                            "anyone?"], cwd=str(clone.main), env=full, capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr

@@ -58,10 +58,11 @@ def _at_terminal():
 
 @dataclass(frozen=True)
 class AskArgs:
-    to: str                         # one destination, as send addresses it
+    to: Optional[str] = None        # one destination, as send addresses it (None with `again`)
     question: Optional[str] = None  # the text; None or "-" reads stdin
     timeout: Optional[int] = None   # seconds; None: ask.DEFAULT_TIMEOUT
     json: bool = False
+    again: Optional[str] = None     # wait again for this question asked from here (any id form)
 
 
 def parse_timeout(text):
@@ -70,21 +71,24 @@ def parse_timeout(text):
 
 def run(clone, args, out):
     timeout = ask.check_timeout(None if args.timeout is None else str(args.timeout))
-    body = send.read_body(args.question)
-    send.check_body(body)
     clients.check_writable(clone)
     session, sender_launch = clients.sender_of(os.environ)
     launch = clients.command_launch(os.environ)
-    q = ask.ask(clone, args.to, body, timeout, session, launch.tag if launch is not None else None,
-                roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],
-                sender_launch=sender_launch)
+    if args.again is not None:
+        q = ask.again(clone, args.again, timeout, launch.tag if launch is not None else None)
+    else:
+        body = send.read_body(args.question)
+        send.check_body(body)
+        q = ask.ask(clone, str(args.to), body, timeout, session, launch.tag if launch is not None else None,
+                    roster=lambda: roster.collect(clone, clients.sessions, activity=clients.last_activity)["sessions"],
+                    sender_launch=sender_launch)
     runner = runner_of(sender_launch, session, os.environ)
     short = ids_short(q.id)
-    if runner is None and _at_terminal():  # a person: say what the silence is, and what Ctrl-C leaves
-        sys.stderr.write(f"waiting up to {timeout}s for the answer to {short}; Ctrl-C stops "
-                         f"waiting; the question stays queued\n")
-        sys.stderr.flush()
-    try:
+    try:  # from the first word about it: a Ctrl-C read as soon as the line is out is caught here
+        if runner is None and _at_terminal():  # a person: say what the silence is, and what Ctrl-C leaves
+            sys.stderr.write(f"waiting up to {timeout}s for the answer to {short}; Ctrl-C stops "
+                             f"waiting; the question stays queued\n")
+            sys.stderr.flush()
         rec = ask.wait(q)
     except KeyboardInterrupt:
         return _interrupted(q, short, out)
@@ -140,8 +144,9 @@ def _interrupted(q, short, out):
     lines = [f"interrupted: question {short} stays {seen['verdict']} (as of {stamp(seen['as_of'])})"]
     lines += wrap(f"  {seen['why']}", indent=4)
     sys.stderr.write("\n" + "\n".join(lines) + "\n"
-                     f"  its answer, when one comes, arrives here as mail: git korus-mail inbox\n"
-                     f"  to withdraw the question: git korus-mail cancel {short}\n")
+                     f"  to wait again: git korus-mail ask --again={short}\n"
+                     f"  to withdraw it: git korus-mail cancel {short}\n"
+                     f"  else its answer, when one comes, arrives here as mail (git korus-mail inbox)\n")
     sys.stderr.flush()
     return EXIT_INTERRUPTED
 

@@ -19,7 +19,7 @@ def typed(command, a):
     if command == "ask":
         from git_korus_mail.commands import ask as cmd
         return cmd, cmd.AskArgs(to=a["--to"], question=a["<question>"], timeout=cmd.parse_timeout(a["--timeout"]),
-                                json=bool(a["--json"]))
+                                json=bool(a["--json"]), again=a.get("--again"))
     if command == "reply":
         from git_korus_mail.commands import reply as cmd
         return cmd, cmd.ReplyArgs(id=a["<id>"], body=a["<body>"], json=bool(a["--json"]))

@@ -153,6 +153,41 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     return Question(root, box, msg, deadline, nobody, launch)
 
 
+def again(clone: "Clone", text: str, timeout: int, launch: "Optional[str]") -> Question:
+    """Wait again for the answer to a question this worktree asked (`ask --again`, after a
+    Ctrl-C or a timeout): the question is found as `cancel` finds what was sent from here (any
+    form of its id, core/ids.py), and its wait is opened again, refused as a new one would be."""
+    from git_korus_mail.core import ids, retract
+    from git_korus_mail.core.render import field
+    idt = ids.IdText(text, "status lists the questions asked from here")
+    root = clone.mail_root()
+    if root is None:
+        raise MailError("nothing to wait for: no question has been asked in this clone")
+    own = clone.own_box()
+    shared = not clone.in_worktree()
+    found = ids.one(idt, sent.ids(root, own, clone.own_key.path, shared=shared))
+    rec = sent.find(root, own, clone.own_key.path, shared, found) if found is not None else None
+    box = retract._holder(root, rec) if rec is not None else None
+    state = box.filed_in(found) if box is not None and found is not None else None
+    try:
+        msg = box.load(str(found), state)[0] if box is not None and state is not None else None
+    except (OSError, MailError):
+        msg = None
+    if msg is None or msg.get("kind") != message.KIND_QUESTION:
+        raise MailError(f"{field(text, 80)}: no question asked from this worktree "
+                        f"({field(clone.own_key.path)}) by that id; status lists them")
+    assert box is not None
+    qid = str(msg["id"])
+    deadline = time.time() + timeout
+    answers.open_wait(root, qid, clone.own_key.name, box.name, deadline, launch)
+    chain = answers.cycle(answers.live_waits(root), clone.own_key.name, box.name)
+    if chain:
+        answers.close_wait(root, qid)
+        raise Refused(_refusal(chain, root))
+    root.journal("ask-again", id=qid, box=box.name, timeout=timeout)
+    return Question(root, box, msg, deadline, None, launch)
+
+
 def nobody_to_answer(box: "Box", only_for: "Optional[str]") -> "Optional[str]":
     """Why no session in `box` (only session `only_for`, when the question is filtered to one)
     can answer soon, or None when one can: a session working is shown the question at its next
