@@ -93,14 +93,16 @@ def run(clone, args, out):
     except KeyboardInterrupt:
         return _interrupted(q, short, out)
     if rec is None:
-        line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
-                f"mail ({LONGER.get(runner, LONGER_PERSON)})")
+        line = f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary mail"
+        advice = f"{LONGER.get(runner, LONGER_PERSON)}; to wait again: git korus-mail ask --again={short}"
         seen = verdict.judge(q.target, q.id, q.msg.get("session"))  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
-                                  "note": line, **seen}, indent=2) + "\n")
-        else:
-            out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
+                                  "note": f"{line} ({advice})", **seen}, indent=2) + "\n")
+        else:  # every line under 100 columns, the time in the person's format (issue 25)
+            lines = wrap(line, indent=2) + wrap(f"  {advice}", indent=4) + wrap(
+                f"  the question: {seen['verdict']}, as of {stamp(seen['as_of'])}: {seen['why']}", indent=4)
+            out.write("\n".join(lines) + "\n")
         out.flush()
         return EXIT_TIMEOUT
     if rec.get("left_queued"):  # nobody there can answer soon: not waited out (core/ask.py)
@@ -110,8 +112,10 @@ def run(clone, args, out):
         if args.json:
             out.write(json.dumps({"question": q.id, "status": "queued", "reason": rec["how"], "note": line,
                                   **seen}, indent=2) + "\n")
-        else:
-            out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
+        else:  # every line under 100 columns, the time in the person's format (issue 25)
+            lines = wrap(line, indent=2) + wrap(
+                f"  the question: {seen['verdict']}, as of {stamp(seen['as_of'])}: {seen['why']}", indent=4)
+            out.write("\n".join(lines) + "\n")
         out.flush()
         return EXIT_TIMEOUT
     if "message" not in rec:  # the question itself ended: dropped, expired, cancelled
