@@ -69,3 +69,20 @@ def test_a_withdrawn_message_nobody_was_shown_is_told_to_nobody(clone):
     run_cli("cancel", msg_id, cwd=clone.main, check=True)
     answer, _ = hook("PostToolUse", clone.web, S)
     assert msg_id not in (context_of(answer) or "")
+
+
+def test_a_withdrawal_after_the_last_tool_call_is_told_at_the_next_prompt(clone):
+    """The cancel lands after the run's last tool call: its Stop cannot tell the model (a Stop
+    puts nothing before it), so the next prompt does."""
+    hook("SessionStart", clone.web, S)
+    msg_id = _send(clone, "please delete the staging table")
+    hook("UserPromptSubmit", clone.web, S)  # shown
+    run_cli("cancel", msg_id, cwd=clone.main, check=True)
+    hook("Stop", clone.web, S)
+    answer, _ = hook("UserPromptSubmit", clone.web, S)
+    text = " ".join((context_of(answer) or "").split())
+    assert f"korus-mail: message {msg_id} from {clone.main}, shown to you earlier, was withdrawn" in text, text
+    hook("Stop", clone.web, S)
+    again, _ = hook("UserPromptSubmit", clone.web, S)
+    assert msg_id not in (context_of(again) or "")  # told once
+    invariants.check(clone.mail_root)

@@ -80,6 +80,8 @@ def consume(drain: "Drain") -> Outcome:
                               f"dead ({render_field(known)}); {now}. If you know that process is "
                               f"gone: git korus-mail release {render_field(name)}")
             continue
+        if result == "gone" and keep_to_tell(drain, name):
+            continue  # withdrawn after it was shown: its marker stays, to be told at the next event
         shown_dir.drop(name)
     drain._sweep()
     faults.extend(root.take_journal_faults())
@@ -113,3 +115,9 @@ def _notice(faults: "List[str]") -> "Optional[str]":
         return None  # the normal path prints nothing: no per-turn "empty" line
     text = "korus-mail: " + "; ".join(faults)
     return text[:2000]
+
+
+def keep_to_tell(drain: "Drain", msg_id: str) -> bool:
+    """core/notices.py: a withdrawal the model has not been told of keeps its marker."""
+    from git_korus_mail.core.notices import withdrawn_untold
+    return withdrawn_untold(drain, msg_id)

@@ -53,6 +53,14 @@ def tell(drain: "Drain") -> "Tuple[List[str], List[str], Callable[[], None]]":
     return lines, names, done
 
 
+def withdrawn_untold(drain: "Drain", msg_id: str) -> bool:
+    """At a Stop's consume: `msg_id`, which this launch was shown, was withdrawn (cancelled) and
+    the model not told yet (its marker is still here). The consume then keeps the marker, so the
+    next event tells it: a Stop cannot put anything before the model."""
+    from git_korus_mail.store.layout import CANCELLED
+    return drain.box.filed_in(msg_id) == CANCELLED
+
+
 def _withdrawn(drain: "Drain") -> "List[str]":
     """Ids this launch was shown and has not consumed that are now filed as cancelled."""
     from git_korus_mail.store.layout import CANCELLED
