@@ -46,7 +46,8 @@ def _all_output(c):
     outs.append(("send", sent.stdout + sent.stderr))
     msg_id = sent.stdout.split()[1].rstrip(":")
     for args, cwd in ((("who",), c.main), (("list",), c.main), (("status",), c.main), (("inbox",), c.web),
-                      (("doctor",), c.main), (("cancel", msg_id), c.main), (("status",), c.main),
+                      (("read", msg_id), c.web), (("doctor",), c.main), (("cancel", msg_id), c.main),
+                      (("status",), c.main), (("ask", f"--to={c.web}", "--timeout=1", "--", "there?"), c.main),
                       (("uninstall",), c.main)):
         proc = run_cli(*args, cwd=cwd)
         outs.append((" ".join(args), proc.stdout + proc.stderr))

@@ -24,11 +24,11 @@ def run(clone, args, out):
 
 def queue_counts(root):
     """{what: count} of what the mail root holds, for uninstall's report and --purge's listing."""
-    counts = {"boxes": 0, "queued": 0, "seen": 0, "expired": 0, "quarantined": 0, "sessions": 0}
+    counts = {"boxes": 0, "queued": 0, "consumed": 0, "expired": 0, "quarantined": 0, "sessions": 0}
     for box in root.boxes():
         counts["boxes"] += 1
         counts["queued"] += box.count("inbox")
-        counts["seen"] += box.count("seen")
+        counts["consumed"] += box.count("seen")
         counts["expired"] += box.count("expired")
         counts["quarantined"] += len(box.quarantined_names())
         counts["sessions"] += box.count("sessions")
