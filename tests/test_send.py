@@ -19,7 +19,7 @@ def test_send_queues_one_message_with_all_fields(clone):
     proc = run_cli("send", "--to", "../web", "--kind", "handoff", "schema changed", cwd=clone.main,
                    env={"CLAUDE_CODE_SESSION_ID": "sess-a"})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("queued ") and f"-> {os.path.realpath(clone.web)} (web)" in proc.stdout
+    assert proc.stdout.startswith("queued ") and "-> ../web (web)" in proc.stdout
     [f] = inbox(clone, clone.web)
     msg = json.loads(f.read_text())
     assert msg["body"] == "schema changed" and msg["kind"] == "handoff" and msg["v"] == 1

@@ -170,9 +170,10 @@ def _path_span(line):
 
 
 def person_lines(line, width=WIDTH, indent=4):
-    """`line` as lines of at most `width` columns for a person: a long path in it is cut from its
-    start (`…/name`), as status cuts one, keeping at least its last 24 characters; what is still
-    too wide is broken at spaces, continued `indent` columns in. --json has every path whole."""
+    """`line` as lines of at most `width` columns for a person: when cutting a path in it from its
+    start (`…/name`, keeping at least its last 24 characters), as status cuts one, makes the line
+    fit, it is cut; else the line is broken at spaces, continued `indent` columns in, its paths
+    whole where they fit a line. --json has every path whole."""
     line = _stamps_for_people(line)
     over = _visible(line) - width
     if over <= 0:
@@ -180,11 +181,9 @@ def person_lines(line, width=WIDTH, indent=4):
     span = _path_span(line)
     if span is not None and _ESC not in line[span[0]:span[1]]:
         start, end = span
-        keep = max(24, (end - start) - over - 1)
-        if end - start > keep + 1:
-            line = line[:start] + "…" + line[end - keep:end] + line[end:]
-    if _visible(line) <= width:
-        return [line]
+        keep = (end - start) - over - 1
+        if keep >= 24:
+            return [line[:start] + "…" + line[end - keep:end] + line[end:]]
     return wrap(line, width, indent=indent)
 
 

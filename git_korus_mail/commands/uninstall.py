@@ -105,8 +105,8 @@ def run_uninstall(clone, out, scope="local", purge=False, yes=False):
         # like git config's scopes, uninstall undoes one scope: the other one still wires this
         # clone, and a person who ran plain `uninstall` must not take it for unwired (issue 25)
         flag = "" if other == "local" else " --scope user"
-        out.write(f"note: the {other} scope still wires this clone's worktrees, so mail is still shown; "
-                  f"`git korus-mail uninstall{flag}` removes it\n")
+        out.write(f"note: the {other} scope still wires this clone's worktrees, so mail is still shown;\n"
+                  f"  `git korus-mail uninstall{flag}` removes it\n")  # two lines: each under 100 columns
     if purge:
         path = root.path
         root.close()
