@@ -64,5 +64,5 @@ def test_one_wording_of_retention(clone):
 def test_purge_counts_say_consumed(clone):
     _world(clone)
     out = run_cli("uninstall", "--purge", "--yes", cwd=clone.main, check=True).stdout
-    assert " holds: 2 boxes, 1 queued, 1 consumed, 0 expired" in out and "seen" not in out, out
+    assert "\n  holds 2 boxes, 1 queued, 1 consumed, 0 expired" in out and "seen" not in out, out
 

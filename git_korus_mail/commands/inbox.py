@@ -64,7 +64,7 @@ def state_line(e):
     if state == "consumed":
         c = e.get("consumed") or {}
         return f"consumed by session {safe(c.get('session') or '?')} at {stamp(c.get('at'))}"
-    if state == "shown" or e.get("shown"):
+    if state == "shown" or (state == "queued" and e.get("shown")):  # a final state says itself
         shown = e.get("shown") or []
         s = shown[0]
         more = f", and {len(shown) - 1} more" if len(shown) > 1 else ""

@@ -38,7 +38,7 @@ def queue_counts(root):
 
 def _confirm_purge(root, yes, out):
     counts = queue_counts(root)
-    out.write(f"{root.path} holds: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
+    out.write(f"mail root {root.path}\n  holds " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
     if yes:
         return True
     out.write(f"delete {root.path} and everything in it? [y/N] ")
