@@ -28,6 +28,15 @@ def safe(value: object) -> str:
     return text
 
 
+def columns(text: str) -> int:
+    """Terminal columns of escaped text: wide (East Asian) characters take two. Here, not in
+    mailtext.py (which uses it too): text.py is below mailtext.py, no circle (test_layers)."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
 def fit(line: str, width: int = WIDTH) -> str:
     """`line` (already safe) cut to `width` columns with a closing `…`."""
     return line if len(line) <= width else line[:width - 1] + "…"
@@ -132,7 +141,6 @@ _ESC = "\x1b"
 
 def _visible(line: str) -> int:
     """Columns of a line as a terminal shows it: colour codes take none, wide characters two."""
-    from git_korus_mail.commands.mailtext import columns
     if _ESC in line:
         import re
         line = re.sub("\x1b\\[[0-9;]*m", "", line)
