@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 def pending(ctx: "DrainContext") -> bool:
     """Whether tell() may have something to say where the inbox is empty (the drain then runs
     its show): notices, or this box's launch markers. Two directory reads, nothing loaded."""
-    return bool(ctx.box.names("notices")) or (ctx.launch.known and bool(ctx.box.names("shown")))
+    # the directory first: identifying the launch may read /proc (DrainFacts.find_launch)
+    return bool(ctx.box.names("notices")) or (bool(ctx.box.names("shown")) and ctx.launch.known)
 
 
 def tell(ctx: "DrainContext") -> "Tuple[List[str], List[str], Callable[[], None]]":
@@ -41,7 +42,7 @@ def tell(ctx: "DrainContext") -> "Tuple[List[str], List[str], Callable[[], None]
             from git_korus_mail.core import render
             lines.append(render.render_expiry_notice([r for r, _ in pairs], box.path_of("expired")))
             names = [n for _, n in pairs]
-    if ctx.launch.known and box.names("shown"):
+    if box.names("shown") and ctx.launch.known:
         withdrawn = _withdrawn(ctx)
         if withdrawn:
             lines.append(_withdrawn_text(ctx, withdrawn))
