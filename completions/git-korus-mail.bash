@@ -21,7 +21,7 @@
 __git_korus_mail_subcommands='send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion remote'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
-__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since --label --creds '
+__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds '
 
 # __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
 # has them (tests/test_surface.py checks that they agree).
@@ -29,7 +29,7 @@ __git_korus_mail_options ()
 {
 	case $1 in
 	send)             echo '--repo= --to= --all-worktrees --kind= --ttl= --session= --create --no-wake --wait= --json' ;;
-	ask)              echo '--repo= --to= --timeout= --json' ;;
+	ask)              echo '--repo= --to= --again= --timeout= --json' ;;
 	reply)            echo '--repo= --json' ;;
 	list)             echo '--repo= --all --json' ;;
 	status)           echo '--repo= --all --clone --json' ;;
@@ -314,7 +314,7 @@ __git_korus_mail_value ()
 		done
 		;;
 	*)
-		# --ttl, --session, --timeout, --label, --creds: free-form; offer nothing, not even file names
+		# --ttl, --session, --timeout, --again, --label, --creds: free-form; offer nothing, not even file names
 		COMPREPLY=()
 		compopt +o default +o bashdefault 2>/dev/null
 		;;

@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since --label --creds
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds
                 set skip 1
             case '-*'
             case '*'
@@ -129,7 +129,7 @@ function __git_korus_mail_no_arg_yet
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --ids --since --label --creds
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds
                 set skip 1
             case '-*'
             case '*'
@@ -350,6 +350,8 @@ if not set -q __git_korus_mail_completion_loaded
             -x -l to -a '(__git_korus_mail_dests one)' -d 'The worktree asked'
         complete -c $c -n '__git_korus_mail_using ask' \
             -x -l timeout -d 'Stop waiting after seconds (default 110)'
+        complete -c $c -n '__git_korus_mail_using ask' \
+            -x -l again -d 'Wait again for a question asked from here'
 
         # forward
         complete -c $c -n '__git_korus_mail_using forward' \

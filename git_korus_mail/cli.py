@@ -76,6 +76,7 @@ options:
     "ask": """\
 usage:
   git korus-mail ask [--repo=<path>] --to=<dest> [--timeout=<seconds>] [--json] [--] [<question>]
+  git korus-mail ask [--repo=<path>] --again=<id> [--timeout=<seconds>] [--json]
 
 Queue <question> (or stdin when it is `-` or left out) for one worktree and wait for
 the answer: its session answers with `reply`, or else its final message of the run
@@ -88,6 +89,8 @@ longer, give the tool call a timeout (up to 600000 ms) and a shorter --timeout.
 
 options:
   --to=<dest>            a worktree path, a worktree name or a box key prefix, as for send
+  --again=<id>           wait again for the answer to a question asked from here (after a
+                         Ctrl-C or a timeout): nothing is queued again
   --timeout=<seconds>    give up waiting after this long, 1 to 604800 [default: 110]
   --repo=<path>          the clone whose queue to use
   --json                 machine-readable result
@@ -355,6 +358,8 @@ def main(argv: "Optional[Sequence[str]]" = None) -> int:
             return EXIT_USAGE
         from git_korus_mail.commands import drain  # the hot path: no docopt, no pygit2
         return drain.main(argv[1:])
+    import signal
+    signal.signal(signal.SIGINT, _interrupt_once)
     try:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit: a closed pipe must reach the handler below
@@ -367,6 +372,15 @@ def main(argv: "Optional[Sequence[str]]" = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def _interrupt_once(signum: int, frame: object) -> None:
+    """Ctrl-C reaches us twice when run as `git korus-mail`: from the terminal, and again from
+    git, which forwards it to its child. The first stops the command; the second, arriving while
+    the first is reported, must not end it with a traceback (issue 25), so it is ignored."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def _typed_at_a_terminal() -> bool:
@@ -432,6 +446,12 @@ def _main(argv: "Sequence[str]") -> int:
         return EXIT_ERROR
 
 
+# the commands whose lines a person reads may hold paths; not `read`, `inbox` or `ask`, which print
+# a message's body as it is (they fit their own lines), nor `status` (it fits its own)
+FITTED = ("send", "who", "list", "cancel", "forward", "install", "uninstall", "doctor", "release",
+          "reply", "off", "on")
+
+
 def _dispatch(command: str, args: "Dict[str, Any]") -> int:
     """Turn docopt's dict into the command's own typed arguments, then run it: no command
     sees the dict. `--repo` is not an argument of the command: it picks the clone."""
@@ -446,10 +466,14 @@ def _dispatch(command: str, args: "Dict[str, Any]") -> int:
     # first: outside a clone, that is the error to report. The commands that wire the clone
     # list its worktrees as pygit2 does; the others read the common dir (core/worktrees.py)
     clone = Clone(repo_opt=args.get("--repo"), exact=command in ("install", "uninstall", "doctor"))
+    if command in FITTED and not args.get("--json"):
+        from git_korus_mail.commands.text import fitted
+        out = fitted(out)  # lines under 100 columns, paths cut from the start (issue 25, "Width")
     try:
         module, params = typed(command, args)
         return module.run(clone, params, out)
     finally:
+        out.flush()
         # the journal is history: a line it could not take is a warning, never the command's failure
         root = clone.opened_root()
         for fault in (root.take_journal_faults() if root is not None else ()):

@@ -53,6 +53,9 @@ DECLINED = [  # lines left to docopt (it parses them, or says what is wrong)
     ["send", "--bogus", "--to", "web", "x"],
     ["ask", "q?"],
     ["ask", "--to", "a", "--to", "b", "q?"],
+    ["ask", "--again=0f3c9a21"],               # ask --again (issue 25): docopt's, a person's command
+    ["ask", "--again", "0f3c9a21", "--timeout", "30"],
+    ["ask", "--to", "web", "--again", "0f3c9a21"],  # the usage forbids both
     ["reply"],
     ["reply", "--", "id", "yes"],
     ["reply", "id", "yes", "extra"],

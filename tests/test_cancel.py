@@ -154,7 +154,7 @@ def test_a_real_stop_and_real_cancels_race_and_each_message_ends_cancelled_or_co
             assert receipt == in_seen and not (box / "inbox" / f"{m}.json").exists()
             if in_cancelled:
                 assert rc == 0 and out.startswith(f"cancelled {m} to "), (out, err)
-                assert "a model has seen it already" in out  # the SessionStart showed it
+                assert "a model was shown it already" in out  # the SessionStart showed it
             else:
                 assert rc == 1 and ("was consumed already, by session " + SESSION in err
                                     or "holds the claim" in err), err

@@ -50,7 +50,7 @@ def test_send_then_status_formatting(clone, in_main):
     out = io.StringIO()
     assert send.run(in_main, send.SendArgs(to=("../web",), body="schema changed", kind="handoff"), out) == 0
     line, verdict = out.getvalue().splitlines(True)
-    assert line.startswith("queued ") and f"-> {clone.web}" in line and line.endswith(" (web)\n"), line
+    assert line.startswith("queued ") and line.endswith(" -> ../web (web)\n"), line
     assert verdict.startswith("  queued, as of ") and "nothing is wired to show it" in verdict, verdict  # no install here
     msg_id = line.split()[1]
 
@@ -61,7 +61,8 @@ def test_send_then_status_formatting(clone, in_main):
     assert head.startswith("status of ") and str(clone.main).endswith(head[10:].lstrip("…")), lines
     assert as_of.endswith("Z)") and len(lines[0]) <= 100, lines
     assert lines[1] == f"  mail root {clone.mail_root}"
-    assert lines[2].endswith(" · delivery on · done mail pruned after 30 days")  # the default retention
+    assert lines[2].endswith(" · delivery on")
+    assert lines[3] == "  consumed, expired and cancelled mail is kept 30 days, then pruned"  # the default retention
     assert any(x.startswith("sent from this worktree: 1, newest first  (as of 20") for x in lines), lines
     sent = [x for x in lines if x.startswith(f"  {msg_id}  to ../web  ")]
     assert sent == [f"  {msg_id}  to ../web  queued"], lines

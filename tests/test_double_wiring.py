@@ -173,7 +173,9 @@ def test_install_says_and_doctor_names_a_double_wiring(clone):
     assert "both scopes" not in local.stdout  # one scope: nothing to say
     user = run_cli("install", "--scope", "user", cwd=clone.main, check=True)
     user_settings = os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "settings.json")
-    note = [line for line in user.stdout.splitlines() if line.startswith("note  ")]
+    # the note is wrapped at 100 columns (issue 25): its lines after the first are indented
+    flat = " ".join(user.stdout.split("\nnote  ", 1)[1].split("\n    ")).split("\n", 1)[0]
+    note = ["note  " + " ".join(flat.split())]
     assert note == [f"note  Claude Code is wired in both scopes for this clone (each worktree's settings "
                     f"and {user_settings}): it runs both hooks at every event, in parallel. korus-mail "
                     f"keeps both and answers each event once (the other hook stays silent), at the cost "

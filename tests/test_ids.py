@@ -45,7 +45,7 @@ def test_reply_takes_every_form(clone, form):
     mid = _send(clone)
     proc = run_cli("reply", forms(mid)[form], "thanks", cwd=clone.web)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("replied ") and proc.stdout.rstrip().endswith(f"(in reply to {mid})")
+    assert proc.stdout.startswith("replied ") and proc.stdout.rstrip().endswith(f"\n  in reply to {mid}")
 
 
 @pytest.mark.parametrize("form", ("printed", "end", "prefix"))

@@ -203,7 +203,7 @@ def test_unwritable_hooks_dir_is_explained(clone, tmp_path):
         ro.chmod(0o555)
         git("config", "core.hooksPath", str(ro), cwd=clone.main)
     proc = install(clone.main)
-    assert "after each `git worktree add`" in proc.stdout
+    assert "after each `git worktree add`" in " ".join(proc.stdout.split())  # wrapped at 100 columns
     assert claude.check_settings(load(settings_path(clone.main)), stub_of(clone)) == []
 
 

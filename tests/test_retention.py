@@ -111,7 +111,7 @@ def test_status_says_a_sent_message_gone_after_the_retention_was_most_likely_pru
     retention.prune(root.box(keys.key_for(str(clone.web)).name), 0, now=time.time() + DAY)
     [rec] = json.loads(run_cli("status", "--json", cwd=clone.main).stdout)["sent"]
     assert rec["fate"]["state"] == "missing" and rec["fate"]["detail"].endswith(
-        "older than the 30-day retention, so most likely pruned")
+        "; most likely pruned (consumed, expired and cancelled mail is kept 30 days, then pruned)")
 
 
 def test_at_most_once_a_day_per_box(clone):

@@ -24,7 +24,7 @@ SPECS: "Dict[str, Spec]" = {
     "send": ({"--repo": None, "--to": _LIST, "--kind": "note", "--ttl": "4320", "--session": None,
               "--wait": None},
              ("--all-worktrees", "--create", "--no-wake", "--json"), ("<body>",)),
-    "ask": ({"--repo": None, "--to": None, "--timeout": "110"}, ("--json",), ("<question>",)),
+    "ask": ({"--repo": None, "--to": None, "--again": None, "--timeout": "110"}, ("--json",), ("<question>",)),
     "reply": ({"--repo": None}, ("--json",), ("<id>", "<body>")),
 }
 
@@ -89,5 +89,5 @@ def _shape_ok(command: str, given: "Dict[str, Any]", found: "List[str]") -> bool
             return not any(o in given for o in ("--to", "--session", "--create"))
         return "--to" in given
     if command == "ask":
-        return "--to" in given
+        return "--to" in given and "--again" not in given  # `ask --again` is docopt's to parse
     return len(found) >= 1  # reply: <id> is required

@@ -6,16 +6,18 @@ one shown the question stopped running): it arrives later as ordinary mail; 3 th
 ended unanswered (status failed or stopped); 1 an error, nothing asked."""
 
 import os
+import signal
 import sys
 
 from git_korus_mail import clients
 from git_korus_mail.commands.args import Args
+from git_korus_mail.commands.mailtext import stamp
+from git_korus_mail.commands.text import safe, wrap
 from git_korus_mail.core import ask, send, verdict
-from git_korus_mail.commands.text import safe
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (issue 26)
 if TYPE_CHECKING:
-    from typing import IO, Any, Dict, List, Optional
+    from typing import IO, Any, Dict, List, Mapping, Optional
 
     from git_korus_mail.core.clone import Clone
 
@@ -23,15 +25,51 @@ EXIT_TIMEOUT = 2
 EXIT_UNANSWERED = 3
 
 HOW = {"explicit": "an explicit reply", "automatic": "automatic: the recipient's final message of its run"}
+EXIT_INTERRUPTED = 130  # as a shell reports a command ended by SIGINT
+
+# How to wait longer, in the words of whoever runs the command (issue 25). Claude Code's Bash
+# tool kills a command at its own timeout, 120 s unless the call asks up to 600 s
+# (/work/shared/reference claude-code-hooks.md §12); Codex's shell tool has no such timeout:
+# it yields after at most 30 s and the model polls the command with write_stdin
+# (codex-hooks.md, "The shell tool"). A person at a terminal has neither.
+LONGER = {
+    "claude": ("to wait longer, give the Bash tool call a timeout (up to 600000 ms) and ask a shorter "
+               "--timeout, e.g. timeout 600000 with --timeout=590"),
+    "codex": ("to wait longer, ask with a longer --timeout: the shell tool has no timeout of its own; "
+              "it yields while ask waits, and you poll it with write_stdin"),
+}
+LONGER_PERSON = "a longer --timeout waits longer; the answer comes as mail all the same (inbox shows it)"
+
+
+def runner_of(sender_launch: "Optional[str]", session: "Optional[str]",
+              environ: "Mapping[str, str]") -> "Optional[str]":
+    """The client whose model runs this command (`claude`, `codex`), or None: a person or a
+    script. Proved from the process tree when it can be (clients.sender_of), else the session
+    the environment names (a sandbox in a pid namespace of its own)."""
+    if sender_launch and not sender_launch.startswith("session:"):
+        return sender_launch.split(":", 1)[0]
+    if session:
+        for client in clients.hook_protocols():
+            if client.session_of(environ) == session:
+                return client.NAME
+    return None
+
+
+def _at_terminal() -> bool:
+    try:
+        return os.isatty(2)
+    except OSError:
+        return False
 
 
 class AskArgs(Args):
-    __slots__ = ("to", "question", "timeout", "json")
-    FIELDS = {"to": None, "question": None, "timeout": None, "json": False}
-    to: str                         # one destination, as send addresses it
+    __slots__ = ("to", "question", "timeout", "json", "again")
+    FIELDS = {"to": None, "question": None, "timeout": None, "json": False, "again": None}
+    to: "Optional[str]"             # one destination, as send addresses it (None with `again`)
     question: "Optional[str]"       # the text; None or "-" reads stdin
     timeout: "Optional[int]"        # seconds; None: ask.DEFAULT_TIMEOUT
     json: bool
+    again: "Optional[str]"          # wait again for this question asked from here (any id form)
 
 
 def parse_timeout(text: "Optional[str]") -> "Optional[int]":
@@ -40,25 +78,39 @@ def parse_timeout(text: "Optional[str]") -> "Optional[int]":
 
 def run(clone: "Clone", args: AskArgs, out: "IO[str]") -> int:
     timeout = ask.check_timeout(None if args.timeout is None else str(args.timeout))
-    body = send.read_body(args.question)
-    send.check_body(body)
     clients.check_writable(clone)
     session, sender_launch = clients.sender_of(os.environ)
     launch = clients.command_launch(os.environ)
-    q = ask.ask(clone, args.to, body, timeout, session, launch.tag if launch is not None else None,
-                roster=lambda: _sessions(clone),
-                sender_launch=sender_launch)
-    rec = ask.wait(q)
+    if args.again is not None:
+        q = ask.again(clone, args.again, timeout, launch.tag if launch is not None else None)
+    else:
+        body = send.read_body(args.question)
+        send.check_body(body)
+        q = ask.ask(clone, str(args.to), body, timeout, session, launch.tag if launch is not None else None,
+                    roster=lambda: _sessions(clone),
+                    sender_launch=sender_launch)
+    runner = runner_of(sender_launch, session, os.environ)
+    short = ids_short(q.id)
+    try:  # from the first word about it: a Ctrl-C read as soon as the line is out is caught here
+        if runner is None and _at_terminal():  # a person: say what the silence is, and what Ctrl-C leaves
+            sys.stderr.write(f"waiting up to {timeout}s for the answer to {short}; Ctrl-C stops "
+                             f"waiting; the question stays queued\n")
+            sys.stderr.flush()
+        rec = ask.wait(q)
+    except KeyboardInterrupt:
+        return _interrupted(q, short, out)
     if rec is None:
-        line = (f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary "
-                f"mail ({ask.LONGER})")
+        line = f"no answer to question {q.id} within {timeout}s; the answer will arrive later as ordinary mail"
+        advice = f"{LONGER.get(runner or '', LONGER_PERSON)}; to wait again: git korus-mail ask --again={short}"
         seen = verdict.judge(q.target, q.id, q.msg.get("session"))  # delivered only on the drain's proof (docs/HOOKS.md)
         if args.json:
             import json  # only for --json: a plain run never pays for it
             out.write(json.dumps({"question": q.id, "status": "timeout", "timeout": timeout,
-                                  "note": line, **seen}, indent=2) + "\n")
-        else:
-            out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
+                                  "note": f"{line} ({advice})", **seen}, indent=2) + "\n")
+        else:  # every line under 100 columns, the time in the person's format (issue 25)
+            lines = wrap(line, indent=2) + wrap(f"  {advice}", indent=4) + wrap(
+                f"  the question: {seen['verdict']}, as of {stamp(seen['as_of'])}: {seen['why']}", indent=4)
+            out.write("\n".join(lines) + "\n")
         out.flush()
         return EXIT_TIMEOUT
     if rec.get("left_queued"):  # nobody there can answer soon: not waited out (core/ask.py)
@@ -69,8 +121,10 @@ def run(clone: "Clone", args: AskArgs, out: "IO[str]") -> int:
             import json  # only for --json: a plain run never pays for it
             out.write(json.dumps({"question": q.id, "status": "queued", "reason": rec["how"], "note": line,
                                   **seen}, indent=2) + "\n")
-        else:
-            out.write(line + "\n" + f"  the question: {seen['verdict']}, as of {seen['as_of']}: {seen['why']}\n")
+        else:  # every line under 100 columns, the time in the person's format (issue 25)
+            lines = wrap(line, indent=2) + wrap(
+                f"  the question: {seen['verdict']}, as of {stamp(seen['as_of'])}: {seen['why']}", indent=4)
+            out.write("\n".join(lines) + "\n")
         out.flush()
         return EXIT_TIMEOUT
     if "message" not in rec:  # the question itself ended: dropped, expired, cancelled
@@ -86,6 +140,29 @@ def run(clone: "Clone", args: AskArgs, out: "IO[str]") -> int:
     for w in ask.delivered(q, rec, session, launch):
         sys.stderr.write(f"git korus-mail: warning: {w}\n")
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
+
+
+def ids_short(msg_id: str) -> str:
+    """An id as the tool prints it to a person (`…0f3c9a21`): every command takes it (core/ids.py)."""
+    return "…" + msg_id[-8:]
+
+
+def _interrupted(q: ask.Question, short: str, out: "IO[str]") -> int:
+    """Ctrl-C while waiting: the wait is closed, the question stays queued. Say its id, its state,
+    and what to do next, in a few lines and never a traceback: git forwards the terminal's SIGINT
+    to us too, so a second one must not break this report (it is ignored from here)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ask.abandon(q)
+    seen = verdict.judge(q.target, q.id, q.msg.get("session"))
+    out.flush()
+    lines = [f"interrupted: question {short} stays {seen['verdict']} (as of {stamp(seen['as_of'])})"]
+    lines += wrap(f"  {seen['why']}", indent=4)
+    sys.stderr.write("\n" + "\n".join(lines) + "\n"
+                     f"  to wait again: git korus-mail ask --again={short}\n"
+                     f"  to withdraw it: git korus-mail cancel {short}\n"
+                     f"  else its answer, when one comes, arrives here as mail (git korus-mail inbox)\n")
+    sys.stderr.flush()
+    return EXIT_INTERRUPTED
 
 
 def _write(out: "IO[str]", q: ask.Question, rec: "Dict[str, Any]", as_json: bool) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from git_korus_mail import clients
 
 from git_korus_mail.commands.mailtext import stamp
-from git_korus_mail.commands.text import safe
+from git_korus_mail.commands.text import relative, safe
 from git_korus_mail.core import retract
 
 
@@ -24,13 +24,14 @@ class CancelArgs:
 
 def run(clone: "Clone", args: CancelArgs, out: "IO[str]") -> int:
     r = retract.cancel(clone, args.id, session=clients.session_of(os.environ))
-    to = safe(r.get("to") or r["box"])
+    # the path as seen from here (`../web`), as status writes one: the line then fits
+    to = relative(r["to"], os.getcwd()) if r.get("to") else safe(r["box"])
     if r["result"] == "already-cancelled":
         out.write(f"{r['id']} to {to} was cancelled already\n")
         return 0
-    out.write(f"cancelled {r['id']} to {to}: it will not be shown again, nor consumed\n")
+    out.write(f"cancelled {r['id']} to {to}\n  it will not be shown again, nor consumed\n")
     if r["shown"]:
-        whom = "; ".join(f"session {safe(s.get('session') or '?')} at {stamp(s.get('at'))}" for s in r["shown"])
-        out.write(f"a model has seen it already (shown to {whom}): cancelling takes it out of the box, "
+        whom = "; ".join(f"to session {safe(s.get('session') or '?')} at {stamp(s.get('at'))}" for s in r["shown"])
+        out.write(f"a model was shown it already ({whom}): cancelling takes it out of the box, "
                   f"not out of that context\n")
     return 0

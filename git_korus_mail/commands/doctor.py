@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from git_korus_mail import clients, ui
 from git_korus_mail.core import limitconf
 from git_korus_mail.commands import doctor_store
+from git_korus_mail.commands.text import raw
 from git_korus_mail.store import answers, claims, journal, presence, records
 from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import double, postcheckout
@@ -84,7 +85,7 @@ def _write_text(data: "Dict[str, Any]", out: "IO[str]") -> None:
         mark = "ok      " if f["ok"] else ui.red("PROBLEM ")
         out.write(f"{mark} {f['check']:<10} {f['where']}: {f['detail']}\n")
         if f["fix"]:
-            out.write(f"         fix: {f['fix']}\n")
+            raw(out, f"         fix: {f['fix']}\n")
     bad = sum(1 for f in data["findings"] if not f["ok"])
     out.write("healthy\n" if not bad else f"{bad} problem(s)\n")
 

@@ -1,5 +1,6 @@
 """`doctor`'s look at what the store keeps: its size per state, and the retention setting."""
 
+from git_korus_mail.commands.text import retention
 from git_korus_mail.core.retention import KEY, keep_days
 from git_korus_mail.store.usage import store_usage
 
@@ -43,4 +44,4 @@ def check_retention(clone: "Clone", findings: "Findings") -> None:
     if problem:
         findings.add("retention", False, KEY, problem, f"git config {KEY} <days>  (a whole number; 30 by default)")
     else:
-        findings.add("retention", True, KEY, f"consumed, expired and cancelled mail is kept {days} days, then pruned")
+        findings.add("retention", True, KEY, retention(days))

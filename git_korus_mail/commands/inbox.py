@@ -50,7 +50,8 @@ def message_lines(e: "Entry", here: str, now: float) -> "List[str]":
     """The lines of one message, each at most WIDTH columns, every field escaped."""
     ident = safe(e["id"]) if e.get("id") else f"(file {safe(e.get('file'))})"
     state = e["state"]
-    first = f"{ident}  {state.upper()}" + (f"  {safe(e['kind'])}" if e.get("kind") else "")
+    # the state in lowercase, as every other command writes one (issue 25: one case)
+    first = f"{ident}  {state}" + (f"  {safe(e['kind'])}" if e.get("kind") else "")
     lines = [ui.bold(fit(first))]
     if "from" in e:
         when = f"  sent {stamp(e['sent_at'])} ({age(e['sent_at'], now)} ago) from "
@@ -72,7 +73,7 @@ def state_line(e: "Entry") -> str:
     if state == "consumed":
         c = e.get("consumed") or {}
         return f"consumed by session {safe(c.get('session') or '?')} at {stamp(c.get('at'))}"
-    if state == "shown" or e.get("shown"):
+    if state == "shown" or (state == "queued" and e.get("shown")):  # a final state says itself
         shown = e.get("shown") or []
         s = shown[0]
         more = f", and {len(shown) - 1} more" if len(shown) > 1 else ""

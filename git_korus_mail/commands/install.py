@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass
 
 from git_korus_mail import clients
+from git_korus_mail.commands.text import raw
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.wiring import exclude, postcheckout
 from git_korus_mail.wiring import record as install_record
@@ -191,7 +192,8 @@ def run_install(clone: "Clone", out: "IO[str]", scope: str = "local", force: boo
     if not only_own:
         from git_korus_mail.wiring import shells
         for shell, why, line in shells.setup_lines():
-            out.write(f"completion  {shell}: {why}; set it up once with:\n    {line}\n")
+            out.write(f"completion  {shell}: {why}; set it up once with:\n")
+            raw(out, f"    {line}\n")
     for cwd, why in not_wired:
         sys.stderr.write(f"git korus-mail: not wired: {cwd}: {why}\n")
     return 1 if failed or not_wired else 0

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from git_korus_mail import ui
 from git_korus_mail.core import report, roster
-from git_korus_mail.commands.text import more, safe
+from git_korus_mail.commands.text import counts, more, safe
 from git_korus_mail.stamps import human_age
 
 
@@ -50,7 +50,7 @@ def run(clone: "Clone", args: ListArgs, out: "IO[str]") -> int:
         out.write(f"{head}  {safe(row['path'] or '?')}"
                   f"{'  [' + safe(row['branch']) + ']' if row['branch'] else ''}"
                   f"{'  (' + ', '.join(flags) + ')' if flags else ''}\n")
-        out.write(f"    inbox {c['inbox']}  claiming {c['claiming']}  seen {c['seen']}  expired {c['expired']}"
+        out.write(f"    {counts({k: c[k] for k in ('inbox', 'claiming', 'seen', 'expired')})}"
                   f"{'  oldest unread ' + human_age(oldest) if oldest is not None else ''}\n")
         sessions = row["sessions"] if args.all else row["sessions"][:report.SESSIONS_SHOWN]
         for s in sessions:

@@ -2,9 +2,8 @@
 terminal by the drain's own escaping (core/render.py), cut to a width in columns."""
 
 import os
-import unicodedata
 
-from git_korus_mail.commands.text import safe
+from git_korus_mail.commands.text import columns, safe
 from git_korus_mail.core import render
 from git_korus_mail.stamps import human_age, parse_stamp
 
@@ -13,13 +12,6 @@ if TYPE_CHECKING:
     from typing import Any, List, Mapping, Optional
 
 WIDTH = 99  # every line of `inbox` stays under 100 columns
-
-
-def columns(text: str) -> int:
-    """Terminal columns of escaped text: wide (East Asian) characters take two."""
-    if text.isascii():
-        return len(text)
-    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 def fit(text: str, width: int = WIDTH, keep_end: bool = False) -> str:

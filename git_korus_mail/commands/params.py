@@ -33,7 +33,7 @@ def typed(command: str, a: "Docopt") -> "Tuple[Command, object]":
     if command == "ask":
         from git_korus_mail.commands import ask as ask_cmd
         return ask_cmd, ask_cmd.AskArgs(to=a["--to"], question=a["<question>"], timeout=ask_cmd.parse_timeout(a["--timeout"]),
-                                        json=bool(a["--json"]))
+                                        json=bool(a["--json"]), again=a.get("--again"))
     if command == "reply":
         from git_korus_mail.commands import reply as reply_cmd
         return reply_cmd, reply_cmd.ReplyArgs(id=a["<id>"], body=a["<body>"], json=bool(a["--json"]))

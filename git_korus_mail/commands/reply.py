@@ -6,7 +6,7 @@ import sys
 from git_korus_mail import clients
 from git_korus_mail.commands.args import Args
 from git_korus_mail.core import reply, send
-from git_korus_mail.commands.text import safe
+from git_korus_mail.commands.text import relative, safe
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (issue 26)
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def run(clone: "Clone", args: ReplyArgs, out: "IO[str]") -> int:
         qid = what.get("question") or args.id  # the full id, whatever form of it was typed
         aid = what["message"]["id"]
         if ok:
-            out.write(f"answered {safe(qid)} with {safe(aid)} (status answered)\n")
+            out.write(f"answered {safe(qid)} with\n  {safe(aid)} (status answered)\n")  # two ids: 2 lines
             return 0
         by = what.get("by") or {}
         sys.stderr.write(f"git korus-mail: not sent: question {safe(qid)} was already answered "
@@ -45,7 +45,8 @@ def run(clone: "Clone", args: ReplyArgs, out: "IO[str]") -> int:
                          f"{safe(by.get('session'))} at {safe(what.get('at'))})\n")
         return 1
     if ok:
-        out.write(f"replied {safe(what['id'])} -> {safe(what['path'])} (in reply to {safe(what.get('in_reply_to') or args.id)})\n")
+        out.write(f"replied {safe(what['id'])} -> {relative(what['path'], os.getcwd())}\n"
+                  f"  in reply to {safe(what.get('in_reply_to') or args.id)}\n")
         return 0
     sys.stderr.write(f"git korus-mail: not queued: {safe(what.get('error'))}\n")
     return 1

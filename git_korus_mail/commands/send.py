@@ -5,6 +5,7 @@ import sys
 
 from git_korus_mail import clients
 from git_korus_mail.commands.args import Args
+from git_korus_mail.commands.text import relative
 from git_korus_mail.core import send, verdict
 from git_korus_mail.store import message
 from git_korus_mail.wiring import record
@@ -95,7 +96,9 @@ def run(clone: "Clone", args: SendArgs, out: "IO[str]") -> int:
                 # queued, then gone where nobody will see it (the receiver's limits dropped it, it
                 # expired, it was cancelled): the first word says that fate, never `queued`
                 fate = r["verdict"] if r["verdict"] in verdict.NOT_SHOWN else "queued"
-                out.write(f"{fate} {r['id']} -> {r['path']} ({r['box'].rsplit('-', 1)[0]}){only}\n")
+                # the path as seen from this worktree (`../web`), as status and cancel write one
+                dest = relative(r['path'], clone.own_key.path)
+                out.write(f"{fate} {r['id']} -> {dest} ({r['box'].rsplit('-', 1)[0]}){only}\n")
                 out.write(f"  {r['verdict']}, as of {r['as_of']}: {r['why']}\n")
                 for w in r["warnings"]:
                     sys.stderr.write(f"git korus-mail: warning: {r['id']} is queued, but {w}\n")

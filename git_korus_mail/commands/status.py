@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from git_korus_mail import ui
 from git_korus_mail.core import report
-from git_korus_mail.commands.text import block, clock, fit_path, more, relative, row, safe, session, wrapped
+from git_korus_mail.commands.text import (block, clock, counts, fit_path, more, relative, retention, row, safe, session,
+                                         wrapped)
 from git_korus_mail.stamps import human_age, parse_stamp
 
 TYPE_CHECKING = False  # mypy reads the block below
@@ -52,9 +53,9 @@ def ago(stamp: object, now: object) -> str:
 # -- the blocks --------------------------------------------------------------------------------
 def _header(d: "Report", out: "IO[str]") -> None:
     out.write(fit_path("status of ", safe(d['this']['path']), f"  (as of {d['as_of'][:10]} {d['as_of'][11:19]}Z)") + "\n")
-    row(out, f"mail root {safe(d['mail_root'])}")
-    row(out, f"box {safe(d['this']['key'])} · delivery ", d["delivery"],
-        f" · done mail pruned after {d['retention']['days']} days", colour=ui.bold)
+    out.write(fit_path("  mail root ", safe(d['mail_root']), "") + "\n")
+    row(out, f"box {safe(d['this']['key'])} · delivery ", d["delivery"], colour=ui.bold)
+    row(out, retention(d['retention']['days']))
     if d["retention"]["problem"]:
         wrapped(out, "problem: " + safe(d["retention"]["problem"]))
 
@@ -64,7 +65,7 @@ def _box(d: "Report", out: "IO[str]") -> None:
     if not d["box"]:
         row(out, "no mail has been sent here yet")
         return
-    row(out, " · ".join(f"{safe(k)} {v}" for k, v in d["box"]["counts"].items()))
+    row(out, counts(d["box"]["counts"], " · "))
     for ev, last in sorted(d["box"]["last_drain"].items()):
         row(out, f"last {safe(ev)} drain {clock(last['at'], d['as_of'])}, session {session(last['session'])}")
 

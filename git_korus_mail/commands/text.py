@@ -4,7 +4,7 @@ import posixpath
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import IO, Callable, List, Optional
+    from typing import IO, Callable, List, Mapping, Optional, Tuple
 
 WIDTH = 99  # a report line's most columns on a terminal: under 100 (full detail is in --json)
 
@@ -26,6 +26,15 @@ def safe(value: object) -> str:
         return "yes" if value else "no"
     text, _cut = render.escape_line(str(value), 1 << 20)
     return text
+
+
+def columns(text: str) -> int:
+    """Terminal columns of escaped text: wide (East Asian) characters take two. Here, not in
+    mailtext.py (which uses it too): text.py is below mailtext.py, no circle (test_layers)."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 def fit(line: str, width: int = WIDTH) -> str:
@@ -124,3 +133,126 @@ def wrapped(out: "IO[str]", text: str, indent: str = "  ", then: str = "    ") -
     for line in textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=then,
                               break_long_words=True, break_on_hyphens=False):
         out.write(line + "\n")
+
+
+# -- what a person reads: one time format, lines under 100 columns (issue 25) ---------------------
+_ESC = "\x1b"
+
+
+def _visible(line: str) -> int:
+    """Columns of a line as a terminal shows it: colour codes take none, wide characters two."""
+    if _ESC in line:
+        import re
+        line = re.sub("\x1b\\[[0-9;]*m", "", line)
+    return columns(line)
+
+
+def person_time(stamp: object) -> str:
+    """The one time format a person reads: `2026-12-01 10:44:24Z` (UTC, to the second); a stored
+    stamp has microseconds and a `T`, which --json keeps."""
+    return as_of(stamp)
+
+
+def _stamps_for_people(line: str) -> str:
+    """Every stored stamp in a line (`2026-12-01T10:44:24.123456Z`) in the person's format.
+    A message id (`20261201T104424.123456Z-...`) has no dashes in its date and is left alone."""
+    if "T" not in line or "Z" not in line:
+        return line
+    import re
+    return re.sub(r"\b(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d{1,9})?Z", r"\1 \2Z", line)
+
+
+def _path_span(line: str) -> "Optional[Tuple[int, int]]":
+    """(start, end) of the first absolute path in `line` (after the start, a space, `(` or `=`).
+    A path may hold spaces, so it ends at the end of its segment's last word that holds a `/`,
+    where a segment ends at two spaces, `: ` or ` (`, which separate the fields of our lines."""
+    for i, ch in enumerate(line):
+        if ch in "/~" and (i == 0 or line[i - 1] in " (='\"") and line[i:i + 2] != "//" \
+                and (ch == "/" or line[i + 1:i + 2] == "/"):
+            seg = len(line)
+            for sep in ("  ", ": ", " ("):
+                at = line.find(sep, i)
+                if at >= 0:
+                    seg = min(seg, at)
+            last = line.rfind("/", i, seg)
+            end = line.find(" ", last, seg)
+            end = seg if end < 0 else end
+            while end > last + 1 and line[end - 1] in ":),;'\"":
+                end -= 1
+            return i, end
+    return None
+
+
+def person_lines(line: str, width: int = WIDTH, indent: int = 4) -> "List[str]":
+    """`line` as lines of at most `width` columns for a person: when cutting a path in it from its
+    start (`…/name`, keeping at least its last 24 characters), as status cuts one, makes the line
+    fit, it is cut; else the line is broken at spaces, continued `indent` columns in, its paths
+    whole where they fit a line. --json has every path whole."""
+    line = _stamps_for_people(line)
+    over = _visible(line) - width
+    if over <= 0:
+        return [line]
+    span = _path_span(line)
+    if span is not None and _ESC not in line[span[0]:span[1]]:
+        start, end = span
+        keep = (end - start) - over - 1
+        if keep >= 24:
+            return [line[:start] + "…" + line[end - keep:end] + line[end:]]
+    return wrap(line, width, indent=indent)
+
+
+def raw(out: "IO[str]", line: str) -> None:
+    """Write `line` (ending in a newline) whole on `out`, Fitted or not: a command to copy."""
+    getattr(out, "raw", out.write)(line)
+
+
+# the words a person reads for the counts (--json keeps the store's names: inbox, seen, ...):
+# one vocabulary with inbox and read, where "shown" means displayed to a model and "consumed"
+# means settled for good (issue 25: "seen" in the counts meant consumed)
+COUNT_WORDS = {"inbox": "queued", "claiming": "claimed", "seen": "consumed", "expired": "expired",
+               "cancelled": "cancelled"}
+
+
+def counts(values: "Mapping[str, object]", sep: str = "  ") -> str:
+    """`queued 1  claimed 0  consumed 3 ...` from a box's counts, in the person's words."""
+    return sep.join(f"{COUNT_WORDS.get(k, safe(k))} {v}" for k, v in values.items())
+
+
+def retention(days: int) -> str:
+    """The one wording of retention, wherever a person reads it (status, doctor, report)."""
+    from git_korus_mail.core.report import retention_words
+    return retention_words(days)
+
+
+class Fitted:
+    """A text stream whose every line is written as person_lines makes it (commands that print
+    paths: install, uninstall, doctor, who, send, list, cancel)."""
+
+    def __init__(self, out: "IO[str]", width: int = WIDTH) -> None:
+        self.out, self.width, self.pending = out, width, ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *done, self.pending = self.pending.split("\n")
+        for line in done:
+            for piece in person_lines(line, self.width):
+                self.out.write(piece + "\n")
+        return len(text)
+
+    def raw(self, line: str) -> None:
+        """A command a person copies (a fix, a setup line): written whole, since a cut or a break
+        would make it wrong; only its stamps change."""
+        self.write("")
+        self.out.write(_stamps_for_people(line))
+
+    def flush(self) -> None:
+        if self.pending:  # a prompt (`[y/N] `) is written as it is, without a newline
+            self.out.write(self.pending)
+            self.pending = ""
+        self.out.flush()
+
+
+def fitted(out: "IO[str]", width: int = WIDTH) -> "IO[str]":
+    """`out` as a Fitted stream, for a command's run(clone, args, out): Fitted has every method
+    the commands call on a stream (write, flush, and raw through text.raw), not all of IO's."""
+    return Fitted(out, width)  # type: ignore[return-value]

@@ -32,11 +32,11 @@ def run(clone: "Clone", args: UninstallArgs, out: "IO[str]") -> int:
 
 def queue_counts(root: "MailRoot") -> "Dict[str, int]":
     """{what: count} of what the mail root holds, for uninstall's report and --purge's listing."""
-    counts = {"boxes": 0, "queued": 0, "seen": 0, "expired": 0, "quarantined": 0, "sessions": 0}
+    counts = {"boxes": 0, "queued": 0, "consumed": 0, "expired": 0, "quarantined": 0, "sessions": 0}
     for box in root.boxes():
         counts["boxes"] += 1
         counts["queued"] += box.count("inbox")
-        counts["seen"] += box.count("seen")
+        counts["consumed"] += box.count("seen")
         counts["expired"] += box.count("expired")
         from git_korus_mail.store import records  # loaded where used
         counts["quarantined"] += len(records.quarantined_names(box))
@@ -47,7 +47,7 @@ def queue_counts(root: "MailRoot") -> "Dict[str, int]":
 
 def _confirm_purge(root: "MailRoot", yes: bool, out: "IO[str]") -> bool:
     counts = queue_counts(root)
-    out.write(f"{root.path} holds: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
+    out.write(f"mail root {root.path}\n  holds " + ", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
     if yes:
         return True
     out.write(f"delete {root.path} and everything in it? [y/N] ")
@@ -114,8 +114,8 @@ def run_uninstall(clone: "Clone", out: "IO[str]", scope: str = "local", purge: b
         # like git config's scopes, uninstall undoes one scope: the other one still wires this
         # clone, and a person who ran plain `uninstall` must not take it for unwired (issue 25)
         flag = "" if other == "local" else " --scope user"
-        out.write(f"note: the {other} scope still wires this clone's worktrees, so mail is still shown; "
-                  f"`git korus-mail uninstall{flag}` removes it\n")
+        out.write(f"note: the {other} scope still wires this clone's worktrees, so mail is still shown;\n"
+                  f"  `git korus-mail uninstall{flag}` removes it\n")  # two lines: each under 100 columns
     if purge:
         path = root.path
         root.close()

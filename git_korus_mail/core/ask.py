@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 # before the default kill, so the asker sees exit 2 and its message rather than a killed tool.
 DEFAULT_TIMEOUT = 110
 MAX_TIMEOUT = 7 * 24 * 3600
-LONGER = ("to wait longer, give the Bash tool call a timeout (up to 600000 ms) and ask a shorter "
-          "--timeout, e.g. timeout 600000 with --timeout=590")
 # A look for the answer is two opens in the asked box (tens of microseconds): every 20 ms at most
 # costs well under 1% of a core, and the answer reaches stdout 10 ms after it is decided on
 # average, where the former 100 ms ceiling added 50 ms to every round trip (issue 26, bench row 8)
@@ -159,6 +157,41 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     return Question(root, box, msg, deadline, nobody, launch)
 
 
+def again(clone: "Clone", text: str, timeout: int, launch: "Optional[str]") -> Question:
+    """Wait again for the answer to a question this worktree asked (`ask --again`, after a
+    Ctrl-C or a timeout): the question is found as `cancel` finds what was sent from here (any
+    form of its id, core/ids.py), and its wait is opened again, refused as a new one would be."""
+    from git_korus_mail.core import ids, retract
+    from git_korus_mail.core.render import field
+    idt = ids.IdText(text, "status lists the questions asked from here")
+    root = clone.mail_root()
+    if root is None:
+        raise MailError("nothing to wait for: no question has been asked in this clone")
+    own = clone.own_box()
+    shared = not clone.in_worktree()
+    found = ids.one(idt, sent.ids(root, own, clone.own_key.path, shared=shared))
+    rec = sent.find(root, own, clone.own_key.path, shared, found) if found is not None else None
+    box = retract._holder(root, rec) if rec is not None else None
+    state = records.filed_in(box, found) if box is not None and found is not None else None
+    try:
+        msg = box.load(str(found), state)[0] if box is not None and state is not None else None
+    except (OSError, MailError):
+        msg = None
+    if msg is None or msg.get("kind") != message.KIND_QUESTION:
+        raise MailError(f"{field(text, 80)}: no question asked from this worktree "
+                        f"({field(clone.own_key.path)}) by that id; status lists them")
+    assert box is not None
+    qid = str(msg["id"])
+    deadline = time.time() + timeout
+    answers.open_wait(root, qid, clone.own_key.name, box.name, deadline, launch)
+    chain = answers.cycle(answers.live_waits(root), clone.own_key.name, box.name)
+    if chain:
+        answers.close_wait(root, qid)
+        raise Refused(_refusal(chain, root))
+    root.journal("ask-again", id=qid, box=box.name, timeout=timeout)
+    return Question(root, box, msg, deadline, None, launch)
+
+
 def nobody_to_answer(box: "Box", only_for: "Optional[str]") -> "Optional[str]":
     """Why no session in `box` (only session `only_for`, when the question is filtered to one)
     can answer soon, or None when one can: a session working is shown the question at its next
@@ -229,6 +262,13 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
             return None
         sleep(min(delay, left))
         delay = min(delay * 1.5, POLL_MAX)
+
+
+def abandon(q: Question) -> None:
+    """The asker stopped waiting (Ctrl-C): close the wait, so it no longer counts as one that
+    could make a cycle; the question stays queued and its answer comes as ordinary mail."""
+    answers.close_wait(q.root, q.id)
+    q.root.journal("ask-interrupted", id=q.id, box=q.target.name)
 
 
 def _consume_when_queued(root: "MailRoot", box: "Box", aid: str, session: str, obs: "Dict[str, Any]",

@@ -101,9 +101,10 @@ def _show(ctx: DrainContext) -> Outcome:
     if facts.opening:
         _fast_clear(ctx)  # a new launch: no stamp of an old one with its name stands
     looked = _fast_look(ctx)  # before anything lists the inbox
-    if not facts.opening and ctx.box.nothing_to_show():
-        # what drain_show concludes for an empty box (OFF or not), without loading it: the
-        # answer of most tool calls and prompts (hot path; the opening show still announces)
+    if not facts.opening and ctx.box.nothing_to_show() and not _notices_pending(ctx):
+        # what drain_show concludes for an empty box (OFF or not) with nothing to tell, without
+        # loading it: the answer of most tool calls and prompts (hot path; the opening show
+        # still announces). Notices are told at any event (core/notices.py, issue 25).
         ctx.record()
         out = Outcome()
     else:
@@ -185,3 +186,10 @@ def _fast_clear(ctx: DrainContext) -> None:
     if key is not None and (ctx.root.has_stamp(key) or ctx.facts.opening):
         from git_korus_mail.core import drain_fast
         drain_fast.clear(ctx)
+
+
+def _notices_pending(ctx: DrainContext) -> bool:
+    """Something to tell though the inbox is empty: an expiry notice, or a marker of mail this
+    launch was shown that may have been withdrawn (core/notices.py). Two directory reads."""
+    from git_korus_mail.core.notices import pending
+    return pending(ctx)

@@ -85,6 +85,8 @@ def consume(ctx: "DrainContext") -> Outcome:
                               f"dead ({render_field(known)}); {now}. If you know that process is "
                               f"gone: git korus-mail release {render_field(name)}")
             continue
+        if result == "gone" and keep_to_tell(ctx, name):
+            continue  # withdrawn after it was shown: its marker stays, to be told at the next event
         marks.unmark(name)
     ctx.sweep()
     faults.extend(root.take_journal_faults())
@@ -120,3 +122,9 @@ def _notice(faults: "List[str]") -> "Optional[str]":
         return None  # the normal path prints nothing: no per-turn "empty" line
     text = "korus-mail: " + "; ".join(faults)
     return text[:2000]
+
+
+def keep_to_tell(ctx: "DrainContext", msg_id: str) -> bool:
+    """core/notices.py: a withdrawal the model has not been told of keeps its marker."""
+    from git_korus_mail.core.notices import withdrawn_untold
+    return withdrawn_untold(ctx, msg_id)

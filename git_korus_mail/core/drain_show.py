@@ -1,6 +1,7 @@
 """The show phase: what a launch has not been shown yet, rendered, and marked shown only after
-the output is out (Outcome.commit). The opening show also announces the box, tells expiry
-notices and sweeps stale files. `ctx` is the run's DrainContext (core/drain_context.py).
+the output is out (Outcome.commit). Any show tells the expiry notices and withdrawals that
+are pending (core/notices.py); the opening show also announces the box and sweeps stale
+files. `ctx` is the run's DrainContext (core/drain_context.py).
 
 `show` reads as its steps: what comes before any reading (`_before_reading`), the batch read
 and judged (`_read`), what the session is told beside it (`_told`), the batch rendered
@@ -60,7 +61,7 @@ def show(ctx: "DrainContext") -> Outcome:
     reading = _read(ctx)
     if reading is None:
         return Outcome()  # another wiring of this very event shows them: once per event
-    lines, notice_names, extra = _told(ctx, reading)
+    lines, notice_names, extra, told_done = _told(ctx, reading)
     text, blocks, deferred = _render(ctx, reading, lines)
     if text:
         lines.append(text)
@@ -68,7 +69,7 @@ def show(ctx: "DrainContext") -> Outcome:
         lines.append(_nothing_new(ctx, reading))
     ctx.record(extra)
     return Outcome(context="\n\n".join(lines) if lines else None,
-                   commit=_after_output(ctx, reading, blocks, notice_names), report=ctx.report_late,
+                   commit=_after_output(ctx, reading, blocks, notice_names, told_done), report=ctx.report_late,
                    shown=_summary(ctx, reading, blocks, deferred))
 
 
@@ -128,24 +129,21 @@ def _read(ctx: "DrainContext") -> "Optional[Reading]":
     return Reading(ids, candidates, batch, examined, behind, judge)
 
 
-def _told(ctx: "DrainContext", reading: Reading) -> "Tuple[List[str], List[str], Optional[Dict[str, Any]]]":
+def _told(ctx: "DrainContext", reading: Reading
+          ) -> "Tuple[List[str], List[str], Optional[Dict[str, Any]], Callable[[], None]]":
     """(lines told before the batch, notice names to clear once they are out, presence fields to
-    record): the expiry notices at an opening show, the limits' drops and backlog."""
-    lines: List[str] = []
-    notice_names: List[str] = []
-    if ctx.facts.opening:
-        # read only now: what the batch load just expired is told to this very session
-        notices, notice_names = _notices(ctx)
-        if notices:
-            from git_korus_mail.core import render
-            lines.append(render.render_expiry_notice(notices, ctx.box.path_of("expired")))
+    record, done: run once the output is out): the expiry notices and the withdrawals of mail
+    this launch was shown, at any event (core/notices.py, issue 25), the limits' drops and backlog."""
+    # read only now: what the batch load just expired is told to this very session
+    from git_korus_mail.core import notices
+    lines, notice_names, done = notices.tell(ctx)
     extra: Optional[Dict[str, Any]] = None
     if reading.judge is not None or (ctx.facts.opening and ctx.box.names("notices")):  # else nothing to tell (hot path)
         from git_korus_mail.core import limits  # the drops told once, the backlog once per new arrival
         told, told_names, extra = limits.tell(ctx, reading.judge, reading.behind)
         lines.extend(told)
         notice_names.extend(told_names)
-    return lines, notice_names, extra
+    return lines, notice_names, extra, done
 
 
 def _render(ctx: "DrainContext", reading: Reading,
@@ -175,7 +173,7 @@ def _nothing_new(ctx: "DrainContext", reading: Reading) -> str:
 
 
 def _after_output(ctx: "DrainContext", reading: Reading, blocks: "List[Rendered]",
-                  notice_names: "List[str]") -> "Callable[[], List[str]]":
+                  notice_names: "List[str]", told_done: "Callable[[], None]") -> "Callable[[], List[str]]":
     """The follow-up, run after the output is out: each step's failure is collected, none stops
     the next or the exit code (docs/HOOKS.md). A marker that cannot be written leaves its
     message unconsumed, to be shown again: never consumed unseen, never lost."""
@@ -205,6 +203,7 @@ def _after_output(ctx: "DrainContext", reading: Reading, blocks: "List[Rendered]
         for b in blocks:
             root.journal("shown", id=b.msg_id, box=box.name, session=ctx.session, launch=ctx.launch.tag,
                          hook_event=ctx.facts.label)
+        told_done()
         try:
             box.clear_notices(notice_names)
         except (OSError, MailError) as exc:
@@ -353,13 +352,3 @@ def _prune(ctx: "DrainContext") -> "List[str]":
     except (OSError, MailError) as exc:
         return [f"old mail not pruned ({why(exc)}); the next session's start tries again"]
     return []
-
-
-def _notices(ctx: "DrainContext") -> "Tuple[List[Dict[str, Any]], List[str]]":
-    """The expiry notices (a drop's are told by core/limits.py)."""
-    if not ctx.box.names("notices"):
-        return [], []  # the usual opening show: no notice, and records.py stays unloaded (hot path)
-    from git_korus_mail.store import records  # loaded where used (hot path)
-    recs, names = records.notices(ctx.box)
-    pairs = [(r, n) for r, n in zip(recs, names) if "dropped_at" not in r]
-    return [r for r, _ in pairs], [n for _, n in pairs]

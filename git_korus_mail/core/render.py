@@ -272,8 +272,12 @@ def _thread_line(msg: "Message") -> str:
     """What a question, an answer or a reply is, and how to answer (docs/CONTRACT.md)."""
     kind = msg.get("kind")
     if kind == "question":
-        return (f"a question; its sender's ask waits. Answer with: git korus-mail reply {field(msg['id'], 80)} -- "
-                f"\"<answer>\" (unanswered, your final message of this run is sent back as the answer)\n")
+        # Never "its sender's ask waits": an ask's wait ends (its timeout, Ctrl-C, nobody to
+        # answer) long before a question can be shown, and the render cannot know it. What is
+        # true at every show: the answer reaches the sender as mail either way (issue 25).
+        return (f"a question. Answer with: git korus-mail reply {field(msg['id'], 80)} -- \"<answer>\" "
+                f"(unanswered, your final message of this run is sent back as the answer); the answer "
+                f"reaches its sender as mail, whether or not its ask still waits\n")
     if kind == "answer":
         return f"answer to {field(msg.get('in_reply_to'), 80)} · status {field(msg.get('status'), 20)}\n"
     if msg.get("in_reply_to"):

@@ -196,6 +196,11 @@ def _state_in(box: "Box", mid: str, quarantines: "Quarantines",
     return None
 
 
+def retention_words(days: int) -> str:
+    """The one wording of retention a person reads (status, doctor, a sent message's fate)."""
+    return f"consumed, expired and cancelled mail is kept {days} days, then pruned"
+
+
 def _maybe_pruned(rec: "Dict[str, Any]", days: int, now: float) -> None:
     """A missing message older than the retention time was most likely pruned: say so."""
     from git_korus_mail.stamps import parse_stamp
@@ -205,7 +210,7 @@ def _maybe_pruned(rec: "Dict[str, Any]", days: int, now: float) -> None:
     except (ValueError, TypeError):
         return
     if fate["state"] == "missing" and old:
-        fate["detail"] = f"{fate.get('detail')}; older than the {days}-day retention, so most likely pruned"
+        fate["detail"] = f"{fate.get('detail')}; most likely pruned ({retention_words(days)})"
 
 
 def _retention(clone: "Clone") -> "Dict[str, Any]":
