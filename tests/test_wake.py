@@ -25,6 +25,11 @@ def urgent(clone):
     return clone
 
 
+
+def person_time(stamp):
+    """A stored stamp as a person reads it: `2026-12-02 02:45:41Z` (issue 25: one time format)."""
+    return f"{stamp[:10]} {stamp[11:19]}Z"
+
 def fake_claude(tmp_path, *args):
     """A process standing in for Claude Code: its argv is `<tmp>/claude <args>`."""
     exe = tmp_path / "claude"
@@ -245,7 +250,9 @@ def test_list_and_who_show_wakeable_until_while_a_watcher_is_armed(urgent, claud
     who = json.loads(run_cli("who", "--json", cwd=urgent.main, check=True).stdout)
     [mine] = [r for r in who["sessions"] if r["session"] == sid]
     assert mine["state"] == "idle" and mine["wakeable_until"] == rec[0]["wakeable_until"], mine
-    assert f"wakeable until {mine['wakeable_until']}" in run_cli("who", cwd=urgent.main, check=True).stdout
+    # a person's time format (issue 25), and lines wrapped at 100 columns
+    assert f"wakeable until {person_time(mine['wakeable_until'])}" \
+        in " ".join(run_cli("who", cwd=urgent.main, check=True).stdout.split())
     drain("UserPromptSubmit", urgent.web, cc, sid)
     w.wait(timeout=5)
     data = json.loads(run_cli("list", "--json", cwd=urgent.main, check=True).stdout)
@@ -381,8 +388,8 @@ def test_who_and_the_verdict_say_a_spent_wake_budget(urgent, claude):
     [mine] = [r for r in who["sessions"] if r["session"] == sid]
     assert mine["state"] == "idle" and mine["wakeable_until"] is None, mine
     assert mine["wake_budget_spent_until"].endswith("Z"), mine
-    text = run_cli("who", cwd=urgent.main, check=True).stdout
-    assert "wakeable until" not in text and f"wake budget spent until {mine['wake_budget_spent_until']}" \
+    text = " ".join(run_cli("who", cwd=urgent.main, check=True).stdout.split())
+    assert "wakeable until" not in text and f"wake budget spent until {person_time(mine['wake_budget_spent_until'])}" \
         " (new mail waits for its next prompt)" in text, text
     listed = json.loads(run_cli("list", "--json", cwd=urgent.main, check=True).stdout)
     assert [s["wakeable_until"] for b in listed["boxes"] for s in b["sessions"] if s["session"] == sid] == [None]

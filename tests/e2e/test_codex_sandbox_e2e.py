@@ -47,6 +47,11 @@ def world(outside, codex_bin, codexmock):
     return clone, Codex(codex_bin, codexmock, home, path_prefix=HELPER_BIN), home
 
 
+
+def flat(text):
+    """Output as one line of words: a person's lines wrap at 100 columns (issue 25)."""
+    return " ".join(text.split())
+
 def tool_outputs(mock):
     """The output of every shell call Codex ran, as it reached the model."""
     out = []
@@ -80,8 +85,9 @@ def test_install_trusts_no_project_and_mail_still_flows_in_the_default_sandbox(w
     assert "[projects." not in config and "trust_level" not in config, config
     assert not (clone.web / ".codex").exists()
     # the worktree that holds its own Codex config is named, with what install did about it
-    assert f"codex trust  {clone.main}  holds its own .codex/config.toml: not trusted by install" in proc.stdout
-    assert "codex sandbox  in a project you have not trusted in Codex, its default sandbox is read-only" in proc.stdout
+    said = flat(proc.stdout)  # lines wrap at 100 columns, a path cut from its start (issue 25)
+    assert f"/{clone.main.name} holds its own .codex/config.toml: not trusted by install" in said, said
+    assert "codex sandbox in a project you have not trusted in Codex, its default sandbox is read-only" in said
 
     for name, wt, other in (("main", clone.main, clone.web), ("web", clone.web, clone.main)):
         cli("send", "--to", str(wt), f"for {name}", cwd=other)
@@ -109,15 +115,15 @@ def test_trust_is_only_an_explicit_choice_that_says_what_it_turns_on(world, code
     proc = cli("install", "--client", "codex", "--trust-codex-config", cwd=clone.main, env=env)
     config = (home / "config.toml").read_text()
     assert f'[projects."{clone.main}"]' in config and f'[projects."{clone.web}"]' in config
-    assert proc.stdout.count("also applies that worktree's committed .codex/ files: config.toml") == 2
-    assert f"codex trust  {clone.web}  holds its own .codex/config.toml: trusted by your --trust-codex-config" \
-        in proc.stdout
+    said = flat(proc.stdout)
+    assert said.count("also applies that worktree's committed .codex/ files: config.toml") == 2, said
+    assert f"/{clone.web.name} holds its own .codex/config.toml: trusted by your --trust-codex-config" in said
     # a new worktree: its trust is said, inside `git worktree add` too
     late = clone.base / "late"
     added = subprocess.run(["git", "worktree", "add", str(late), "-b", "late"], cwd=clone.main, capture_output=True,
                            text=True, env=dict(os.environ, PATH=PATH, **env))
     assert added.returncode == 0, added.stderr
-    assert f"trusted the project {late}" in added.stdout + added.stderr
+    assert f"/{late.name}" in flat(added.stdout + added.stderr).split("trusted the project ", 1)[1].split()[0]
     cli("uninstall", cwd=clone.main, env=env)
     assert "[projects." not in (home / "config.toml").read_text()
     bad = cli("install", "--scope", "user", "--client", "codex", "--trust-codex-config", cwd=clone.main, env=env,
@@ -169,7 +175,8 @@ def test_send_ask_and_reply_work_in_the_default_workspace_write_sandbox(world, c
     text = (home / "config.toml").read_text()
     (home / "config.toml").write_text(text.replace(f'writable_roots = ["{root}"]', "writable_roots = []"))
     bad = cli("doctor", cwd=clone.main, env=env, check=False)
-    assert bad.returncode == 1 and f"{root} is not in sandbox_workspace_write.writable_roots" in bad.stdout, bad.stdout
+    assert bad.returncode == 1 and "/.git/mail is not in sandbox_workspace_write.writable_roots" in flat(bad.stdout), \
+        bad.stdout
     # and the model's send says, in one line, what makes it work
     codexmock.set_script([shell(IN_SHELL + "git korus-mail send --to ../api \"no root\"; echo rc=$?"),
                           codex_text("ok")])
@@ -224,7 +231,7 @@ def test_install_takes_back_the_project_trust_an_earlier_install_gave_without_as
     config = (home / "config.toml").read_text()
     assert "[projects." not in config and "trust_level" not in config, config
     for wt in (clone.main, clone.web):
-        assert f'took back the trust of "{wt}" that an earlier install gave' in proc.stdout, proc.stdout
+        assert f'/{wt.name}" that an earlier install gave' in flat(proc.stdout), proc.stdout
         assert not (wt / ".codex").exists()
     assert "PROBLEM" not in cli("doctor", cwd=clone.main, env=env).stdout
     cli("uninstall", cwd=clone.main, env=env)
@@ -240,7 +247,7 @@ def test_both_scopes_share_one_codex_wiring_and_one_uninstall_leaves_the_other(w
     cli("install", "--client", "codex", cwd=clone.main, env=env)
     wired = snapshot_files(home)
     proc = cli("install", "--client", "codex", "--scope", "user", cwd=clone.main, env=env)
-    assert "already wired by the local scope's install (the same entries): not wired twice" in proc.stdout
+    assert "already wired by the local scope's install (the same entries): not wired twice" in flat(proc.stdout)
     assert snapshot_files(home) == wired
     cli("uninstall", "--scope", "user", cwd=clone.main, env=env)
     assert snapshot_files(home) == wired
