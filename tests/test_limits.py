@@ -241,19 +241,35 @@ def test_a_session_led_from_outside_the_pid_namespace_is_one_sender(clone):
     argv = [sys.executable, "-m", "git_korus_mail", "send", "--json", "--wait=0", "--to", str(clone.web), "again"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_"))}
 
-    def in_one_namespace(times):
-        proc = subprocess.run(["unshare", "-pf", "/bin/sh", "-c", " && ".join(['"$@"'] * times), "sh", *argv],
-                              cwd=clone.main, env=env, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-        decoder, text, ids = json.JSONDecoder(), proc.stdout, []
+    def in_one_namespace(times, hold=False):
+        """`times` sends in one new pid namespace; with `hold`, the namespace lives on (its pid 1
+        waits on stdin) so that the next one is a namespace of its own: the kernel reuses the
+        inode of a namespace that has ended (seen in CI), which a later one may then carry."""
+        script = " && ".join(['"$@"'] * times) + (" && echo END && read _" if hold else "")
+        proc = subprocess.Popen(["unshare", "-pf", "/bin/sh", "-c", script, "sh", *argv], cwd=clone.main, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        text = ""
+        if hold:
+            for line in proc.stdout:
+                if line.strip() == "END":
+                    break
+                text += line
+        else:
+            text, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+        decoder, ids = json.JSONDecoder(), []
         while text.strip():
             doc, end = decoder.raw_decode(text.lstrip())
             text = text.lstrip()[end:]
             ids.append(doc["results"][0]["id"])
-        return ids
+        return ids, proc
 
-    [c] = in_one_namespace(1)
-    d, e = in_one_namespace(2)
+    [c], first = in_one_namespace(1, hold=True)
+    try:
+        (d, e), _ = in_one_namespace(2)
+    finally:
+        first.communicate(input="\n", timeout=60)
+    assert first.returncode == 0
     launch = sender_field(clone, c)["launch"]
     assert launch.startswith("session:0-"), launch
     assert sender_field(clone, d)["launch"] == sender_field(clone, e)["launch"] != launch
