@@ -164,7 +164,7 @@ def test_presence_records_state_and_events(clone):
     hook("SessionStart", clone.web, "s1", env={"CLAUDE_PID": str(os.getpid())})
     hook("UserPromptSubmit", clone.web, "s1")
     rec = json.loads((box_dir(clone, clone.web) / "sessions" / "s1.json").read_text())
-    assert rec["state"] == "working" and rec["claude_pid"] == os.getpid()
+    assert rec["state"] == "working" and rec["client_pid"] == os.getpid()
     assert set(rec["events"]) == {"SessionStart", "UserPromptSubmit"}
     data = json.loads(run_cli("list", "--json", cwd=clone.main, check=True).stdout)
     web = [r for r in data["boxes"] if r["slug"] == "web"][0]

@@ -275,7 +275,7 @@ def test_presence_of_a_launch_whose_pid_now_runs_another_process_is_gone(clone, 
     assert state() == "idle"
     rec_path = box_dir(clone) / "sessions" / (SESSION + ".json")
     rec = json.loads(rec_path.read_text())
-    assert rec["claude_pid"] == a.pid and rec["launch"] == a.dir_name.split("@")[1]
+    assert rec["client_pid"] == a.pid and rec["launch"] == a.dir_name.split("@")[1]
     # as if the pid had been reused: the same pid, started at another time
     rec["launch"] = f"{a.pid}-{a.start + 1}-{rec['launch'].rsplit('-', 1)[1]}"
     rec_path.write_text(json.dumps(rec))

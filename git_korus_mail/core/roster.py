@@ -129,7 +129,7 @@ def _row(box: "Box", rec: "Dict[str, Any]", entry: "Optional[Entry]", wts: "Dict
         "client": rec.get("client") or (entry or {}).get("client"),
         "config_root": rec.get("config_dir") or (entry or {}).get("config_root"),
         "surface": rec.get("surface") or (entry or {}).get("surface"),
-        "pid": rec.get("claude_pid"), "hooks": True, "last_event": rec.get("last_event"),
+        "pid": presence.client_pid(rec), "hooks": True, "last_event": rec.get("last_event"),
         "at_epoch": at,
     }
     row.update(_state(box, rec, entry, at, now, activity))

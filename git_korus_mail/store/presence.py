@@ -19,10 +19,16 @@ if TYPE_CHECKING:
 
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.launch import AnyLaunch
+    from git_korus_mail.store.shapes import Unchecked
 
 NO_PID_LIVE_SECONDS = 24 * 3600
 LIVE = ("working", "idle")  # the liveness values of a session that still runs (`send --to all`, `who`)
 ROSTER_SUFFIX = ".roster"   # beside <session>.json: what `who` learned of the session from its client
+# The client process's pid, whichever client runs the session. Its first key named one client;
+# writers write both keys with one value and readers read both, through `client_pid`
+# (docs/STORE.md, "Presence: the pid's two keys", says for how long and why).
+PID_KEY = "client_pid"
+OLD_PID_KEY = "claude_pid"
 
 
 def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]" = None,
@@ -33,18 +39,20 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
     unchanged), `launch` the client process (launch.Launch) and `account` its config dir."""
     now = time.time()
     rec = dict(prior or {})
+    pid = (launch.pid if launch is not None and launch.pid else None) or client_pid(rec)
     events = dict(rec.get("events") or {})
     events[event] = utc_stamp(now)
     rec.update({
         "session": session,
         "box": box.name,
         "cwd": cwd,
-        "claude_pid": (launch.pid if launch is not None and launch.pid else None) or rec.get("claude_pid"),
+        PID_KEY: pid,
+        OLD_PID_KEY: pid,  # for older readers: without it they judge a dead client live for a day
         "config_dir": account or rec.get("config_dir"),
         "client": launch.client if launch is not None and launch.known else rec.get("client"),
         "launch": launch.tag if launch is not None else rec.get("launch"),
         "boot": rec.get("boot") or _boot_id(),
-        "pidns": _pid_ns(),  # whose pids `claude_pid` counts in (liveness)
+        "pidns": _pid_ns(),  # whose pids the client's pid counts in (liveness)
         "last_event": event,
         "at": utc_stamp(now),
         "state": state or rec.get("state", "idle"),
@@ -54,6 +62,15 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
         rec.update(extra)
     box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
     return rec
+
+
+def client_pid(rec: "Unchecked") -> "Optional[int]":
+    """The client process's pid a presence record names, in either of its keys. The old key
+    wins only when it differs from the new: then an older writer rewrote the record last and
+    carried the newer writer's key forward unchanged (a newer writer always writes both alike)."""
+    pid = rec.get(OLD_PID_KEY) if OLD_PID_KEY in rec and rec.get(OLD_PID_KEY) != rec.get(PID_KEY) \
+        else rec.get(PID_KEY)
+    return pid if isinstance(pid, int) else None
 
 
 def _boot_id() -> "Optional[str]":
@@ -114,7 +131,7 @@ def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
         return "closed"
     from git_korus_mail.store import claims
     from git_korus_mail.store.launch import parse_tag
-    pid = rec.get("claude_pid")
+    pid = client_pid(rec)
     mine = claims.me("check")
     if rec.get("pidns") and mine["pidns"] and rec["pidns"] != mine["pidns"] and rec.get("boot") == mine["boot"]:
         # its pid counts in another pid namespace (a command in a client's sandbox reads a record

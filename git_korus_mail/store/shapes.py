@@ -113,7 +113,8 @@ class _PresenceBase(TypedDict):
     session: str
     box: str
     cwd: str
-    claude_pid: Optional[int]  # the client process's pid, whichever client runs the session
+    client_pid: Optional[int]  # the client process's pid, whichever client runs the session
+    claude_pid: Optional[int]  # the same, under its 0.1.0 key (docs/STORE.md, "Presence: the pid's two keys")
     config_dir: Optional[str]
     client: Optional[str]
     launch: Optional[str]

@@ -1,0 +1,175 @@
+"""Presence: which sessions the drain has seen in each box, and in what state.
+
+Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
+write). `send --to all`, `list` and `who` read them. A session is live while its state
+is not closed and its client process (the launch the client module names: pid plus start
+time) still runs; a pid recorded without a launch it could be identified by counts as gone;
+with no pid recorded it counts as live for a day after its last event.
+"""
+
+import os
+import time
+
+from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.stamps import parse_stamp, utc_stamp  # claims and launch: loaded where used (hot path)
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.launch import AnyLaunch
+
+NO_PID_LIVE_SECONDS = 24 * 3600
+LIVE = ("working", "idle")  # the liveness values of a session that still runs (`send --to all`, `who`)
+ROSTER_SUFFIX = ".roster"   # beside <session>.json: what `who` learned of the session from its client
+
+
+def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]" = None,
+           launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
+           prior: "Optional[dict[str, Any]]" = None, extra: "Optional[dict[str, Any]]" = None) -> "dict[str, Any]":
+    """Rewrite this session's presence after an event; returns the record. `event` is the
+    client's name for it (a label), `state` what the drain's phase left the session in (None:
+    unchanged), `launch` the client process (launch.Launch) and `account` its config dir."""
+    now = time.time()
+    rec = dict(prior or {})
+    events = dict(rec.get("events") or {})
+    events[event] = utc_stamp(now)
+    rec.update({
+        "session": session,
+        "box": box.name,
+        "cwd": cwd,
+        "claude_pid": (launch.pid if launch is not None and launch.pid else None) or rec.get("claude_pid"),
+        "config_dir": account or rec.get("config_dir"),
+        "client": launch.client if launch is not None and launch.known else rec.get("client"),
+        "launch": launch.tag if launch is not None else rec.get("launch"),
+        "boot": rec.get("boot") or _boot_id(),
+        "pidns": _pid_ns(),  # whose pids `claude_pid` counts in (liveness)
+        "last_event": event,
+        "at": utc_stamp(now),
+        "state": state or rec.get("state", "idle"),
+        "events": events,
+    })
+    if extra:
+        rec.update(extra)
+    box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
+    return rec
+
+
+def _boot_id() -> "Optional[str]":
+    from git_korus_mail.store.launch import boot_id
+    return boot_id()
+
+
+def _pid_ns() -> "Optional[str]":
+    from git_korus_mail.store.launch import pid_ns
+    return pid_ns()
+
+
+def load(box: "Box", session: str) -> "Optional[dict[str, Any]]":
+    d = box.open_sub("sessions")
+    if d is None:
+        return None
+    rec = d.read_json(session + ".json", 256 * 1024)  # a bad record reads as no record
+    return rec if isinstance(rec, dict) else None
+
+
+def sessions(box: "Box") -> "list[dict[str, Any]]":
+    d = box.open_sub("sessions")
+    if d is None:
+        return []
+    out = []
+    for name in d.names():
+        if name.endswith(".json") and not name.startswith("."):
+            rec = load(box, name[:-5])
+            if rec is not None:
+                rec["liveness"] = liveness(rec)
+                out.append(rec)
+    out.sort(key=lambda r: r.get("at", ""), reverse=True)
+    return out
+
+
+def remembered(box: "Box", session: str) -> "dict[str, Any]":
+    """What `who` learned of a session from its client's own registry while it ran (its name),
+    so the roster can still name it once it has closed; {} when nothing was learned."""
+    d = box.open_sub("sessions")
+    rec = d.read_json(session + ROSTER_SUFFIX, 64 * 1024) if d is not None else None
+    return rec if isinstance(rec, dict) else {}
+
+
+def remember(box: "Box", session: str, facts: "dict[str, Any]") -> None:
+    """Keep `facts` (name, ...) of a session for `who`. A file of its own, not the presence
+    record: the drain rewrites that one from what it read, so a write here could undo its state."""
+    if remembered(box, session) == facts:
+        return
+    box.ensure_sub("sessions").write_replace(session + ROSTER_SUFFIX, json.dumps(facts, sort_keys=True).encode(),
+                                             box.root.tmp)
+
+
+def liveness(rec: "dict[str, Any]", now: "Optional[float]" = None) -> str:
+    """working / idle / closed / gone (its client process no longer runs, or its pid now
+    belongs to another process)."""
+    state: str = rec.get("state", "idle")
+    if state == "closed":
+        return "closed"
+    from git_korus_mail.store import claims
+    from git_korus_mail.store.launch import parse_tag
+    pid = rec.get("claude_pid")
+    mine = claims.me("check")
+    if rec.get("pidns") and mine["pidns"] and rec["pidns"] != mine["pidns"] and rec.get("boot") == mine["boot"]:
+        # its pid counts in another pid namespace (a command in a client's sandbox reads a record
+        # the hooks wrote outside it): nothing here can judge it, and unknown is not dead
+        # (docs/STORE.md, "Liveness")
+        return state
+    if isinstance(pid, int) and pid > 0 and rec.get("boot") == mine["boot"]:
+        # the launch tag holds the process's start time: a pid reused by a newer process is gone too
+        launch = parse_tag(rec["launch"]) if isinstance(rec.get("launch"), str) else None
+        if launch is None and claims.proc_start_time(os.getpid()) is not None:
+            # the client named a pid we could not identify as its process (it did not run then):
+            # whatever runs under that pid now is another process; never judge by the pid alone
+            return "gone"
+        start = launch[1] if launch is not None and launch[0] == pid else None
+        if claims.owner_is_dead({"pid": pid, "start": start, "host": mine["host"], "boot": rec.get("boot"),
+                                 "pidns": mine["pidns"]}):
+            return "gone"
+        return state
+    if rec.get("boot") and mine["boot"] and rec.get("boot") != mine["boot"]:
+        return "gone"
+    try:
+        age = (time.time() if now is None else now) - parse_stamp(rec.get("at"))
+    except (ValueError, TypeError):
+        return "gone"
+    return state if age < NO_PID_LIVE_SECONDS else "gone"
+
+
+def live_boxes(root: "MailRoot") -> "dict[str, list[dict[str, Any]]]":
+    """{box name: [live session records]} for every box with a working or idle session."""
+    out: "dict[str, list[dict[str, Any]]]" = {}
+
+    for box in root.boxes():
+        live = [r for r in sessions(box) if r["liveness"] in LIVE]
+        if live:
+            out[box.name] = live
+    return out
+
+
+def add_pending_fault(box: "Box", session: str, text: str) -> None:
+    """Queue `text` for the session's next consume notice (the wake-up tier's watcher, which
+    has no output of its own that reaches the user without waking the model)."""
+    rec = load(box, session)
+    if rec is None:
+        return  # no presence yet: nothing to tell it through (the drain writes it at every event)
+    rec.pop("liveness", None)
+    rec["pending_faults"] = (list(rec.get("pending_faults") or []) + [text])[-10:]
+    box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
+
+
+def wakeable_until(box: "Box", rec: "dict[str, Any]") -> "Optional[str]":
+    """Until when the session of presence record `rec` can be woken by new mail (the stamp its
+    armed watcher gives up at), or None: no watcher is armed for its launch (it is working, the
+    wake-up tier is not installed, or it has been idle past the watcher's reach)."""
+    session, launch = rec.get("session"), rec.get("launch")
+    if not isinstance(session, str) or not isinstance(launch, str) or rec.get("state") != "idle":
+        return None
+    from git_korus_mail.store import watch
+    return watch.until_of(box, session, launch)
