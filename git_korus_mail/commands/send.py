@@ -73,8 +73,8 @@ def run(clone: "Clone", args: SendArgs, out: "IO[str]") -> int:
     send.check_body(body)
     remote, to = _remote(clone, args.to)
     if any("error" in r for r in remote):
-        for r in remote:
-            sys.stderr.write(f"git korus-mail: not queued: {r.get('error') or r['dest'] + ': nothing is queued while another destination cannot be mailed'}\n")
+        for target in remote:
+            sys.stderr.write(f"git korus-mail: not queued: {target.get('error') or target['dest'] + ': nothing is queued while another destination cannot be mailed'}\n")
         return 1
     if remote and not to:
         return _send_remote(clone, args, remote, body, ttl, out)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from git_korus_mail.core.drain_context import DrainContext
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.message import Message
+    from git_korus_mail.store.shapes import AnswerStatus, Sender
 
 EXPLICIT, AUTOMATIC = "explicit", "automatic"
 NO_FINAL_TEXT = "(the run ended without a final message)"
@@ -47,7 +48,7 @@ def fit(body: str) -> str:
     return keep.decode("utf-8", "ignore") + note
 
 
-def build(question: "Message", body: str, status: str, by: "Dict[str, Optional[str]]",
+def build(question: "Message", body: str, status: "AnswerStatus", by: "Sender",
           kind: str = message.KIND_ANSWER) -> "Message":
     """The answer (or reply) message to `question`, addressed to its sender's worktree, for its
     sender's session only when it named one."""
@@ -62,8 +63,8 @@ def build(question: "Message", body: str, status: str, by: "Dict[str, Optional[s
     return msg
 
 
-def give(root: "MailRoot", box: "Box", question: "Message", body: str, status: str, how: str,
-         by: "Dict[str, Optional[str]]", launch: "Optional[str]" = None) -> "Tuple[bool, Dict[str, Any]]":
+def give(root: "MailRoot", box: "Box", question: "Message", body: str, status: "AnswerStatus", how: str,
+         by: "Sender", launch: "Optional[str]" = None) -> "Tuple[bool, Dict[str, Any]]":
     """Answer `question` (queued or consumed in `box`, the asked one). Returns (won, record):
     won is False when another answer was decided first, and the record is then that one's.
     Either way the decided answer is made sure to be in the asker's box."""
@@ -90,7 +91,7 @@ def give(root: "MailRoot", box: "Box", question: "Message", body: str, status: s
 
 
 # -- the drain's part ------------------------------------------------------------
-def _by(ctx: "DrainContext") -> "Dict[str, Optional[str]]":
+def _by(ctx: "DrainContext") -> "Sender":
     return {"path": ctx.key.path, "branch": None, "session": ctx.session}
 
 
@@ -104,7 +105,7 @@ def _question(box: "Box", qid: str) -> "Optional[Message]":
     return None
 
 
-def answer_shown(ctx: "DrainContext", qid: str, status: str, body: str) -> None:
+def answer_shown(ctx: "DrainContext", qid: str, status: "AnswerStatus", body: str) -> None:
     """Answer one question this launch was shown, unless it is answered already; a decided
     answer that never reached the asker's box is delivered now (the repair of a killed answerer)."""
     box = ctx.box
@@ -130,7 +131,7 @@ def at_run_end(ctx: "DrainContext", qid: str) -> None:
     answer_shown(ctx, qid, "done", text)
 
 
-def close_open(ctx: "DrainContext", status: str, body: str) -> "List[str]":
+def close_open(ctx: "DrainContext", status: "AnswerStatus", body: str) -> "List[str]":
     """Answer every question this launch was shown and nobody answered (a failed run, the end of
     the session, an interrupted run); returns their ids."""
     if not ctx.launch.known:

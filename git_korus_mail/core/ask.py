@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.launch import Launch
+    from git_korus_mail.store.message import Message
 
 # Claude Code 2.1.332's Bash tool kills a command after 120 s unless the call gives a longer
 # `timeout` (up to 600 s); measured in docs/HOOKS.md, "Questions". The default wait ends well
@@ -108,7 +109,7 @@ def _path_of(root: "MailRoot", key_name: str) -> str:
 class Question:
     """One asked question: what `wait` and `delivered` need."""
 
-    def __init__(self, root: "MailRoot", target: "Box", msg: "Dict[str, Any]", deadline: float,
+    def __init__(self, root: "MailRoot", target: "Box", msg: "Message", deadline: float,
                  nobody: "Optional[str]" = None, launch: "Optional[str]" = None) -> None:
         self.root, self.target, self.msg, self.deadline = root, target, msg, deadline
         self.id = str(msg["id"])

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.launch import AnyLaunch
     from git_korus_mail.store.markers import LaunchMarkers
+    from git_korus_mail.store.shapes import SessionState
 
     Commit = Callable[[], List[str]]  # the follow-up: returns the faults it met
     Report = Callable[[List[str]], List[str]]  # queues late faults: returns what it could not
@@ -185,7 +186,7 @@ def session_dir_name(session: str) -> str:
     return "x-" + keys.digest(session)[:32]
 
 
-def state_after(phase: "Optional[str]", opening: bool) -> "Optional[str]":
+def state_after(phase: "Optional[str]", opening: bool) -> "Optional[SessionState]":
     """The presence state a phase leaves a session in; None (unchanged) for a run with no phase."""
     if phase == SHOW:
         return "idle" if opening else "working"
@@ -342,7 +343,7 @@ class DrainContext:
             return [f"presence not recorded: {why(exc)}"]
         return []
 
-    def _state(self) -> "Optional[str]":
+    def _state(self) -> "Optional[SessionState]":
         if self.facts.new_context and self.prior.get("state"):
             return None  # a compaction mid-turn: the session works on as before
         return state_after(self.facts.phase, self.facts.opening)

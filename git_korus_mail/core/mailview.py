@@ -22,7 +22,7 @@ from git_korus_mail.store.message import MAX_FILE_BYTES, Invalid, id_time
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
 
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import Box, MailRoot
@@ -80,7 +80,8 @@ def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) 
                   "age_s": int(now - parse_stamp(msg["sent_at"])), "to": msg.get("to"),
                   "session_filter": msg.get("session"), "first_line": _first_line(msg["body"]),
                   "body_chars": len(msg["body"])})
-        e.update({k: msg[k] for k in OPTIONAL_FIELDS if k in msg})
+        fields: "Mapping[str, object]" = msg  # the optional ones, by name
+        e.update({k: fields[k] for k in OPTIONAL_FIELDS if k in fields})
         if body:
             e["body"] = msg["body"]
     receipt = records.receipt(box, msg_id)

@@ -185,7 +185,7 @@ def trim(msg: "Message") -> "tuple[Message, BodyView]":
 
     A shallow copy: the caller drops the original, and with it a body of up to 8 MiB."""
     view = body_view(msg["body"])
-    kept = dict(msg)
+    kept = msg.copy()
     kept["body"] = ""
     return kept, view
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.message import Message
+    from git_korus_mail.store.shapes import Sender
 
 
 def find(clone: "Clone", text: str) -> "Message":
@@ -43,8 +44,7 @@ def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
     `sender_launch`: the sending process as `from.launch` names it (clients.sender_of)."""
     original = find(clone, msg_id)
     own = clone.own_worktree()
-    by: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
-                                      "session": session}
+    by: "Sender" = {"path": clone.own_key.path, "branch": own.branch if own else None, "session": session}
     root = clone.mail_root(create=True)
     box = clone.own_box(create=True)
     assert root is not None and box is not None

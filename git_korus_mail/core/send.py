@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from git_korus_mail.core.worktrees import Worktree
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.message import Message
+    from git_korus_mail.store.shapes import Sender
 
     WorktreeKeys = List[Tuple[Worktree, keys.Key]]
     Session = Dict[str, Any]  # one row of the roster (core/roster.py)
-    Result = Dict[str, Any]  # one destination's outcome, as `deliver` documents it
+    from git_korus_mail.core.vocab import SendResult as Result  # one destination's outcome
 
 # How far past the limit an oversized stdin body is read, only to report its real size
 # (never kept): a body piped from a runaway command must not be read forever.
@@ -324,13 +325,12 @@ def deliver(clone: "Clone", targets: "Sequence[Target]", body: str, kind: str, t
     return results, root.is_off()
 
 
-def sender_record(clone: "Clone", session: "Optional[str]", launch: "Optional[str]") -> "Dict[str, Optional[str]]":
+def sender_record(clone: "Clone", session: "Optional[str]", launch: "Optional[str]") -> "Sender":
     """A message's `from`: this worktree, its branch, the sending session and launch (the last
     written only when known, so a message without one is the file it always was). The limits
     tell senders apart by all of path, session and launch (core/limits.py)."""
     own = clone.own_worktree()
-    sender: "Dict[str, Optional[str]]" = {"path": clone.own_key.path, "branch": own.branch if own else None,
-                                          "session": session}
+    sender: "Sender" = {"path": clone.own_key.path, "branch": own.branch if own else None, "session": session}
     if launch is not None:
         sender["launch"] = launch
     return sender

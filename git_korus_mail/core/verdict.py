@@ -16,9 +16,12 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 
+    from git_korus_mail.core.vocab import Judged, SendResult, Verdict
     from git_korus_mail.store.files import Box, MailRoot
 
 NOT_SHOWN = ("dropped", "expired", "cancelled", "gone")  # verdicts of mail queued, then ended unshown
+# the fates (store/records.py `fate`) that are their own verdict: mail that ended unshown, not by a drop
+ENDED_UNSHOWN: "Dict[str, Verdict]" = {"expired": "expired", "cancelled": "cancelled", "gone": "gone"}
 DEFAULT_WAIT = 2.0  # seconds send waits for the proof by default
 POLL = 0.05
 
@@ -41,7 +44,7 @@ def launch_alive(tag: "Optional[str]") -> bool:
                          "boot": mine["boot"]})[0] == "alive"
 
 
-def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None, wired: bool = True) -> "Dict[str, Any]":
+def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None, wired: bool = True) -> "Judged":
     """{"verdict", "as_of", "why", "shown_to"?} for a queued message, as things are now;
     `only_for` is the message's session filter (only that session is ever shown it)."""
     now = time.time()
@@ -62,8 +65,9 @@ def judge(box: "Box", msg_id: str, only_for: "Optional[str]" = None, wired: bool
         rule = f" ({why.get('rule')}: {why.get('detail')})" if why.get("rule") else ""
         return {"verdict": "dropped", "as_of": utc_stamp(now),
                 "why": f"the receiver's limits dropped it{rule}; it is shown to nobody"}
-    if state in ("expired", "cancelled", "gone"):
-        return {"verdict": state, "as_of": utc_stamp(now), "why": f"it is {state} before anyone was shown it"}
+    ended = ENDED_UNSHOWN.get(state) if state is not None else None
+    if ended is not None:
+        return {"verdict": ended, "as_of": utc_stamp(now), "why": f"it is {ended} before anyone was shown it"}
     return {"verdict": "queued", "as_of": utc_stamp(now), "why": _why_queued(box, msg_id, only_for, wired)}
 
 
@@ -111,7 +115,7 @@ def worth_waiting(box: "Box", sender: "Optional[str]" = None, working: bool = Tr
     return False
 
 
-def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: "Optional[float]",
+def await_verdicts(root: "MailRoot", queued: "List[SendResult]", wait: "Optional[float]",
                    sender: "Optional[str]" = None, wired: bool = True) -> None:
     """Add "verdict", "as_of", "why" (and "shown_to") to each queued result ({"box", "id", ...}),
     waiting up to `wait` seconds for destinations where a live session could show it."""
@@ -127,22 +131,29 @@ def await_verdicts(root: "MailRoot", queued: "List[Dict[str, Any]]", wait: "Opti
         if box is None:
             r.update({"verdict": "queued", "as_of": utc_stamp(time.time()), "why": "its box is gone"})
             continue
-        r.update(judge(box, r["id"], r.get("session"), wired))
+        _take(r, judge(box, r["id"], r.get("session"), wired))
         if r["verdict"] == "queued" and wait > 0 and worth_waiting(box, sender, working):
             pending.append((r, box))
     while pending and time.time() < deadline:
         time.sleep(POLL)
         still = []
         for r, box in pending:
-            r.update(judge(box, r["id"], r.get("session"), wired))
+            _take(r, judge(box, r["id"], r.get("session"), wired))
             if r["verdict"] == "queued":
                 still.append((r, box))
         pending = still
     for r, box in pending:
-        r.update(judge(box, r["id"], r.get("session"), wired))
+        _take(r, judge(box, r["id"], r.get("session"), wired))
 
 
-def settle(clone: "Any", results: "List[Dict[str, Any]]", wait: "Optional[float]",
+def _take(r: "SendResult", judged: "Judged") -> None:
+    """Give a send result what `judge` said (a shown_to once given stays: it was shown)."""
+    r["verdict"], r["as_of"], r["why"] = judged["verdict"], judged["as_of"], judged["why"]
+    if "shown_to" in judged:
+        r["shown_to"] = judged["shown_to"]
+
+
+def settle(clone: "Any", results: "List[SendResult]", wait: "Optional[float]",
            sender: "Optional[str]" = None, wired: bool = True) -> None:
     """Give each of send.deliver's results its verdict: `refused` for one not queued, else what
     `await_verdicts` finds within `wait` seconds. `wired`: whether install wired any hook in this

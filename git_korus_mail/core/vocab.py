@@ -9,7 +9,7 @@ store's files are in store/shapes.py.
 
 from typing import Dict, List, Literal, Optional, Tuple, TypedDict
 
-from git_korus_mail.store.shapes import Sender
+from git_korus_mail.store.shapes import Sender, ShownTo
 
 # A drain phase (core/drain.py PHASES): show mail, consume what was shown, end the session,
 # or a run that failed (no consume follows).
@@ -21,13 +21,14 @@ PhaseOf = Dict[str, Tuple[Optional[Phase], bool, bool]]
 Verdict = Literal["delivered", "queued", "dropped", "expired", "cancelled", "gone", "refused"]
 
 
-class ShownTo(TypedDict, total=False):
-    """Whom a delivered message was shown to: a display marker's facts (store/markers.py
-    shown_by), or the session of its receipt."""
-    session: Optional[str]
-    launch: Optional[str]
-    at: Optional[str]
-    event: Optional[str]
+class Judged(TypedDict, total=False):
+    """What core/verdict.py `judge` says of one queued message now: verdict, as_of and why
+    always, shown_to once delivered. Not total only so that it can be merged into a SendResult
+    (TypedDict.update takes a partial one)."""
+    verdict: Verdict
+    as_of: str
+    why: Optional[str]
+    shown_to: ShownTo
 
 
 class _SendResultBase(TypedDict):

@@ -14,6 +14,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 
+    from git_korus_mail.store.shapes import Message, Sender
+
 
 def split(dest: str) -> "Optional[tuple[str, str]]":
     """(label, worktree) when `dest` has the remote form; a path (`/`, `~`, `.` first) never does."""
@@ -62,7 +64,7 @@ def resolve(common_dir: str, dest: str) -> "Optional[Dict[str, Any]]":
             "name": str(w.get("name")), "directory_age": time.time() - float(peer.get("updated") or 0)}
 
 
-def envelope(conf: "Dict[str, Any]", target: "Dict[str, Any]", msg: "Dict[str, Any]") -> "Dict[str, Any]":
+def envelope(conf: "Dict[str, Any]", target: "Dict[str, Any]", msg: "Message") -> "Dict[str, Any]":
     """What the relay publishes: the message, and who it goes to and comes from (the from_clone
     is the sender's own claim until subject permissions prove it, docs/RELAY.md "Trust")."""
     return {"v": local.FORMAT, "type": "mail", "id": msg["id"], "to_clone": target["clone"],
@@ -71,7 +73,7 @@ def envelope(conf: "Dict[str, Any]", target: "Dict[str, Any]", msg: "Dict[str, A
 
 
 def queue(common_dir: str, root: "Any", targets: "List[Dict[str, Any]]", body: str, kind: str, ttl: int,
-          sender: "Dict[str, Any]", session: "Optional[str]", wake: bool) -> "List[Dict[str, Any]]":
+          sender: "Sender", session: "Optional[str]", wake: bool) -> "List[Dict[str, Any]]":
     """One message per remote target into this clone's outbox (the relay publishes it, now or
     once the link is back), then the relay started if none runs. Results as send's."""
     from git_korus_mail.store import message

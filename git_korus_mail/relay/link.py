@@ -225,10 +225,11 @@ class Relay:
         # the sender's path names a directory on another machine: prefixed with its clone's label,
         # it can never be taken for a worktree here (the same layout on two machines is common),
         # so a `reply` to it is refused rather than misrouted (replies across: docs/RELAY.md, not built)
-        sender = dict(msg["from"])
+        sender = msg["from"].copy()
         if isinstance(sender.get("path"), str):
             sender["path"] = f"{env.get('from_label')}:{sender['path']}"
-        msg["from"] = {**sender, "clone": f"{env.get('from_label')}:{env.get('from_clone')}"}
+        sender["clone"] = f"{env.get('from_label')}:{env.get('from_clone')}"
+        msg["from"] = sender
         box = self.root.box(key, create=True, path=path)
         assert box is not None  # for mypy: create=True makes the box or raises
         from git_korus_mail.store import records  # loaded where used

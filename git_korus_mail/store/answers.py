@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 
     from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.message import Message
 
 ANSWERS = "answers"
 ASKED = "asked"
@@ -101,7 +102,7 @@ def publish_answer(root: "MailRoot", rec: "Dict[str, Any]") -> str:
 
 
 # -- questions a box was asked ---------------------------------------------------
-def note_asked(box: "Box", msg: "Dict[str, Any]") -> None:
+def note_asked(box: "Box", msg: "Message") -> None:
     rec = {"id": msg["id"], "from": (msg.get("from") or {}).get("path"), "sent_at": msg["sent_at"],
            "expires_at": msg["expires_at"]}
     try:

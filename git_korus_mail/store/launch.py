@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Literal, Optional, Union
 
+    from git_korus_mail.store.shapes import LaunchRecord
+
     AnyLaunch = Union["Launch", "NoLaunch"]
 
 UNKNOWN_TAG = "unknown"
@@ -171,7 +173,7 @@ class Launch:
         start = "x" if self.start is None else str(self.start)
         return f"{self.pid}-{start}-{(self.boot or 'x')[:8]}"
 
-    def record(self) -> "dict[str, Any]":
+    def record(self) -> "LaunchRecord":
         """What a marker directory, a marker and a receipt say about the launch. Shaped like a
         claim owner (pid, start, boot, pidns, host), so claims.owner_is_dead judges it."""
         return {"client": self.client, "tag": self.tag, "pid": self.pid, "start": self.start,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.fsafe import Dir
     from git_korus_mail.store.launch import AnyLaunch
+    from git_korus_mail.store.shapes import MarkedLaunch, ShownTo
 
 SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain.session_dir_name)
 RECORD = ".launch"  # in each launch directory: who the launch is (dot name: never taken for a marker)
@@ -74,9 +75,9 @@ class LaunchMarkers:
             self._dir = self.shown.ensure_sub(self.name)
             rec = self.launch.record()
             if rec is not None and not self._dir.exists(RECORD):
-                rec["session"] = self.session
+                marked: "MarkedLaunch" = {**rec, "session": self.session}
                 try:
-                    self._dir.create_staged(RECORD, json.dumps(rec, sort_keys=True).encode(), self.tmp,
+                    self._dir.create_staged(RECORD, json.dumps(marked, sort_keys=True).encode(), self.tmp,
                                             "launch", sync=False)
                 except FileExistsError:
                     pass  # a concurrent event of the same launch wrote it
@@ -246,13 +247,13 @@ def _rmdir(shown: "Dir", name: str) -> None:
             raise
 
 
-def shown_by(box: "Box", msg_id: str, observed: bool = False) -> "list[dict[str, Any]]":
+def shown_by(box: "Box", msg_id: str, observed: bool = False) -> "list[ShownTo]":
     """Which launches were shown `msg_id` and when, from every display marker of `box` (status);
     `observed`: with each marker's whole record as "observed" (`read`)."""
     d = box.open_sub("shown")
     if d is None:
         return []
-    out: "list[dict[str, Any]]" = []
+    out: "list[ShownTo]" = []
     for name in d.names():
         sid, launch = split_name(name)  # shown/<session>@<launch>/
 

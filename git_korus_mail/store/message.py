@@ -16,7 +16,8 @@ TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-    Message = dict[str, Any]  # a parsed message: the fields `parse` checks, as JSON gave them
+    from git_korus_mail.store.shapes import AnswerStatus, Sender
+    from git_korus_mail.store.shapes import Message as Message  # the shape `build` makes and `parse` checks
 
 FORMAT_VERSION = 1
 MAX_BODY_BYTES = 32 * 1024          # sender's limit (advice: the drain caps on render)
@@ -87,19 +88,16 @@ def id_time(msg_id: "Any") -> float:
 
 
 # -- building and parsing --------------------------------------------------
-def build(body: str, to_path: str, to_key: str, sender: "dict[str, Optional[str]]", kind: str = "note",
+def build(body: str, to_path: str, to_key: str, sender: "Sender", kind: str = "note",
           ttl_minutes: float = DEFAULT_TTL_MINUTES, session: "Optional[str]" = None,
           now: "Optional[float]" = None, in_reply_to: "Optional[str]" = None, thread: "Optional[str]" = None,
-          status: "Optional[str]" = None, wake: "Optional[bool]" = None) -> "Message":
+          status: "Optional[AnswerStatus]" = None, wake: "Optional[bool]" = None) -> "Message":
     """A new message. The optional fields are written only when given, so a note is the same
     file it always was (old readers and old mail stay valid)."""
     now = time.time() if now is None else now
-    msg_id = new_id(now)
-    optional = {"in_reply_to": in_reply_to, "thread": thread, "status": status, "wake": wake}
-    extra = {k: v for k, v in optional.items() if v is not None}
-    return {**extra,
+    msg: "Message" = {
         "v": FORMAT_VERSION,
-        "id": msg_id,
+        "id": new_id(now),
         "sent_at": utc_stamp(now),
         "expires_at": utc_stamp(now + ttl_minutes * 60),
         "kind": kind,
@@ -108,6 +106,15 @@ def build(body: str, to_path: str, to_key: str, sender: "dict[str, Optional[str]
         "session": session,
         "body": body,
     }
+    if in_reply_to is not None:
+        msg["in_reply_to"] = in_reply_to
+    if thread is not None:
+        msg["thread"] = thread
+    if status is not None:
+        msg["status"] = status
+    if wake is not None:
+        msg["wake"] = wake
+    return msg
 
 
 def encode(msg: "Message") -> bytes:
@@ -152,10 +159,17 @@ def parse(data: bytes, expected_id: "Optional[str]" = None) -> "Message":
     if session is not None and not valid_session(session):
         raise Invalid("bad session filter")
     _check_optional(msg, str(kind))
-    return msg
+    return _checked(msg)
 
 
-def _check_optional(msg: "Message", kind: str) -> None:
+def _checked(msg: "Any") -> "Message":
+    """A decoded object `parse` has checked field by field: from here on it is a Message. (The
+    checks are the ones above: the type checker cannot follow them, so this is where it is told.)"""
+    checked: "Message" = msg
+    return checked
+
+
+def _check_optional(msg: "dict[str, Any]", kind: str) -> None:
     """The optional fields: absent is fine (older mail has none); present means the right shape."""
     for field in ("in_reply_to", "thread"):
         if field in msg and not valid_id(msg[field]):

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.message import Message
+    from git_korus_mail.store.shapes import ClaimResult, ConsumeResult, LaunchRecord, Receipt, Sender, Unchecked
 
 CONSUME_PATIENCE = 0.5  # seconds a Stop waits for another live consumer of the same message
 FORWARD_PATIENCE = 0.5  # seconds a forward waits for a live holder of a claim (usually a Stop finishing)
@@ -33,8 +34,8 @@ _FAMILY = {"seen": "consume", "expired": "expire", CANCELLED: "cancel", DROPPED:
 
 
 # -- consume -----------------------------------------------------------
-def consume(box: "Box", msg_id: str, session: str, observation: "dict[str, Any]",
-            launch: "Optional[dict[str, Any]]" = None) -> str:
+def consume(box: "Box", msg_id: str, session: str, observation: "Unchecked",
+            launch: "Optional[LaunchRecord]" = None) -> "ConsumeResult":
     """Consume a message this session's launch was shown (`launch`: its record, for the
     receipt; see store/launch.py). Returns one of:
     "consumed" (we did), "gone" (already consumed or expired by someone), "held" (a live
@@ -50,7 +51,7 @@ def consume(box: "Box", msg_id: str, session: str, observation: "dict[str, Any]"
         if not box.has("inbox", msg_id + MSG_SUFFIX):
             return "gone"
         now = time.time()
-        receipt = {
+        receipt: "Receipt" = {
             "id": msg_id,
             "session": session,
             "launch": launch,
@@ -72,7 +73,7 @@ def consume(box: "Box", msg_id: str, session: str, observation: "dict[str, Any]"
         crash.point("consume:receipt")
         if finish_move(box, msg_id, "seen"):
             box.root.journal("consumed", id=msg_id, box=box.name, session=session,
-                             launch=(launch or {}).get("tag"),
+                             launch=launch["tag"] if launch is not None else None,
                              shown_at=observation.get("at") if isinstance(observation, dict) else None)
     finally:
         release(box, msg_id, owner)
@@ -112,7 +113,8 @@ def finish_move(box: "Box", msg_id: str, to: str) -> bool:
     return removed
 
 
-def claim(box: "Box", msg_id: str, owner: "dict[str, Any]", patience: float = 0.0, queued: bool = True) -> str:
+def claim(box: "Box", msg_id: str, owner: "dict[str, Any]", patience: float = 0.0,
+          queued: bool = True) -> "ClaimResult":
     """"won" or "held" (or "gone" once the message is no longer queued, when `queued`; an
     answer's publisher claims an id before it is, store/answers.py). Undone by `release`. A
     live holder is waited for up to `patience` seconds (it is usually another session's Stop
@@ -163,7 +165,7 @@ def expire(box: "Box", msg_id: str, msg: "Optional[Message]" = None) -> bool:
             return False
         if not finish_move(box, msg_id, "expired"):
             return False
-        sender = (msg or {}).get("from") or {}
+        sender: "Sender" = (msg.get("from") if msg is not None else None) or {}
         box.root.journal("expired", id=msg_id, box=box.name, sender=sender.get("path"))
         return True
     finally:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.launch import AnyLaunch
-    from git_korus_mail.store.shapes import Unchecked
+    from git_korus_mail.store.shapes import Presence, SessionState, Unchecked
 
 NO_PID_LIVE_SECONDS = 24 * 3600
 LIVE = ("working", "idle")  # the liveness values of a session that still runs (`send --to all`, `who`)
@@ -31,23 +31,27 @@ PID_KEY = "client_pid"
 OLD_PID_KEY = "claude_pid"
 
 
-def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]" = None,
+def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[SessionState]" = None,
            launch: "Optional[AnyLaunch]" = None, account: "Optional[str]" = None,
-           prior: "Optional[dict[str, Any]]" = None, extra: "Optional[dict[str, Any]]" = None) -> "dict[str, Any]":
+           prior: "Optional[Unchecked]" = None, extra: "Optional[Unchecked]" = None) -> "Unchecked":
     """Rewrite this session's presence after an event; returns the record. `event` is the
     client's name for it (a label), `state` what the drain's phase left the session in (None:
-    unchanged), `launch` the client process (launch.Launch) and `account` its config dir."""
+    unchanged), `launch` the client process (launch.Launch) and `account` its config dir.
+
+    The fields this writer owns are a Presence; every other key of `prior` (the drain's own
+    through `extra`, or a newer version's) is carried forward as it was read, so the record
+    returned is as unchecked as one read from disk."""
     now = time.time()
     rec = dict(prior or {})
     pid = (launch.pid if launch is not None and launch.pid else None) or client_pid(rec)
     events = dict(rec.get("events") or {})
     events[event] = utc_stamp(now)
-    rec.update({
+    fresh: "Presence" = {
         "session": session,
         "box": box.name,
         "cwd": cwd,
-        PID_KEY: pid,
-        OLD_PID_KEY: pid,  # for older readers: without it they judge a dead client live for a day
+        "client_pid": pid,  # PID_KEY
+        "claude_pid": pid,  # OLD_PID_KEY, for older readers: without it they judge a dead client live for a day
         "config_dir": account or rec.get("config_dir"),
         "client": launch.client if launch is not None and launch.known else rec.get("client"),
         "launch": launch.tag if launch is not None else rec.get("launch"),
@@ -57,7 +61,8 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[str]
         "at": utc_stamp(now),
         "state": state or rec.get("state", "idle"),
         "events": events,
-    })
+    }
+    rec.update(fresh)
     if extra:
         rec.update(extra)
     box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)

@@ -14,6 +14,10 @@ NotRequired). A state is a Literal: a value a branch tests, never a sentence.
 
 from typing import Any, Dict, Literal, Optional, TypedDict
 
+# Shapes read back from disk are checked field by field before use: a reader that has not yet
+# checked holds this, never one of the shapes below.
+Unchecked = Dict[str, Any]
+
 # -- states ------------------------------------------------------------------------------------
 # What Box.consume did (store/moves.py): consumed by us; gone (already consumed, expired,
 # cancelled by someone); held (a live process holds its claim: try again at a later Stop).
@@ -40,10 +44,12 @@ class Sender(TypedDict, total=False):
     branch: Optional[str]
     session: Optional[str]
     launch: Optional[str]
+    clone: str  # "<label>:<clone id>": added on arrival by the relay (relay/link.py; docs/RELAY.md)
 
 
 class Recipient(TypedDict):
-    """A message's `to`."""
+    """A message's `to`, as `build` writes it. `parse` checks only `key`: a reader of `path`
+    checks it itself (relay/link.py)."""
     path: str
     key: str
 
@@ -99,13 +105,32 @@ class LaunchRecord(TypedDict):
     host: str
 
 
+class MarkedLaunch(LaunchRecord):
+    """shown/<session>@<launch>/.launch (store/markers.py): the launch a marker directory is
+    of, and the session it was shown mail in."""
+    session: str
+
+
+class ShownTo(TypedDict, total=False):
+    """Whom a delivered message was shown to: a display marker's facts (store/markers.py
+    shown_by), or the session of its receipt."""
+    session: Optional[str]
+    launch: Optional[str]
+    at: Optional[str]
+    event: Optional[str]
+    observed: Unchecked  # the whole display marker, as read (`read`: core/mailview.py)
+
+
 class Receipt(TypedDict):
-    """receipts/<id>.msg (store/moves.py consume): the proof a message was consumed, and by whom."""
+    """receipts/<id>.json (store/moves.py consume): the proof a message was consumed, and by whom."""
     id: str
     session: str
     launch: Optional[LaunchRecord]
     consumed_at: str
-    observed: Observation
+    # what the consumer was shown, as it read it back: a display marker (an Observation the
+    # drain wrote, of which consume checked only the session and launch), or an ask's own note
+    # of the answer it printed (core/ask.py): a file's content, so never trusted as a shape
+    observed: Unchecked
     pid: int
 
 
@@ -130,10 +155,8 @@ class Presence(_PresenceBase, total=False):
     """sessions/<session>.json (store/presence.py record): which session the drain saw in a box,
     and in what state. The drain adds its own bookkeeping keys through `extra`."""
     pending_faults: list[str]
+    surface: str  # the client's surface, when its facts name one (core/drain_context.py record)
+    name: str     # the session's name, when the client gave one at its end
     off_told: bool
     nolaunch_told: bool
 
-
-# Shapes read back from disk are checked field by field before use: a reader that has not yet
-# checked holds this, never one of the shapes above.
-Unchecked = Dict[str, Any]
