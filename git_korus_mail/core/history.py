@@ -1,7 +1,7 @@
 """The clone's history as a person follows it (`log`): the journal's records, oldest first, each
 joined with what the store still holds about it (the worktree a box is for, a sent message's kind
 and first line). It only reads: the journal is history, the store's files the truth
-(docs/STORE.md, "The journal").
+(docs/HOOKS.md, "The journal is history, not truth").
 
 A reader keeps a `Reader` and calls `more()` again for what happened since (`log --follow`): the
 journal's cursor survives a rotation (store/journal.py, `read_new`)."""

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from git_korus_mail.store.launch import AnyLaunch
     from git_korus_mail.store.shapes import MarkedLaunch, ShownTo
 
-SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain.session_dir_name)
+SEP = "@"  # never in a session's directory name ([A-Za-z0-9._-]; see drain_context.session_dir_name)
 RECORD = ".launch"  # in each launch directory: who the launch is (dot name: never taken for a marker)
 SKIP_SUFFIX = ".skip"
 SWEEP_DIRS = 4  # other launches' directories judged per event

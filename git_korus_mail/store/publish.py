@@ -32,14 +32,14 @@ def publish(box: "Box", msg: "Message", data: bytes, again: bool = False) -> Non
     inbox = box.ensure_sub("inbox")
     from git_korus_mail import crash
     # named by the id alone (which holds 64 random bits), so a reader that meets the
-    # message with two links can look its staging file up: see moves.linked_elsewhere
+    # message with two links can look its staging file up: see linked_elsewhere below
     tmp_name = staging_name(msg["id"])
     try:
         tmp.create_exclusive(tmp_name, data, sync=True)
     except FileExistsError:
         if not again:
             raise MailError(f"message id {msg['id']} already staged (clock or random source broken?)") from None
-        # msg.<id>.<8 hex>: the form a reader of a half-done publish also looks up (moves._old_staging)
+        # msg.<id>.<8 hex>: the form a reader of a half-done publish also looks up (_old_staging below)
         tmp_name = f"{tmp_name}.{os.urandom(4).hex()}"
         tmp.create_exclusive(tmp_name, data, sync=True)
     crash.point("send:tmp-written")

@@ -3,7 +3,7 @@ then pruned with its receipt, notice and display markers. Queued mail is never p
 
 A message's age here is counted from when this store moved it into its final state, by the
 mover's own clock: a consumed message by its receipt's mtime (set at consume), any other by
-its file's mtime, which the move sets (moves._finish_move), or its ctime (the link into that
+its file's mtime, which the move sets (moves.finish_move), or its ctime (the link into that
 state) when later. Never by its expiry: a clock stepped forward expires mail, and the same run
 must not prune it. A clock that reads earlier than one of these stamps, or than the box's last
 prune, has gone back: the run prunes nothing (docs/STORE.md, "Retention").
@@ -214,7 +214,7 @@ def _sent_time(msg_id: str) -> "Optional[float]":
 def _state_time(box: "Box", d: "Dir", state: str, msg_id: str) -> "Optional[float]":
     """When the store moved the message into `state` (see the module's note); None when it
     cannot be told. A consumed message: its receipt's mtime. Any other: the later of the
-    message file's mtime, which the move stamps by the mover's clock (moves._finish_move), and
+    message file's mtime, which the move stamps by the mover's clock (moves.finish_move), and
     its ctime, the file system's time of the link (all a message moved before that stamp has)."""
     name = msg_id + MSG_SUFFIX
     try:

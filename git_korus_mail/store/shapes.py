@@ -19,14 +19,14 @@ from typing import Any, Dict, Literal, Optional, TypedDict
 Unchecked = Dict[str, Any]
 
 # -- states ------------------------------------------------------------------------------------
-# What Box.consume did (store/moves.py): consumed by us; gone (already consumed, expired,
+# What moves.consume did (store/moves.py): consumed by us; gone (already consumed, expired,
 # cancelled by someone); held (a live process holds its claim: try again at a later Stop).
 ConsumeResult = Literal["consumed", "gone", "held"]
-# Who won a claim (store/claims.py `take`, Box._claim).
+# Who won a claim (store/moves.py `claim`, over store/claims.py `acquire`).
 ClaimResult = Literal["won", "held", "gone"]
 # A claim owner as claims.judge sees it: its process runs, has ended, or cannot be proven either.
 Liveness = Literal["alive", "dead", "unknown"]
-# What the disk says of one message now (Box.fate, store/records.py): receipts are the truth.
+# What the disk says of one message now (store/records.py `fate`): receipts are the truth.
 Fate = Literal["consumed", "consumed-unmoved", "queued", "expired", "cancelled", "dropped", "gone"]
 # Where a message is filed after it left the inbox (layout.UNCONSUMED and seen/).
 Unconsumed = Literal["expired", "cancelled", "dropped"]
