@@ -2,7 +2,7 @@
 
 Client-free. Our presence records (store/presence.py, one per session per box, rewritten at
 each hook event) are the facts: a session our hooks never saw cannot get mail. A client's own
-registry (asked through `registry(config_root, client)`, see clients/__init__.py) adds what presence
+registry (read through the `read_registry` that `collect` is given: clients/__init__.py `sessions`) adds what presence
 cannot know: the session's name, and a status newer than our last hook event. Every registry
 entry is a claim, checked before use: its process must run with the start time it claims
 (never the pid alone), and it speaks only for the presence record of that same launch. So a
@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from git_korus_mail.core.clone import Clone
     from git_korus_mail.store.files import Box
 
-    Entry = Dict[str, Any]      # one registry entry, in the terms clients/claude/registry.py gives
-    Registry = Callable[[Optional[str], Optional[str]], List[Entry]]  # (config root, client name)
+    Entry = Dict[str, Any]      # one registry entry, in the terms of clients/__init__.py `sessions`
+    # (config root, client name) -> its entries; not clients/interface.py's Registry, a client module
+    ReadRegistry = Callable[[Optional[str], Optional[str]], List[Entry]]
     Activity = Callable[[Optional[str], Optional[str], Optional[str], str], Optional[float]]  # client, root, cwd, session
     Session = Dict[str, Any]    # one roster row (JSON-shaped)
 
@@ -41,7 +42,7 @@ NOT_RESPONDING_SECONDS = 15 * 60  # past the longest tool call Claude Code allow
 LIVE_STATES = ("working", "idle", "waiting", "not responding")
 
 
-def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None,
+def collect(clone: "Clone", read_registry: "ReadRegistry", now: "Optional[float]" = None,
             activity: "Optional[Activity]" = None) -> "Dict[str, Any]":
     """{"as_of", "sessions": [...], "worktrees": [...], "config_roots": [...]}; see docs/CONTRACT.md."""
     now = time.time() if now is None else now
@@ -53,7 +54,7 @@ def collect(clone: "Clone", registry: "Registry", now: "Optional[float]" = None,
             found.extend((box, rec) for rec in presence.sessions(box))
     # each config root is read by the registry of the client whose hooks recorded it
     roots = sorted({(str(rec.get("client") or ""), str(rec.get("config_dir") or "")) for _, rec in found})
-    entries, ghosts = _verified_entries(registry, roots)
+    entries, ghosts = _verified_entries(read_registry, roots)
     rows: "List[Session]" = []
     matched: "set[Tuple[int, int]]" = set()
     for box, rec in found:
@@ -85,14 +86,14 @@ def shared_box_warning(live: int) -> "Optional[str]":
             f"and only one of them consumes it")
 
 
-def _verified_entries(registry: "Registry", roots: "List[Tuple[str, str]]") -> "Tuple[List[Entry], Dict[Tuple[str, str], int]]":
+def _verified_entries(read_registry: "ReadRegistry", roots: "List[Tuple[str, str]]") -> "Tuple[List[Entry], Dict[Tuple[str, str], int]]":
     """Registry entries whose process runs now with the start time they claim; and how many
     entries per root were ghosts (a process gone, or its pid now another process's)."""
     out: "List[Entry]" = []
     ghosts: "Dict[Tuple[str, str], int]" = {}
     seen: "set[Tuple[int, int]]" = set()
     for root in roots:
-        for e in registry(root[1] or None, root[0] or None):
+        for e in read_registry(root[1] or None, root[0] or None):
             # the one liveness rule (a zombie client has ended); Claude Code's pidDomain names a
             # boot, but not by /proc's boot_id: not compared
             if e.get("start") is None or not claims.process_runs(e["pid"], e["start"])[0]:
