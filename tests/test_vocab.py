@@ -173,3 +173,41 @@ def test_message_shape_names_every_field_build_writes():
     assert set(msg) == set(Message.__annotations__)
     assert set(Message.__annotations__) - Message.__optional_keys__ == {
         "v", "id", "sent_at", "expires_at", "kind", "from", "to", "session", "body"}
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "Stop"])
+def test_a_hook_event_with_mail_loads_no_vocabulary_and_no_typing(clone, event):
+    """The typed records are built on the paths that show and consume mail (a display marker's
+    launch record, the receipt, presence): with mail to show, then to consume, still neither."""
+    from helpers import run_cli
+    run_cli("send", "--to", "../web", "typed on the way", cwd=clone.main, check=True)
+    if event == "Stop":
+        hook("SessionStart", clone.web, "s1")  # shown: the Stop consumes it
+    payload = json.dumps({"session_id": "s1", "transcript_path": "", "cwd": str(clone.web),
+                          "hook_event_name": event})
+    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
+            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
+                          cwd=clone.web)
+    assert proc.returncode == 0, proc.stderr
+    added = set(proc.stderr.split())
+    assert ("git_korus_mail.store.moves" if event == "Stop" else "git_korus_mail.store.markers") in added
+    loaded = sorted(added & set(TYPE_ONLY + ("typing",)))
+    assert not loaded, loaded
+
+
+def test_receipt_and_presence_shapes_name_every_key_their_writers_write(clone):
+    from git_korus_mail.core import keys
+    from git_korus_mail.store.shapes import MarkedLaunch, Presence, Receipt
+    from helpers import run_cli
+    msg_id = run_cli("send", "--to", "../web", "for the shapes", cwd=clone.main, check=True).stdout.split()[1]
+    hook("SessionStart", clone.web, "s1")
+    hook("Stop", clone.web, "s1")
+    box = clone.mail_root / "box" / keys.key_for(str(clone.web)).name
+    receipt = json.loads((box / "receipts" / (msg_id + ".json")).read_text())
+    assert set(receipt) == set(Receipt.__annotations__)
+    assert set(receipt["launch"]) == set(MarkedLaunch.__annotations__) - {"session"}
+    [marked] = [json.loads(p.read_text()) for p in (box / "shown").glob("s1@*/.launch")]
+    assert set(marked) == set(MarkedLaunch.__annotations__)
+    presence = json.loads((box / "sessions" / "s1.json").read_text())
+    assert Presence.__required_keys__ <= set(presence) <= set(Presence.__annotations__)
