@@ -31,7 +31,7 @@ def stamp(ctx: "DrainContext", seen: "Look") -> "List[str]":
     if not fastpath.valid_key(key) or ctx.faults:
         return []
     # no MARGIN for a box without an inbox: the stub trusts that stamp only while the inbox does
-    # not exist, which no clock tick can fake (docs/HOOKS.md, "A box that never got mail")
+    # not exist, which no clock tick can fake (docs/HOOKS.md, "A box without an inbox")
     if mtime is not None and not fastpath.may_stamp(mtime, looked_at):
         return []
     try:

@@ -14,7 +14,7 @@ from git_korus_mail.store.shapes import Sender, ShownTo
 # A drain phase (core/drain.py PHASES): show mail, consume what was shown, end the session,
 # or a run that failed (no consume follows).
 Phase = Literal["show", "consume", "end", "fail"]
-# How a client's event drives the drain: (phase, opening, frequent); see core drain.Drain.
+# How a client's event drives the drain: (phase, opening, frequent); see drain_context.DrainFacts.
 # An event with no phase only records presence.
 PhaseOf = Dict[str, Tuple[Optional[Phase], bool, bool]]
 # What became of a sent message, as send, ask and status say it (core/verdict.py judge/settle).

@@ -1,4 +1,4 @@
-"""`<label>:<worktree>`: a box on another clone of the repository (docs/RELAY.md, "Addressing").
+"""`<label>:<worktree>`: a box on another clone of the repository (docs/RELAY.md, "Names").
 
 Resolved from the directory the relay keeps (relay/peers.json, each clone's own account of its
 worktrees), without the network, and refused before anything is queued when it names no box.
