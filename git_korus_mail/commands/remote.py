@@ -53,6 +53,11 @@ def _add(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
         creds = os.path.abspath(args.creds)
         if not os.path.isfile(creds):
             raise MailError(f"--creds {args.creds}: no such file")
+        from git_korus_mail.relay import creds as creds_kind  # no nats: the file's kind, checked before connecting
+        try:
+            creds_kind.options(creds)
+        except creds_kind.BadCreds as exc:
+            raise MailError(f"--creds {exc}; nothing changed") from None
     old = local.load_config(common)
     if old is not None and (old["url"], old["label"]) != (args.url, label):
         raise MailError(f"this clone has a remote already ({old['label']} at {old['url']}): "

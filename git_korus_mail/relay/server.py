@@ -11,7 +11,7 @@ from nats.errors import NoServersError, TimeoutError as NatsTimeout
 from nats.js import api
 from nats.js.errors import BucketNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
-from git_korus_mail.relay import names
+from git_korus_mail.relay import durability, names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ def connect_options(conf: "Dict[str, Any]") -> "Dict[str, Any]":
                               # and `send` say "link down" instead of trusting a dead socket
                               "ping_interval": 2, "max_outstanding_pings": 2}
     if conf.get("creds"):
-        opts["user_credentials"] = conf["creds"]
+        from git_korus_mail.relay import creds  # a JWT creds file, an nkey seed, or user and password
+        opts.update(creds.options(conf["creds"]))
     return opts
 
 
@@ -37,26 +38,30 @@ async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
     opts = connect_options(conf)
     if not retry:
         opts["allow_reconnect"] = False
-    return await nats.connect(conf["url"], error_cb=quiet, **opts)
+    # a cluster's URL names its servers, comma-separated (README): any one of them lets us in
+    return await nats.connect(conf["url"].split(","), error_cb=quiet, **opts)
 
 
 async def ensure_stream(js: "Any", ns: str) -> None:
     """The namespace's stream: work-queue retention (a message goes once its one consumer, the
-    recipient clone's relay, acks it), the default 2-minute duplicate window."""
+    recipient clone's relay, acks it), the default 2-minute duplicate window; three replicas when
+    the server is a cluster. A stream the team made beforehand is taken as it is (its window, its
+    replicas: docs/RELAY.md, "Durability")."""
     config = api.StreamConfig(name=names.stream(ns), subjects=[f"korus.{ns}.>"],
                               retention=api.RetentionPolicy.WORK_QUEUE, storage=api.StorageType.FILE,
                               max_age=MAX_AGE_DAYS * 86400)
     try:
         await js.stream_info(names.stream(ns))
     except NotFoundError:
-        await js.add_stream(config)
+        await durability.add_replicated(js.add_stream, config, "num_replicas")
 
 
 async def ensure_bucket(js: "Any", ns: str) -> "Any":
     try:
         return await js.key_value(names.bucket(ns))
     except BucketNotFoundError:
-        return await js.create_key_value(bucket=names.bucket(ns), history=1)
+        return await durability.add_replicated(js.create_key_value,
+                                               api.KeyValueConfig(bucket=names.bucket(ns), history=1), "replicas")
 
 
 async def claim_namespace(kv: "Any", conf: "Dict[str, Any]") -> "Optional[str]":
