@@ -124,12 +124,14 @@ def stream_messages(url, stream):
 
 # -- a server whose users are the clones ---------------------------------------------------------
 def clone_user(label, password):
-    """One clone's user: it may publish mail and fates only on subjects that end in its own label
-    (docs/RELAY.md, "Trust"), plus the JetStream API its relay needs; it may subscribe only to its
-    own reply inboxes (so it reads other clones' mail only through its own consumer)."""
+    """One clone's user (the README's, "Credentials per clone"): it may publish mail and fates only
+    on subjects that end in its own label (docs/RELAY.md, "Trust"), put only its own label in the
+    namespace's bucket, use the JetStream API its relay needs, and subscribe only to reply inboxes.
+    (A `*` matches whole tokens only: `korus-*` would match no bucket.)"""
     return {"user": label, "password": password,
             "permissions": {"publish": {"allow": [f"korus.*.to.*.from.{label}", "$JS.API.>", "$JS.ACK.>",
-                                                  "$KV.korus-*.>"]},
+                                                  "$KV.*.namespace", f"$KV.*.label.{label}",
+                                                  "$KV.*.clone.*"]},
                             "subscribe": {"allow": ["_INBOX.>"]}}}
 
 
