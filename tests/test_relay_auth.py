@@ -97,6 +97,10 @@ def test_each_clone_publishes_only_as_itself_and_a_relay_without_creds_is_refuse
     stored, _ = publish_as(w, "vm", f"korus.{ns}.to.{conf_vm['clone']}.from.vm", json.dumps(forged).encode())
     journal = w.vm.mail / "journal.jsonl"
     assert wait_for(lambda: "sent as 'vm' but claims 'laptop'" in journal.read_text(), 10), journal.read_text()[-500:]
+    shown = w.vm.cli("read", msg_id, cwd=w.vm.web, check=True).stdout
+    assert "from     (relayed from laptop; unverified)" in shown, shown
+    listed = w.vm.cli("inbox", cwd=w.vm.web, check=True).stdout
+    assert "(relayed from laptop; unverified)" in listed, listed
     answer, _ = hook("SessionStart", w.vm.web, "s-vm")
     hook("Stop", w.vm.web, "s-vm")
     assert "signed by the server" in (context_of(answer) or "")
