@@ -211,3 +211,15 @@ def no_limits(machine):
     from helpers import git
     for name, value in (("backlog", "100000"), ("loop-seconds", "0"), ("rate", "100000/1")):
         git("config", f"korus-mail.{name}", value, cwd=machine.api)
+
+
+def relay_findings(m):
+    """doctor's exit code and its relay and stream findings ("ok"/"PROBLEM", detail, fix)."""
+    proc = m.cli("doctor", "--json")
+    found = json.loads(proc.stdout)["findings"]
+    return proc.returncode, [("ok" if f["ok"] else "PROBLEM", f["detail"], f["fix"]) for f in found
+                             if f["check"] in ("relay", "stream")]
+
+
+def has(found, ok, *words):
+    return any(f[0] == ok and all(w in f"{f[1]} fix: {f[2]}" for w in words) for f in found)

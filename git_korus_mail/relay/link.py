@@ -306,6 +306,7 @@ class Relay:
             if self.link_up():
                 try:
                     await self.publish_directory()
+                    self.last_ok = time.time()  # the server answered: doctor's "last contact"
                 except Exception as exc:  # noqa: BLE001 - the next round tries again
                     self.error = f"directory: {exc or type(exc).__name__}"
             await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)
