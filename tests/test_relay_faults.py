@@ -175,3 +175,36 @@ def test_a_clone_offline_for_a_day_gets_its_mail_with_expiry_from_arrival(world)
                     20), [w.laptop.sent(i) for i in (hour, days, now_id)]
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
+
+
+def test_a_consumer_made_by_an_earlier_relay_is_refiltered_and_takes_mail(world):
+    """Before the sender's label ended the subject, a clone's consumer filtered on
+    `korus.<ns>.to.<clone>`: bound as it was, it would take nothing, and mail would wait on the
+    server for ever. The relay updates its filter when it connects."""
+    import nats
+    from nats.js import api
+    w = world
+    for m in (w.laptop, w.vm):
+        m.cli("remote", "add", w.server.url, "--label", m.name, check=True)
+    assert wait_for(lambda: w.laptop.knows("vm") and w.vm.knows("laptop"))
+    w.vm.stop_relay(signal.SIGTERM)
+    conf = local.load_config(str(w.vm.common))
+    stream, durable = names.stream(conf["namespace"]), names.durable(conf["clone"])
+    old = f"korus.{conf['namespace']}.to.{conf['clone']}"
+
+    async def make_old():
+        nc = await nats.connect(w.server.url)
+        try:
+            js = nc.jetstream()
+            await js.delete_consumer(stream, durable)
+            await js.add_consumer(stream, config=api.ConsumerConfig(durable_name=durable, filter_subject=old,
+                                                                      ack_policy=api.AckPolicy.EXPLICIT))
+        finally:
+            await nc.close()
+    asyncio.run(make_old())
+    msg_id = w.laptop.cli("send", "--to", "vm:web", "--", "after the upgrade", cwd=w.laptop.web,
+                          check=True).stdout.split()[1]
+    w.vm.cli("remote", check=True)                # the new relay
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 15), w.vm.state()
+    for m in (w.laptop, w.vm):
+        invariants.check(m.mail)

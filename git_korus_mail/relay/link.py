@@ -28,7 +28,7 @@ from nats.js.errors import NoKeysError
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import local, names
-from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream
+from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, refilter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -111,6 +111,7 @@ class Relay:
                     self.js = self.nc.jetstream(timeout=3)
                     await ensure_stream(self.js, self.ns)
                     self.kv = await ensure_bucket(self.js, self.ns)
+                    await refilter(self.js, self.ns, self.conf["clone"])
                     cfg = api.ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=256)
                     self.sub = await self.js.pull_subscribe(names.inbox_filter(self.ns, self.conf["clone"]),
                                                             durable=names.durable(self.conf["clone"]),

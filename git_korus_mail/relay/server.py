@@ -69,6 +69,22 @@ async def add_replicated(create: "Callable[[Any], Awaitable[Any]]", config: "Any
         return await create(config.evolve(**{field: 1}))
 
 
+async def refilter(js: "Any", ns: str, clone: str) -> None:
+    """A consumer an earlier relay made filters on `korus.<ns>.to.<clone>`, which no mail is sent
+    on since the sender's label ends the subject (names.subject_to): bound as it is, it would
+    take nothing, silently. Its filter is updated in place (a create with the same name updates)."""
+    try:
+        info = await js.consumer_info(names.stream(ns), names.durable(clone))
+    except NotFoundError:
+        return
+    want = names.inbox_filter(ns, clone)
+    if info.config.filter_subject != want and not info.config.filter_subjects:
+        await js.add_consumer(names.stream(ns), config=api.ConsumerConfig(
+            durable_name=names.durable(clone), name=names.durable(clone), filter_subject=want,
+            ack_policy=info.config.ack_policy, ack_wait=info.config.ack_wait,
+            max_ack_pending=info.config.max_ack_pending, deliver_policy=info.config.deliver_policy))
+
+
 async def ensure_bucket(js: "Any", ns: str) -> "Any":
     try:
         return await js.key_value(names.bucket(ns))
