@@ -42,7 +42,8 @@ def world(tmp_path):
 
 def join(w):
     for m in (w.laptop, w.vm):
-        m.cli("remote", "add", w.server.url, "--label", m.name, "--creds", str(w.creds[m.name]), check=True)
+        out = m.cli("remote", "add", w.server.url, "--label", m.name, "--creds", str(w.creds[m.name]), check=True)
+        assert "warning" not in out.stdout, out.stdout
     assert wait_for(lambda: w.laptop.knows("vm") and w.vm.knows("laptop")), "the directory did not spread"
 
 
@@ -123,5 +124,10 @@ def test_each_clone_publishes_only_as_itself_and_a_relay_without_creds_is_refuse
     junk.write_text("hello\n")
     proc = desk.cli("remote", "add", w.server.url, "--label", "desk", "--creds", str(junk))
     assert proc.returncode == 1 and "neither a NATS creds file" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    # a secret others can read is said (the join above, with 0600 files, said nothing)
+    w.creds["laptop"].chmod(0o644)
+    again = w.laptop.cli("remote", "add", w.server.url, "--label", "laptop", "--creds", str(w.creds["laptop"]),
+                         check=True)
+    assert "can be read by others than you" in again.stdout and "chmod 600" in again.stdout, again.stdout
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)

@@ -83,6 +83,11 @@ def _add(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
               f"({norm}) at {args.url}\n")
     out.write(f"relay {'running' if running else 'NOT running (see ' + local.relay_dir(common) + '/relay.log)'}; "
               f"mail another clone with --to <label>:<worktree>\n")
+    if creds is not None:
+        from git_korus_mail.relay import creds as creds_kind
+        if creds_kind.loose(creds):
+            out.write(f"warning: {creds} can be read by others than you: it holds this clone's secret "
+                      f"(chmod 600 it)\n")
     return 0 if running else 1
 
 
