@@ -38,7 +38,10 @@ async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
         return None
     opts = connect_options(conf)
     if not retry:
+        # each server tried twice at most: with no limit (or 0), nats-py's first connect cycles
+        # through the servers until the caller's deadline (doctor with the server down took 9 s)
         opts["allow_reconnect"] = False
+        opts["max_reconnect_attempts"] = 1
     # a cluster's URL names its servers, comma-separated (README): any one of them lets us in
     return await nats.connect(conf["url"].split(","), error_cb=quiet, **opts)
 
