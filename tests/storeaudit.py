@@ -9,7 +9,8 @@ frame of our package's code on the stack. A path under the mail root reached fro
 store/ is a breach and is written, one line each, to the file KORUS_STORE_AUDIT names:
 `<event> <path under the root> <module>:<line>`. The one exception is install's own files
 (`hooks/` under the root: the stubs, install's record and lock, written by wiring/ and read by the
-clients' install modules and doctor), which hold no mail.
+clients' install modules and doctor), which hold no mail; and `relay/`, reached only by the relay's
+own modules (docs/RELAY.md, "On disk").
 
 Not seen: what a child process does (a spawned git, a spawned watcher), and a read through a
 descriptor the store opened and handed out (that is the store's interface working).
@@ -85,6 +86,8 @@ def _check(event, args):
                 continue  # install's own files (the stubs, its record and lock): no mail
 
             module = where[len(PKG):-len(".py")].replace(os.sep, ".")
+            if inside.startswith("relay" + os.sep) and module.startswith("relay."):
+                continue  # the relay's own files, by its own modules: no mail, like hooks/ (docs/RELAY.md)
             fd = _real_open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 _real_write(fd, f"{event} {inside} {module}:{line}\n".encode("utf-8", "backslashreplace"))

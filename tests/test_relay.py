@@ -232,7 +232,7 @@ def test_hostile_envelopes_are_refused_and_nothing_torn_reaches_an_inbox(world):
     async def publish():
         nc = await nats.connect(w.server.url)
         js = nc.jetstream()
-        subject = f"korus.{conf['namespace']}.to.{conf['clone']}"
+        subject = f"korus.{conf['namespace']}.to.{conf['clone']}.from.laptop"
         for payload in (b"\xff not json", json.dumps(body).encode(), json.dumps({"type": "worm"}).encode()):
             await js.publish(subject, payload)
         # every one of them acked: none waits to be redelivered for ever

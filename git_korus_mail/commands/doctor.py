@@ -11,7 +11,8 @@ Checks, each finding with its fix:
 - the clock, as the journal's times show it;
 - the last drain per event per box: sessions that ran turns but never a Stop mean
   mail is shown and never consumed (a wiring problem);
-- the retention setting and the store's size per state (commands/doctor_store.py).
+- the retention setting and the store's size per state (commands/doctor_store.py);
+- with a remote: the relay's link and the stream's durability (commands/doctor_relay.py).
 """
 
 import json
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from git_korus_mail import clients, ui
 from git_korus_mail.core import limitconf
-from git_korus_mail.commands import doctor_store
+from git_korus_mail.commands import doctor_relay, doctor_store
 from git_korus_mail.commands.text import raw
 from git_korus_mail.store import answers, claims, journal, presence, records
 from git_korus_mail.errors import MailError
@@ -123,6 +124,7 @@ def collect(clone: "Clone", now: float) -> Findings:
     _check_clock(root, findings, now)
     doctor_store.check_retention(clone, findings)
     doctor_store.check_size(root, findings)
+    doctor_relay.check(clone, findings)
     return findings
 
 

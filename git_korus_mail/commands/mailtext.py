@@ -69,6 +69,12 @@ def sender(frm: "Optional[Mapping[str, Any]]", here: str, width: "Optional[int]"
     if frm.get("session"):
         tail += f" session {fit(safe(frm['session']), 16) if width else safe(frm['session'])}"
     head = "(unverified) "
+    clone = frm.get("clone")
+    if isinstance(clone, str) and clone:
+        # mail from another clone: its label is the subject the server took it on, which per-clone
+        # permissions tie to that clone's credentials; path, branch, session are its own claim
+        # (docs/RELAY.md, "Trust")
+        head = f"(relayed from {fit(safe(clone.split(':', 1)[0]), 32)}; unverified) "
     path = rel_path(frm.get("path"), here)
     if width:
         path = fit(path, max(16, width - len(head) - columns(tail)), keep_end=True)

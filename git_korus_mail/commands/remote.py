@@ -53,6 +53,11 @@ def _add(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
         creds = os.path.abspath(args.creds)
         if not os.path.isfile(creds):
             raise MailError(f"--creds {args.creds}: no such file")
+        from git_korus_mail.relay import creds as creds_kind  # no nats: the file's kind, checked before connecting
+        try:
+            creds_kind.options(creds)
+        except creds_kind.BadCreds as exc:
+            raise MailError(f"--creds {exc}; nothing changed") from None
     old = local.load_config(common)
     if old is not None and (old["url"], old["label"]) != (args.url, label):
         raise MailError(f"this clone has a remote already ({old['label']} at {old['url']}): "
@@ -78,6 +83,11 @@ def _add(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
               f"({norm}) at {args.url}\n")
     out.write(f"relay {'running' if running else 'NOT running (see ' + local.relay_dir(common) + '/relay.log)'}; "
               f"mail another clone with --to <label>:<worktree>\n")
+    if creds is not None:
+        from git_korus_mail.relay import creds as creds_kind
+        if creds_kind.loose(creds):
+            out.write(f"warning: {creds} can be read by others than you: it holds this clone's secret "
+                      f"(chmod 600 it)\n")
     return 0 if running else 1
 
 

@@ -75,7 +75,7 @@ def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) 
         e["unreadable"] = str(exc) or type(exc).__name__
     if msg is not None:
         sender = msg.get("from") or {}
-        e.update({"from": {k: sender.get(k) for k in ("path", "branch", "session")},
+        e.update({"from": {k: sender.get(k) for k in ("path", "branch", "session", "clone")},
                   "kind": msg["kind"], "sent_at": msg["sent_at"], "expires_at": msg["expires_at"],
                   "age_s": int(now - parse_stamp(msg["sent_at"])), "to": msg.get("to"),
                   "session_filter": msg.get("session"), "first_line": _first_line(msg["body"]),

@@ -28,7 +28,7 @@ from nats.js.errors import NoKeysError
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import local, names
-from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream
+from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, refilter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -111,8 +111,9 @@ class Relay:
                     self.js = self.nc.jetstream(timeout=3)
                     await ensure_stream(self.js, self.ns)
                     self.kv = await ensure_bucket(self.js, self.ns)
+                    await refilter(self.js, self.ns, self.conf["clone"])
                     cfg = api.ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=256)
-                    self.sub = await self.js.pull_subscribe(names.subject_to(self.ns, self.conf["clone"]),
+                    self.sub = await self.js.pull_subscribe(names.inbox_filter(self.ns, self.conf["clone"]),
                                                             durable=names.durable(self.conf["clone"]),
                                                             stream=names.stream(self.ns), config=cfg)
                     self.connected_since = time.time()
@@ -153,7 +154,7 @@ class Relay:
             self.root.journal("relay-dropped", id=msg_id, why="unreadable outbox entry")
             return True
         try:
-            ack = await self.js.publish(names.subject_to(self.ns, env["to_clone"]), local.encode(env),
+            ack = await self.js.publish(names.subject_to(self.ns, env["to_clone"], self.conf["label"]), local.encode(env),
                                         timeout=3, headers={"Nats-Msg-Id": msg_id})
         except Exception as exc:  # noqa: BLE001 - a timeout, a refused publish, a lost link: it stays queued
             self.error = f"publish {msg_id}: {exc or type(exc).__name__}; it waits in the outbox"
@@ -185,16 +186,23 @@ class Relay:
                 continue
             for m in msgs:
                 self.last_ok = time.time()
-                if self.take_one(m.data):
+                if self.take_one(m.data, m.subject):
                     await m.ack()
 
-    def take_one(self, data: bytes) -> bool:
+    def take_one(self, data: bytes, subject: str = "") -> bool:
         """Put one incoming envelope where it belongs; True when it may be acked."""
         try:
             env = json.loads(data.decode("utf-8"))
             kind = env.get("type")
         except (ValueError, AttributeError):
             self.root.journal("relay-refused", why="not JSON")
+            return True
+        # the subject's last token is the sender's label, the one thing the server checks against
+        # the sender's credentials (docs/RELAY.md, "Trust"): an envelope that claims another is forged
+        sender = names.sender_of(subject)
+        if sender is None or env.get("from_label") != sender:
+            self.root.journal("relay-refused", id=str(env.get("id"))[:64],
+                              why=f"sent as {sender!r} but claims {str(env.get('from_label'))[:40]!r}")
             return True
         if kind == "fate":
             return self.take_fate(env)
@@ -275,7 +283,7 @@ class Relay:
                 env = {"v": local.FORMAT, "type": "fate", "id": msg_id, "from_clone": self.conf["clone"],
                        "from_label": self.conf["label"], "fate": fate}
                 try:
-                    await self.js.publish(names.subject_to(self.ns, str(rec.get("from_clone"))), local.encode(env),
+                    await self.js.publish(names.subject_to(self.ns, str(rec.get("from_clone")), self.conf["label"]), local.encode(env),
                                           timeout=3, headers={"Nats-Msg-Id": f"fate-{msg_id}"})
                 except Exception as exc:  # noqa: BLE001 - retried at the next poll
                     self.error = f"fate {msg_id}: {exc or type(exc).__name__}"
@@ -288,6 +296,9 @@ class Relay:
         rec = local.read_entry(self.common_dir, local.SENT, msg_id)
         if rec is None:
             return True  # a fate of mail this clone did not send (or forgot): nothing to record
+        if rec.get("to_label") != env.get("from_label"):  # only the receiving clone tells a fate
+            self.root.journal("relay-refused", id=msg_id[:64], why=f"a fate from {str(env.get('from_label'))[:40]!r}")
+            return True
         local.mark(self.common_dir, local.SENT, msg_id, {**rec, "fate": env.get("fate")}, replace=True)
         return True
 
@@ -297,6 +308,7 @@ class Relay:
             if self.link_up():
                 try:
                     await self.publish_directory()
+                    self.last_ok = time.time()  # the server answered: doctor's "last contact"
                 except Exception as exc:  # noqa: BLE001 - the next round tries again
                     self.error = f"directory: {exc or type(exc).__name__}"
             await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)

