@@ -20,7 +20,8 @@
 # absolute path: an editor extension's PATH often lacks pipx's bin dir, so PATH is only the
 # fallback), `helper_json` and `advice_json` (the insides of JSON string literals, for the fault
 # report), `python` and `pypath` (the helper's interpreter and where it finds this package and
-# its libraries: docs/HOOKS.md, "Starting Python"), `fast_session` and `fast_launch` (the fast
+# its libraries: docs/HOOKS.md, "Starting Python"; `fast_start`: the helper's second line when its
+# script takes that start), `fast_session` and `fast_launch` (the fast
 # path's key, read from the hook's environment; empty for a client whose hooks' environment
 # does not name the session), `fast_events` (the events the fast path may answer), and
 # `opening_event` and `end_event` (where the fault report is said: a session's start, a run's end;
@@ -108,8 +109,6 @@ if [ -n "$fast" ]; then
     esac
 fi
 
-FAST_START="# git-korus-mail fast-start=1"  # the helper's second line when its script has that start
-
 event=${1-}
 [ $# -gt 0 ] && shift
 
@@ -144,7 +143,7 @@ if [ -n "$run" ]; then
     if [ "$run" = "$helper" ] && [ -n "$pypath" ]; then
         { IFS= read -r first && IFS= read -r second; } <"$run" 2>/dev/null || first=
     fi
-    if [ "$first" = "#!$python" ] && [ "$second" = "$FAST_START" ] && [ -x "$python" ]; then
+    if [ "$first" = "#!$python" ] && [ "$second" = "$fast_start" ] && [ -x "$python" ]; then
         answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
     else
         answer=$("$run" drain --client="$client" "$@")

@@ -197,6 +197,7 @@ def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: 
              ("advice_json", sh_quote(_json_inside(advice.advice(helper, repo)))),
              ("python", sh_quote(python)),
              ("pypath", sh_quote(os.pathsep.join(dirs))),
+             ("fast_start", sh_quote(FAST_START_LINE.decode() if python else "")),
              ("fast_session", "${%s-}" % session_env if session_env and launch_env else "''"),
              ("fast_launch", "${%s-}" % launch_env if session_env and launch_env else "''"),
              ("fast_events", sh_quote(" ".join(fast_events))),
