@@ -78,7 +78,8 @@ if [ -n "$fast" ]; then
                             state=idle
                             [ "${1-}" = "$end_event" ] || state=working
                             tmp=box/sessions/.$turn.$$
-                            if printf '%s %s\n' "$state" "${1-}" >"$tmp" 2>/dev/null \
+                            # (a directory in its place would take the file inside: not a turn record)
+                            if [ ! -d "box/sessions/$turn" ] && printf '%s %s %s\n' "$state" "${1-}" "$$" >"$tmp" 2>/dev/null \
                                     && mv -f "$tmp" "box/sessions/$turn" 2>/dev/null; then
                                 nothing=1
                                 # written first, looked at second: a watcher arming now sees the

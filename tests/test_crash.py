@@ -20,6 +20,7 @@ Scenarios by family:
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -521,7 +522,7 @@ def scenario_turn(c, step):
     assert stub.run("UserPromptSubmit")[1]  # a box that never got mail: stamped with the box link
     assert stub.run("Stop") == (None, False)  # the stub records idle
     turn = box_dir(c) / "sessions" / f"{S1}.state"
-    assert turn.read_text() == "idle Stop\n"
+    assert re.fullmatch(r"idle Stop [0-9]+\n", turn.read_text())
     msg_id = send(c, body="shown at a killed prompt")
     proc = drain("UserPromptSubmit", c.web, S1, env=dict(crash_env(step), CLAUDE_CODE_SESSION_ID=S1))
     assert_killed(proc, step)

@@ -5,6 +5,7 @@ Real processes throughout: the installed stub run by sh, dash and bash, the real
 
 import json
 import os
+import re
 import time
 
 import invariants
@@ -56,13 +57,13 @@ def test_a_whole_turn_with_nothing_new_starts_no_python(stub, clone, shell):
     assert before["state"] == "working"
     assert stub.run("Stop", shell) == (None, False)
     turn = sessions_dir(clone) / "s-fast.state"
-    assert turn.read_text() == "idle Stop\n"  # the format store/presence.py reads, pinned
+    assert re.fullmatch(r"idle Stop [0-9]+\n", turn.read_text())  # the format presence reads, pinned
     rec = presence_of(clone)
     assert rec["state"] == "idle" and rec["last_event"] == "Stop" and rec["at"] > before["at"]
     assert rec["events"]["Stop"] == rec["at"]
     for _ in range(2):
         assert stub.run("UserPromptSubmit", shell) == (None, False)
-        assert turn.read_text() == "working UserPromptSubmit\n"
+        assert re.fullmatch(r"working UserPromptSubmit [0-9]+\n", turn.read_text())
         assert presence_of(clone)["state"] == "working"
         assert stub.run("PostToolUse", shell) == (None, False)
         assert stub.run("Stop", shell) == (None, False)
@@ -202,3 +203,24 @@ def test_a_failed_or_killed_mv_leaves_the_event_to_python(stub, clone, tmp_path,
     assert presence_of(clone)["state"] == "idle"
     assert not [n for n in os.listdir(sessions_dir(clone)) if n.startswith(".")]
     invariants.check(clone.mail_root)
+
+
+def test_a_turn_record_on_a_reused_inode_in_the_same_tick_is_still_new(stub, clone):
+    """A drain's record names the turn record it superseded by inode, mtime and the writing stub's
+    pid: a new turn record on the very inode the drain freed, in the same tick of the file clock
+    (the kernel reuses inodes at once, and file times are coarse), is still believed."""
+    assert stub.run("Stop") == (None, False)
+    turn = sessions_dir(clone) / "s-fast.state"
+    st = turn.stat()
+    rec = json.loads((sessions_dir(clone) / "s-fast.json").read_text())
+    # as if a drain had recorded `working` after this very turn record, and the stub's next
+    # Stop had then written its record onto the same inode within the same tick
+    state, event, pid = turn.read_text().split()
+    rec.update(state="working", last_event="PostToolUse", turn_seen=f"{st.st_ino}:{st.st_mtime_ns}:{pid}")
+    (sessions_dir(clone) / "s-fast.json").write_text(json.dumps(rec))
+    assert presence_of(clone)["state"] == "working"  # the drain's record stands over what it saw
+    with open(turn, "r+") as f:  # the same inode
+        f.write(f"idle Stop {int(pid) + 1}\n")
+    os.utime(turn, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same tick
+    assert turn.stat().st_ino == st.st_ino and turn.stat().st_mtime_ns == st.st_mtime_ns
+    assert presence_of(clone)["state"] == "idle"

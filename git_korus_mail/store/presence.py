@@ -3,9 +3,9 @@
 Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
 write). `send --to all`, `list` and `who` read them, always through `load` or `sessions`, which
 merge in the hook stub's turn record `<session>.state` (docs/HOOKS.md, "A turn with nothing new"):
-a prompt or a Stop the stub answered without Python writes only that file (`<state> <event>`, its
-mtime the time), and it stands until a drain's record names it as seen (`turn_seen`, its inode
-and mtime). `<session>.faults` exists while the record holds pending faults, so the stub can
+a prompt or a Stop the stub answered without Python writes only that file (`<state> <event>
+<the stub's pid>`, its mtime the time), and it stands until a drain's record names it as seen
+(`turn_seen`: its inode, mtime and pid). `<session>.faults` exists while the record holds pending faults, so the stub can
 leave such a Stop to the drain with one stat. A session is live while its state
 is not closed and its client process (the launch the client module names: pid plus start
 time) still runs; a pid recorded without a launch it could be identified by counts as gone;
@@ -91,9 +91,12 @@ def _turn(d: "Dir", session: str) -> "Optional[tuple[str, str, str, float]]":
     except (OSError, NotRegular, TooLarge):
         return None
     words = data.decode("ascii", "replace").split()
-    if len(words) != 2 or words[0] not in LIVE or not (words[1].isascii() and words[1].isalnum()):
+    if (len(words) != 3 or words[0] not in LIVE or not (words[1].isascii() and words[1].isalnum())
+            or not (words[2].isascii() and words[2].isdigit())):
         return None
-    return words[0], words[1], f"{st.st_ino}:{st.st_mtime_ns}", st.st_mtime
+    # its identity: the inode of a file the drain unlinked can come back for the stub's next one
+    # within one tick of the (coarse) file clock, so the writing stub's pid is part of it too
+    return words[0], words[1], f"{st.st_ino}:{st.st_mtime_ns}:{words[2]}", st.st_mtime
 
 
 def has_turn(box: "Box", session: str) -> bool:
