@@ -224,3 +224,15 @@ def test_a_turn_record_on_a_reused_inode_in_the_same_tick_is_still_new(stub, clo
     os.utime(turn, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same tick
     assert turn.stat().st_ino == st.st_ino and turn.stat().st_mtime_ns == st.st_mtime_ns
     assert presence_of(clone)["state"] == "idle"
+
+
+def test_a_directory_where_the_turn_record_goes_leaves_the_event_to_python(stub, clone):
+    """`mv` would put the record inside a directory of that name and succeed: the stub must not
+    count that as written (readers take only a file)."""
+    assert stub.run("Stop") == (None, False)
+    turn = sessions_dir(clone) / "s-fast.state"
+    turn.unlink()
+    turn.mkdir()
+    assert stub.run("UserPromptSubmit")[1]
+    assert not os.listdir(turn)
+    assert presence_of(clone)["state"] == "working"
