@@ -5,9 +5,12 @@ Real processes throughout: the installed stub run by sh, dash and bash, the real
 
 import json
 import os
+import signal
+import subprocess
 import re
 import time
 
+import hermetic
 import invariants
 import pytest
 
@@ -236,3 +239,35 @@ def test_a_directory_where_the_turn_record_goes_leaves_the_event_to_python(stub,
     assert stub.run("UserPromptSubmit")[1]
     assert not os.listdir(turn)
     assert presence_of(clone)["state"] == "working"
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_stub_killed_around_its_mv(stub, clone, tmp_path, when):
+    """The stub SIGKILLed between its staged write and its `mv`, or right after the `mv`: the turn
+    record is the old one or the new one, never a torn one; a killed stub's staged file is all it
+    leaves; the next events go on as usual, and the store's invariants hold."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v mv"], capture_output=True, text=True).stdout.strip()
+    fake = bindir / "mv"
+    fake.write_text("#!/bin/sh\n" + (f"'{real}' \"$@\"\n" if when == "after" else "") + "kill -9 $PPID\nexit 1\n")
+    fake.chmod(0o755)
+    turn = sessions_dir(clone) / "s-fast.state"
+    assert stub.run("Stop") == (None, False)
+    before = turn.read_text()
+    payload = json.dumps(hermetic.payload("UserPromptSubmit", "s-fast", clone.web))
+    env = dict(os.environ, CLAUDE_CODE_SESSION_ID="s-fast", PATH=f"{bindir}:{os.environ['PATH']}")
+    proc = subprocess.run(["sh", str(stub.path), "UserPromptSubmit"], input=payload, capture_output=True,
+                          text=True, cwd=clone.web, env=env)
+    assert proc.returncode == -signal.SIGKILL
+    if when == "before":
+        assert turn.read_text() == before and presence_of(clone)["state"] == "idle"
+        assert [n for n in os.listdir(sessions_dir(clone)) if n.startswith(".s-fast.state.")]
+    else:
+        assert re.fullmatch(r"working UserPromptSubmit [0-9]+\n", turn.read_text())
+        assert presence_of(clone)["state"] == "working"
+    assert stub.run("UserPromptSubmit") == (None, False)  # the client's next event
+    assert presence_of(clone)["state"] == "working"
+    assert stub.run("Stop") == (None, False)
+    assert presence_of(clone)["state"] == "idle"
+    invariants.check(clone.mail_root)
