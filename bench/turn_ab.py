@@ -16,7 +16,6 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixtures  # noqa: E402 - the bench's test world
 from harness import tool_paths  # noqa: E402
-from stub_ab import _base_stub, run  # noqa: E402
+from stub_ab import _base_stub, _med, _ratio, run  # noqa: E402
 
 
 def main(argv=None):
@@ -96,13 +95,8 @@ def main(argv=None):
                         raise SystemExit(f"{name}: {k} said {said}")
                     times[k].append(t)
 
-            def med(k, i):
-                return statistics.median(t[i] for t in times[k])
-
-            def ratio(a, b, i):
-                return statistics.median(x[i] / y[i] for x, y in zip(times[a], times[b]) if y[i] > 0)
-            cells = [f"{med(k, 0):.2f} / {med(k, 1):.2f}" for k in cmds]
-            ratios = [f"{ratio(a, b, 0):.2f}× / {ratio(a, b, 1):.2f}×"
+            cells = [f"{_med(times[k], 0):.2f} / {_med(times[k], 1):.2f}" for k in cmds]
+            ratios = [f"{_ratio(times[a], times[b], 0):.2f}× / {_ratio(times[a], times[b], 1):.2f}×"
                       for a, b in (("new", "noop"), ("base", "noop"), ("new", "base"))]
             print(f"| {name} | " + " | ".join(cells + ratios) + " |", flush=True)
     finally:

@@ -18,11 +18,11 @@ from test_scenarios import UPS_PREFIX, _uid, assert_delivered, cli, mail, runner
 pytestmark = pytest.mark.e2e
 
 
-def _state(mail, sid):
+def _state(world, sid):
     from git_korus_mail.store import presence
     from git_korus_mail.store.files import MailRoot
-    root = MailRoot.open(str(mail.root.parent), create=False)
-    box = root.box(mail.box_b.dir.name, create=False)
+    root = MailRoot.open(str(world.root.parent), create=False)
+    box = root.box(world.box_b.dir.name, create=False)
     return presence.load(box, sid)["state"]
 
 
