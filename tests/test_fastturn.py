@@ -271,3 +271,25 @@ def test_a_stub_killed_around_its_mv(stub, clone, tmp_path, when):
     assert stub.run("Stop") == (None, False)
     assert presence_of(clone)["state"] == "idle"
     invariants.check(clone.mail_root)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_first_mail_into_a_box_without_an_inbox_is_shown_at_the_next_prompt(clone, shell):
+    """A worktree that never got mail: its turns are answered by the stub (the stamp's inbox link
+    names nothing), and the first message, published right after a Stop the stub answered (in the
+    same tick, for all the stamp knows), is shown at the very next prompt."""
+    s = Stub(clone, clone.web)
+    assert s.run("UserPromptSubmit", shell)[1]  # the launch's first prompt: the drain stamps it
+    gen = clone.mail_root / "fast" / os.readlink(s.stamp)
+    assert sorted(os.listdir(gen)) == ["box", "cwd", "inbox"] and not os.path.exists(gen / "inbox")
+    assert s.run("PostToolUse", shell) == (None, False)
+    assert s.run("Stop", shell) == (None, False)
+    assert s.run("UserPromptSubmit", shell) == (None, False)
+    assert s.run("Stop", shell) == (None, False)
+    send(clone, "the very first")
+    answer, started = s.run("UserPromptSubmit", shell)
+    assert started and "the very first" in context_of(answer)
+    assert presence_of(clone)["state"] == "working"
+    assert s.run("Stop", shell)[1]  # consumes it
+    assert not os.listdir(inbox_of(clone, clone.web))
+    invariants.check(clone.mail_root)
