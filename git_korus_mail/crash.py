@@ -22,7 +22,7 @@ STEPS = (
     "forward:claimed", "forward:recorded", "forward:copied", "forward:unlinked",
     "prune:marked", "prune:message", "prune:receipt", "prune:journaled",
     "ask:published", "ask:delivered", "answer:decided", "answer:published",
-    "event:claimed",
+    "event:claimed", "turn:recorded",
 )
 
 

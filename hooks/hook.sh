@@ -20,10 +20,12 @@
 # absolute path: an editor extension's PATH often lacks pipx's bin dir, so PATH is only the
 # fallback), `helper_json` and `advice_json` (the insides of JSON string literals, for the fault
 # report), `python` and `pypath` (the helper's interpreter and where it finds this package and
-# its libraries: docs/HOOKS.md, "Starting Python"), `fast_session` and `fast_launch` (the fast
+# its libraries: docs/HOOKS.md, "Starting Python"; `fast_start`: the helper's second line when its
+# script takes that start), `fast_session` and `fast_launch` (the fast
 # path's key, read from the hook's environment; empty for a client whose hooks' environment
 # does not name the session), `fast_events` (the events the fast path may answer), and
-# `opening_event` and `end_event` (where the fault report is said: a session's start, a run's end).
+# `opening_event` and `end_event` (where the fault report is said: a session's start, a run's end;
+# `end_event` and `prompt_event` are also the turn's ends the fast path may record).
 # start values
 @VALUES@
 # end values
@@ -49,28 +51,64 @@ if [ -n "$fast" ]; then
             here=$PWD
             # cd -P: every test below reads one stamp, even while a drain replaces it
             if [ ! -e "$mail/OFF" ] && cd -P "$mail/fast/$fast" 2>/dev/null; then
+                nothing=
                 if [ cwd -ef "$here" ]; then
                     # no inbox: the link is there and resolves to nothing (a stat, not a clock)
-                    [ -L inbox ] && [ ! -e inbox ] && exit 0
-                    if [ -f seen ] && [ -d inbox ] && [ -d names ] \
+                    if [ -L inbox ] && [ ! -e inbox ]; then
+                        nothing=1
+                    elif [ -f seen ] && [ -d inbox ] && [ -d names ] \
                             && [ ! inbox -nt seen ] && [ ! seen -nt inbox ]; then
-                        new=
+                        nothing=1
                         for f in inbox/*; do
                             # (an empty inbox leaves the pattern itself, which names nothing)
                             if [ -e "$f" ] || [ -L "$f" ]; then
-                                [ -e "names/${f#inbox/}" ] || { new=1; break; }
+                                [ -e "names/${f#inbox/}" ] || { nothing=; break; }
                             fi
                         done
-                        [ -n "$new" ] || exit 0
                     fi
                 fi
+                # A turn with nothing new (docs/HOOKS.md): the stamp's box link says the drain
+                # found nothing a prompt or a Stop would do; the stub records the turn's state
+                # (store/presence.py, <session>.state) with one mv, or leaves the event to Python.
+                turn=$fast_session.state
+                if [ -n "$nothing" ]; then
+                    if [ "${1-}" = "$end_event" ] || [ "${1-}" = "$prompt_event" ]; then
+                        nothing=
+                        if [ -d box ] && [ -d box/sessions ] && [ ! -e "box/sessions/$fast_session.faults" ]; then
+                            state=idle
+                            [ "${1-}" = "$end_event" ] || state=working
+                            tmp=box/sessions/.$turn.$$
+                            # (a directory in its place would take the file inside: not a turn record)
+                            if [ ! -d "box/sessions/$turn" ] && printf '%s %s %s\n' "$state" "${1-}" "$$" >"$tmp" 2>/dev/null \
+                                    && mv -f "$tmp" "box/sessions/$turn" 2>/dev/null; then
+                                nothing=1
+                                # written first, looked at second: a watcher arming now sees the
+                                # prompt's state; one armed before is ended by the drain
+                                if [ "$state" = working ]; then
+                                    for w in "box/watch/$fast_session@"*; do
+                                        case "$w" in
+                                            *.wakes) ;;
+                                            *) if [ -e "$w" ] || [ -L "$w" ]; then nothing=; fi ;;
+                                        esac
+                                    done
+                                fi
+                            fi
+                            [ -e "$tmp" ] && rm -f "$tmp" 2>/dev/null
+                        fi
+                    elif [ -d box ] && [ -f "box/sessions/$turn" ]; then
+                        # a tool call after a Stop the stub answered (a continued turn): the
+                        # drain records the session working again
+                        state=
+                        IFS=' ' read -r state _ <"box/sessions/$turn" 2>/dev/null
+                        [ "$state" != idle ] || nothing=
+                    fi
+                fi
+                [ -z "$nothing" ] || exit 0
                 cd "$here" 2>/dev/null || cd /
             fi
             ;;
     esac
 fi
-
-FAST_START="# git-korus-mail fast-start=1"  # the helper's second line when its script has that start
 
 event=${1-}
 [ $# -gt 0 ] && shift
@@ -106,7 +144,7 @@ if [ -n "$run" ]; then
     if [ "$run" = "$helper" ] && [ -n "$pypath" ]; then
         { IFS= read -r first && IFS= read -r second; } <"$run" 2>/dev/null || first=
     fi
-    if [ "$first" = "#!$python" ] && [ "$second" = "$FAST_START" ] && [ -x "$python" ]; then
+    if [ "$first" = "#!$python" ] && [ "$second" = "$fast_start" ] && [ -x "$python" ]; then
         answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
     else
         answer=$("$run" drain --client="$client" "$@")

@@ -65,7 +65,8 @@ def _ls(path):
 def _check_fast(fast):
     """fast/ (store/fastpath.py): stamps `<key>` -> `<key>.<12 hex>`, each such directory holding
     inbox ->, cwd ->, seen and names/ (empty files named like messages), or, for a box with no
-    inbox, inbox -> and cwd -> alone; a killed writer may leave a generation without its symlink,
+    inbox, inbox -> and cwd -> alone; either may also hold box -> (a stamp that lets the stub answer
+    a prompt or a Stop: docs/HOOKS.md, "A turn with nothing new"); a killed writer may leave a generation without its symlink,
     or a `.link`, never anything else. A generation a symlink names is whole, of one form or the other."""
     for name in _ls(fast):
         path = os.path.join(fast, name)
@@ -73,11 +74,11 @@ def _check_fast(fast):
             target = os.readlink(path)
             assert "/" not in target and target.startswith(name.removesuffix(".link") + "."), (name, target)
             if os.path.isdir(os.path.join(fast, target)):
-                assert set(_ls(os.path.join(fast, target))) in ({"inbox", "cwd"}, {"inbox", "cwd", "seen", "names"}), (
-                    name, _ls(os.path.join(fast, target)))
+                assert set(_ls(os.path.join(fast, target))) - {"box"} in (
+                    {"inbox", "cwd"}, {"inbox", "cwd", "seen", "names"}), (name, _ls(os.path.join(fast, target)))
             continue
         assert os.path.isdir(path), f"fast/{name}: neither a stamp nor a stamp's directory"
-        assert set(_ls(path)) <= {"inbox", "cwd", "seen", "names"}, (name, _ls(path))
+        assert set(_ls(path)) <= {"inbox", "cwd", "seen", "names", "box"}, (name, _ls(path))
         for entry in _ls(os.path.join(path, "names")):
             assert entry.endswith(".json"), (name, entry)
             assert os.path.getsize(os.path.join(path, "names", entry)) == 0, (name, entry)

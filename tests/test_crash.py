@@ -20,6 +20,7 @@ Scenarios by family:
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -512,12 +513,39 @@ def scenario_event(c, step):
     assert_consumed_once(c, msg_id, S1)
 
 
+def scenario_turn(c, step):
+    """The drain killed between its presence record (which names the stub's turn record as seen)
+    and removing that turn record (store/presence.py): readers go by the drain's record, not the
+    stale turn record, and the launch's next tool call runs the drain, which tidies it."""
+    from stubworld import Stub
+    stub = Stub(c, c.web, session=S1)
+    assert stub.run("UserPromptSubmit")[1]  # a box that never got mail: stamped with the box link
+    assert stub.run("Stop") == (None, False)  # the stub records idle
+    turn = box_dir(c) / "sessions" / f"{S1}.state"
+    assert re.fullmatch(r"idle Stop [0-9]+\n", turn.read_text())
+    msg_id = send(c, body="shown at a killed prompt")
+    proc = drain("UserPromptSubmit", c.web, S1, env=dict(crash_env(step), CLAUDE_CODE_SESSION_ID=S1))
+    assert_killed(proc, step)
+    assert turn.exists()  # (killed at its presence record, before its output: the mail is shown later)
+    rec = json.loads((box_dir(c) / "sessions" / f"{S1}.json").read_text())
+    assert rec["state"] == "working" and rec["turn_seen"]
+    from git_korus_mail.store import presence
+    from git_korus_mail.store.files import MailRoot
+    root = MailRoot.open(str(c.mail_root.parent), create=False)
+    assert presence.load(root.box(box_dir(c).name, create=False), S1)["state"] == "working"
+    answer, started = stub.run("PostToolUse")  # the drain runs (new mail, and a stale turn record)
+    assert started and msg_id in json.dumps(answer)
+    assert not turn.exists()  # tidied
+    clean("Stop", c.web, S1)
+    assert_consumed_once(c, msg_id, S1)
+
+
 from asking import scenario_answer, scenario_ask  # noqa: E402 - ask, reply and the automatic answer
 
 SCENARIOS = {"send": scenario_send, "show": scenario_show, "consume": scenario_consume, "stamp": scenario_stamp,
              "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward,
              "cancel": scenario_cancel, "prune": scenario_prune,
-             "ask": scenario_ask, "answer": scenario_answer, "event": scenario_event}
+             "ask": scenario_ask, "answer": scenario_answer, "event": scenario_event, "turn": scenario_turn}
 
 
 @pytest.mark.parametrize("step", crash.STEPS)

@@ -170,3 +170,14 @@ def test_the_stub_variable_does_not_reach_the_drains_children(clone, tmp_path):
     out = subprocess.run([python, "-S", "-c", code, str(CONSOLE_SCRIPT)], capture_output=True, text=True,
                          env=env, check=True).stdout.split()
     assert out == ["None", "False"]  # popped at the start; the script's import comes only under __main__
+
+
+def test_the_scripts_second_line_is_the_one_marker_install_bakes():
+    """The marker lives in one constant (wiring/stub.FAST_START_LINE), baked into the stub as its
+    `fast_start` value; the script's second line is what it names (docs/HOOKS.md, "Starting Python")."""
+    from pathlib import Path
+    script = Path(__file__).resolve().parent.parent / "scripts" / "git-korus-mail"
+    assert script.read_bytes().split(b"\n")[1] == hookstub.FAST_START_LINE
+    assert "fast_start=" + _q(hookstub.FAST_START_LINE.decode()) + "\n" in hookstub.values(
+        "claude", str(CONSOLE_SCRIPT), opening_event="SessionStart", end_event="Stop")
+    assert "fast-start=1" not in open(hookstub.template_path(hookstub.TEMPLATE)).read()

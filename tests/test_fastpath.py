@@ -4,6 +4,7 @@ processes throughout: the installed stub run by sh, dash and bash, the real drai
 
 import json
 import os
+import re
 import time
 
 import hermetic
@@ -170,10 +171,12 @@ def test_off_starts_python(stub, clone):
 
 
 def test_stop_and_session_end_remove_the_stamp(stub, clone):
-    """After Stop the session is idle: its next tool call runs Python, which records it working."""
+    """After Stop the session is idle: its next tool call runs Python, which records it working.
+    (The stamp here lacks the box link, a message having been shown: so Stop runs the drain; a
+    Stop the stub answers keeps the stamp, tests/test_fastturn.py.)"""
     stub.run("PostToolUse")
     assert os.path.lexists(stub.stamp)
-    stub.run("Stop")
+    assert stub.run("Stop")[1]
     assert not os.path.lexists(stub.stamp)
     assert stub.run("PostToolUse")[1]
     rec = json.loads((inbox_of(clone, clone.web).parent / "sessions" / "s-fast.json").read_text())
@@ -232,8 +235,10 @@ def fresh(clone):
 
 def _no_inbox_stamp(clone, stub):
     gen = clone.mail_root / "fast" / os.readlink(stub.stamp)
-    assert sorted(os.listdir(gen)) == ["cwd", "inbox"]  # no seen, no names/: pinned
+    # no seen, no names/: pinned; `box`: nothing for a prompt or a Stop either (tests/test_fastturn.py)
+    assert sorted(os.listdir(gen)) == ["box", "cwd", "inbox"]
     assert os.readlink(gen / "inbox") == str(inbox_of(clone, clone.web))
+    assert os.readlink(gen / "box") == str(inbox_of(clone, clone.web).parent) + "/"
     return gen
 
 
@@ -245,8 +250,9 @@ def test_a_worktree_that_never_got_mail_starts_no_python_from_its_first_tool_cal
         assert fresh.run("PostToolUse", shell) == (None, False)
     sessions = inbox_of(clone, clone.web).parent / "sessions"
     assert json.loads((sessions / "s-fast.json").read_text())["state"] == "working"
-    fresh.run("Stop", shell)  # idle: the stamp goes, and the next tool call records it working again
-    assert not os.path.lexists(fresh.stamp)
+    # idle, recorded by the stub itself (tests/test_fastturn.py): the next tool call records it working again
+    assert fresh.run("Stop", shell) == (None, False)
+    assert re.fullmatch(r"idle Stop [0-9]+\n", (sessions / "s-fast.state").read_text())
     assert fresh.run("PostToolUse", shell) == (None, True)
     assert json.loads((sessions / "s-fast.json").read_text())["state"] == "working"
 

@@ -34,15 +34,18 @@ def test_the_clients_stubs_differ_only_in_their_block_of_values():
     before, after = outside["claude"]
     assert before.startswith("#!/bin/sh\n" + stub.ID_LINE + stub.template_id(TEMPLATE) + "\n")
     blocks = {name: stub._split(t)[1] for name, t in texts.items()}
-    assert "fast_session=${CLAUDE_CODE_SESSION_ID-}\nfast_launch=${CLAUDE_PID-}\nfast_events='PostToolUse'\n" \
-        in blocks["claude"]
+    assert ("fast_session=${CLAUDE_CODE_SESSION_ID-}\nfast_launch=${CLAUDE_PID-}\n"
+            "fast_events='PostToolUse UserPromptSubmit Stop'\n") in blocks["claude"]
     assert "client='codex'\n" in blocks["codex"] and "fast_session=''\nfast_launch=''\n" in blocks["codex"]
     # Gemini: no fast path (no variable names its process), the fault report at its run's end
     assert "client='gemini'\n" in blocks["gemini"] \
         and "fast_session=''\nfast_launch=''\nfast_events=''\n" in blocks["gemini"]
-    assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\n"), blocks["gemini"]
-    for name in ("claude", "codex"):
-        assert blocks[name].endswith("opening_event='SessionStart'\nend_event='Stop'\n"), blocks[name]
+    assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\nprompt_event=''\n"), \
+        blocks["gemini"]
+    assert blocks["codex"].endswith("opening_event='SessionStart'\nend_event='Stop'\nprompt_event=''\n"), \
+        blocks["codex"]
+    assert blocks["claude"].endswith("opening_event='SessionStart'\nend_event='Stop'\n"
+                                     "prompt_event='UserPromptSubmit'\n"), blocks["claude"]
 
 
 def test_the_block_holds_values_only():

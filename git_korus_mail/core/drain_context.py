@@ -312,7 +312,8 @@ class DrainContext:
         writes nothing."""
         self.faults.extend(self.root.take_journal_faults())
         if (self.facts.frequent and not self.faults and not extra
-                and self.prior.get("state") == "working" and self._prior_age() < PRESENCE_REFRESH):
+                and self.prior.get("state") == "working" and self._prior_age() < PRESENCE_REFRESH
+                and not presence.has_turn(self.box, self.session)):  # a stub's turn record waits to be superseded
             return  # a tool call changes nothing a reader needs: spare every tool call a file write
         pending = list(self.prior.get("pending_faults") or [])
         if self.faults:

@@ -39,18 +39,31 @@ def stamp(ctx: "DrainContext", seen: "Look") -> "List[str]":
             return []
         assert key is not None  # for mypy: valid_key said so
         if mtime is None:
-            if box.inbox_mtime_ns() is None and not fastpath.current(root, box, key, None, ctx.facts.cwd, []):
-                fastpath.write(root, box, key, None, ctx.facts.cwd, [])
+            if box.inbox_mtime_ns() is None:
+                turn = _turn_free(ctx, key)
+                if not fastpath.current(root, box, key, None, ctx.facts.cwd, [], turn):
+                    fastpath.write(root, box, key, None, ctx.facts.cwd, [], turn)
             return []
         ids, odd = box.inbox_ids()
         if odd or (ids and ctx.markers().unseen(ids)) or box.inbox_mtime_ns() != mtime:
             return []
         names = [i + MSG_SUFFIX for i in ids]  # every one shown to or skipped by this launch (above)
-        if not fastpath.current(root, box, key, mtime, ctx.facts.cwd, names):
-            fastpath.write(root, box, key, mtime, ctx.facts.cwd, names)
+        turn = _turn_free(ctx, key)  # after the look: a twin's marker made before it is seen here
+        if not fastpath.current(root, box, key, mtime, ctx.facts.cwd, names, turn):
+            fastpath.write(root, box, key, mtime, ctx.facts.cwd, names, turn)
     except (OSError, MailError):
         pass
     return []
+
+
+def _turn_free(ctx: "DrainContext", key: str) -> bool:
+    """Whether a prompt or a Stop of this launch would find nothing to do but record the turn
+    (docs/HOOKS.md, "A turn with nothing new"): no message shown to it and not consumed (so no
+    question to answer, no withdrawal to tell), no pending fault, and the stub's key names this
+    very session directory (its turn record is `<session>.state`). What comes later is caught
+    by the stub: a show puts a new name into the inbox, a fault makes `<session>.faults`."""
+    return (key.rpartition("@")[0] == ctx.session and not ctx.prior.get("pending_faults")
+            and not ctx.shown_ids())
 
 
 def clear(ctx: "DrainContext") -> None:

@@ -10,6 +10,11 @@ the symlink names it:
     names/   one empty file per name the inbox held then (every one shown to the launch or
              skipped by it): `<id>.json`
 
+A stamp may also hold `box` (a symlink to the box's directory): the drain found, besides nothing
+new, nothing a prompt or a Stop would do for the launch (no message shown and not consumed, no
+pending fault; docs/HOOKS.md, "A turn with nothing new"). Only such a stamp lets the stub answer
+a prompt or a Stop, writing the session's turn record (store/presence.py) itself.
+
 A box that has no inbox yet (its worktree never got mail) is stamped with `inbox` and `cwd`
 alone: `inbox` then names a directory that does not exist, and as long as it does not, nothing is
 queued there (a publication makes the inbox before it links the message in, and nothing removes
@@ -63,16 +68,19 @@ def may_stamp(inbox_mtime_ns: int, looked_at: float) -> bool:
 
 
 def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: "Optional[int]", cwd: str,
-          names: "List[str]") -> None:
+          names: "List[str]", turn: bool = False) -> None:
     """Stamp `key`: nothing new in `box` for its launch as of `inbox_mtime_ns`, seen from `cwd`,
     where the inbox held `names` (each one shown to the launch or skipped by it); with
-    `inbox_mtime_ns` None, the box had no inbox (no `seen`, no `names/`: see above). OSError and
-    MailError when it cannot be written; a stamp not written only costs Python runs."""
+    `inbox_mtime_ns` None, the box had no inbox (no `seen`, no `names/`: see above); `turn`: the
+    `box` link too (see above). OSError and MailError when it cannot be written; a stamp not
+    written only costs Python runs."""
     fast = root.dir.ensure_sub(FAST_DIR)
     gen = f"{key}.{os.urandom(6).hex()}"
     os.mkdir(gen, 0o700, dir_fd=fast.fd)
     os.symlink(box.path_of("inbox"), f"{gen}/inbox", dir_fd=fast.fd)
     os.symlink(cwd, f"{gen}/cwd", dir_fd=fast.fd)
+    if turn:
+        os.symlink(box.path_of(""), f"{gen}/box", dir_fd=fast.fd)
     if inbox_mtime_ns is not None:
         os.mkdir(f"{gen}/{NAMES}", 0o700, dir_fd=fast.fd)
         for name in names:
@@ -91,10 +99,12 @@ def write(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: "Optional[int]
 
 
 def current(root: "MailRoot", box: "Box", key: str, inbox_mtime_ns: "Optional[int]", cwd: str,
-            names: "List[str]") -> bool:
+            names: "List[str]", turn: bool = False) -> bool:
     """Whether `key`'s stamp already says exactly this (a rewrite would change nothing)."""
     base = os.path.join(root.path, FAST_DIR, key)
     try:
+        if os.path.lexists(os.path.join(base, "box")) != turn:
+            return False
         if inbox_mtime_ns is None:  # no inbox: the stamp names where it would be, and holds no `seen`
             return (os.readlink(os.path.join(base, "inbox")) == box.path_of("inbox")
                     and not os.path.lexists(os.path.join(base, "seen"))
@@ -160,7 +170,7 @@ def _remove(fast: "Dir", name: str) -> None:
         return
     except OSError:
         pass
-    for entry in ("inbox", "cwd", "seen"):
+    for entry in ("inbox", "cwd", "seen", "box"):
         try:
             os.unlink(f"{name}/{entry}", dir_fd=fast.fd)
         except OSError:

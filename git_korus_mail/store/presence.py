@@ -1,7 +1,12 @@
 """Presence: which sessions the drain has seen in each box, and in what state.
 
 Each drain run rewrites `box/<key>/sessions/<session>.json` (one small atomic
-write). `send --to all`, `list` and `who` read them. A session is live while its state
+write). `send --to all`, `list` and `who` read them, always through `load` or `sessions`, which
+merge in the hook stub's turn record `<session>.state` (docs/HOOKS.md, "A turn with nothing new"):
+a prompt or a Stop the stub answered without Python writes only that file (`<state> <event>
+<the stub's pid>`, its mtime the time), and it stands until a drain's record names it as seen
+(`turn_seen`: its inode, mtime and pid). `<session>.faults` exists while the record holds pending faults, so the stub can
+leave such a Stop to the drain with one stat. A session is live while its state
 is not closed and its client process (the launch the client module names: pid plus start
 time) still runs; a pid recorded without a launch it could be identified by counts as gone;
 with no pid recorded it counts as live for a day after its last event.
@@ -12,12 +17,14 @@ import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 from git_korus_mail.stamps import parse_stamp, utc_stamp  # claims and launch: loaded where used (hot path)
+from git_korus_mail.store.fsafe import NotRegular, TooLarge
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
     from typing import Any, Optional
 
     from git_korus_mail.store.files import Box, MailRoot
+    from git_korus_mail.store.fsafe import Dir
     from git_korus_mail.store.launch import AnyLaunch
     from git_korus_mail.store.shapes import Presence, SessionState, Unchecked
 
@@ -29,6 +36,8 @@ ROSTER_SUFFIX = ".roster"   # beside <session>.json: what `who` learned of the s
 # (docs/STORE.md, "Presence: the pid's two keys", says for how long and why).
 PID_KEY = "client_pid"
 OLD_PID_KEY = "claude_pid"
+STATE_SUFFIX = ".state"     # beside it: the stub's turn record (see above)
+FAULTS_SUFFIX = ".faults"   # beside it: the record holds pending faults (see above)
 
 
 def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[SessionState]" = None,
@@ -65,7 +74,14 @@ def record(box: "Box", session: str, event: str, cwd: str, state: "Optional[Sess
     rec.update(fresh)
     if extra:
         rec.update(extra)
-    box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
+    d = box.ensure_sub("sessions")
+    turn = _turn(d, session)
+    rec["turn_seen"] = turn[2] if turn is not None else None  # this record supersedes the stub's
+    _write(d, box, session, rec)
+    if turn is not None:
+        from git_korus_mail import crash
+        crash.point("turn:recorded")
+        d.unlink_quiet(session + STATE_SUFFIX)  # tidy only: a superseded one is ignored (load)
     return rec
 
 
@@ -76,6 +92,40 @@ def client_pid(rec: "Unchecked") -> "Optional[int]":
     pid = rec.get(OLD_PID_KEY) if OLD_PID_KEY in rec and rec.get(OLD_PID_KEY) != rec.get(PID_KEY) \
         else rec.get(PID_KEY)
     return pid if isinstance(pid, int) else None
+
+
+def _write(d: "Dir", box: "Box", session: str, rec: "dict[str, Any]") -> None:
+    """Replace the record; the faults flag is there whenever the record on disk holds pending
+    faults: made before such a record, removed after one without (crash-safe either way)."""
+    faulty = bool(rec.get("pending_faults"))
+    if faulty and not d.exists(session + FAULTS_SUFFIX):
+        d.write_replace(session + FAULTS_SUFFIX, b"", box.root.tmp)
+    d.write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
+    if not faulty:
+        d.unlink_quiet(session + FAULTS_SUFFIX)
+
+
+def _turn(d: "Dir", session: str) -> "Optional[tuple[str, str, str, float]]":
+    """The stub's turn record: (state, event, its identity, its mtime), or None when there is none
+    or it is not one (a bad file reads as none: the JSON record stands)."""
+    try:
+        data, st = d.read_regular(session + STATE_SUFFIX, 256)
+    except (OSError, NotRegular, TooLarge):
+        return None
+    words = data.decode("ascii", "replace").split()
+    if (len(words) != 3 or words[0] not in LIVE or not (words[1].isascii() and words[1].isalnum())
+            or not (words[2].isascii() and words[2].isdigit())):
+        return None
+    # its identity: the inode of a file the drain unlinked can come back for the stub's next one
+    # within one tick of the (coarse) file clock, so the writing stub's pid is part of it too
+    return words[0], words[1], f"{st.st_ino}:{st.st_mtime_ns}:{words[2]}", st.st_mtime
+
+
+def has_turn(box: "Box", session: str) -> bool:
+    """Whether a stub's turn record lies beside the session's record (a drain must rewrite the
+    record to supersede and remove it)."""
+    d = box.open_sub("sessions")
+    return d is not None and d.exists(session + STATE_SUFFIX)
 
 
 def _boot_id() -> "Optional[str]":
@@ -93,7 +143,17 @@ def load(box: "Box", session: str) -> "Optional[dict[str, Any]]":
     if d is None:
         return None
     rec = d.read_json(session + ".json", 256 * 1024)  # a bad record reads as no record
-    return rec if isinstance(rec, dict) else None
+    if not isinstance(rec, dict):
+        return None
+    turn = _turn(d, session)
+    if turn is not None and turn[2] != rec.get("turn_seen"):
+        # the stub answered a prompt or a Stop after this record was written (see above)
+        state, event, _ident, mtime = turn
+        at = utc_stamp(mtime)
+        events = dict(rec.get("events") or {})
+        events[event] = at
+        rec.update({"state": state, "last_event": event, "at": at, "events": events})
+    return rec
 
 
 def sessions(box: "Box") -> "list[dict[str, Any]]":
@@ -183,7 +243,8 @@ def add_pending_fault(box: "Box", session: str, text: str) -> None:
         return  # no presence yet: nothing to tell it through (the drain writes it at every event)
     rec.pop("liveness", None)
     rec["pending_faults"] = (list(rec.get("pending_faults") or []) + [text])[-10:]
-    box.ensure_sub("sessions").write_replace(session + ".json", json.dumps(rec, sort_keys=True).encode(), box.root.tmp)
+    # the merged state goes into the record; the turn record stays as it was (`turn_seen` unchanged)
+    _write(box.ensure_sub("sessions"), box, session, rec)
 
 
 def wakeable_until(box: "Box", rec: "dict[str, Any]") -> "Optional[str]":

@@ -191,7 +191,9 @@ def prune_records(box: "Box", keep_seconds: float, now: float, limit: int = MAX_
             continue
         rec = sessions.read_json(name)
         if _older(rec, "at", now, keep_seconds) and presence.liveness(rec, now) not in presence.LIVE:
-            gone("sessions", sessions, name, name[:-len(MSG_SUFFIX)] + presence.ROSTER_SUFFIX)
+            base = name[:-len(MSG_SUFFIX)]
+            gone("sessions", sessions, name, base + presence.ROSTER_SUFFIX, base + presence.STATE_SUFFIX,
+                 base + presence.FAULTS_SUFFIX)
     return removed
 
 

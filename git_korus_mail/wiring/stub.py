@@ -174,19 +174,21 @@ def identify(data: bytes) -> "Tuple[str, str]":
 
 def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: "Optional[str]" = None,
            launch_env: "Optional[str]" = None, fast_events: "Sequence[str]" = (), *,
-           opening_event: str, end_event: str) -> str:
+           opening_event: str, end_event: str, prompt_event: str = "") -> str:
     """The block of values for `client`'s stub, one `name=value` line each, every value quoted
     for shell; the reinstall advice for this machine (core/advice.py) is baked in, since when the
     stub needs it the package may not run at all. The fast path's key is read from the hook's
     environment variables `session_env` and `launch_env` (names only: checked here). The fault
-    report is said at `opening_event` (to the model and the user) and `end_event` (to the user)."""
+    report is said at `opening_event` (to the model and the user) and `end_event` (to the user).
+    `end_event` and `prompt_event` (empty: none) are a turn's end and start: among `fast_events`,
+    the stub may record them itself (docs/HOOKS.md, "A turn with nothing new")."""
     from git_korus_mail.core import advice
     from git_korus_mail.shell import sh_quote
     python, dirs = fast_start(helper)
     for name in (session_env, launch_env):
         if name is not None and not _ENV_NAME.match(name):
             raise ValueError(f"not an environment variable's name: {name!r}")
-    for event in (opening_event, end_event, *fast_events):
+    for event in (opening_event, end_event, *fast_events, *([prompt_event] if prompt_event else [])):
         if not _ENV_NAME.match(event.upper()):
             raise ValueError(f"not an event's name: {event!r}")  # it goes into sh words and JSON as it is
     pairs = [("client", sh_quote(client)),
@@ -195,11 +197,13 @@ def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: 
              ("advice_json", sh_quote(_json_inside(advice.advice(helper, repo)))),
              ("python", sh_quote(python)),
              ("pypath", sh_quote(os.pathsep.join(dirs))),
+             ("fast_start", sh_quote(FAST_START_LINE.decode() if python else "")),
              ("fast_session", "${%s-}" % session_env if session_env and launch_env else "''"),
              ("fast_launch", "${%s-}" % launch_env if session_env and launch_env else "''"),
              ("fast_events", sh_quote(" ".join(fast_events))),
              ("opening_event", sh_quote(opening_event)),
-             ("end_event", sh_quote(end_event))]
+             ("end_event", sh_quote(end_event)),
+             ("prompt_event", sh_quote(prompt_event))]
     return "".join(f"{name}={value}\n" for name, value in pairs)
 
 
@@ -230,10 +234,10 @@ class Stub:
 
     def __init__(self, name: str, client: str, *, opening_event: str, end_event: str,
                  session_env: "Optional[str]" = None, launch_env: "Optional[str]" = None,
-                 fast_events: "Sequence[str]" = ()) -> None:
+                 fast_events: "Sequence[str]" = (), prompt_event: str = "") -> None:
         self.name, self.client = name, client
         self.fast: "dict[str, Any]" = {"session_env": session_env, "launch_env": launch_env, "fast_events": tuple(fast_events),
-                     "opening_event": opening_event, "end_event": end_event}
+                     "opening_event": opening_event, "end_event": end_event, "prompt_event": prompt_event}
 
     def path(self, root: "MailRoot") -> str:
         return os.path.join(root.path, HOOKS_SUBDIR, self.name)
