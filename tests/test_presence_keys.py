@@ -80,7 +80,8 @@ def record_bytes(clone, client, pids, at):
               "client": '"claude"', "config_dir": f'"{os.environ["CLAUDE_CONFIG_DIR"]}"',
               "cwd": f'"{clone.web}"', "events": '{"SessionStart": "%s"}' % at,
               "last_event": '"SessionStart"', "launch": f'"{client.tag}"', "pending_faults": "[]",
-              "pidns": f'"{os.readlink("/proc/self/ns/pid")}"', "session": f'"{SESSION}"', "state": '"idle"'}
+              "pidns": f'"{os.readlink("/proc/self/ns/pid")}"', "session": f'"{SESSION}"', "state": '"idle"',
+              "turn_seen": "null"}
     fields.update({key: str(pid) for key, pid in pids.items()})
     return ("{" + ", ".join(f'"{k}": {v}' for k, v in sorted(fields.items())) + "}").encode()
 
@@ -99,7 +100,7 @@ def test_a_new_writer_writes_both_keys_with_one_value(clone, clients):
     at = json.loads(data)["at"]
     expected = (b'{"at": "%s", "boot": "%s", "box": "%s", "claude_pid": %d, "client": "claude", "client_pid": %d, '
                 b'"config_dir": "%s", "cwd": "%s", "events": {"SessionStart": "%s"}, "last_event": "SessionStart", '
-                b'"launch": "%s", "pending_faults": [], "pidns": "%s", "session": "%s", "state": "idle"}') % (
+                b'"launch": "%s", "pending_faults": [], "pidns": "%s", "session": "%s", "state": "idle", "turn_seen": null}') % (
         at.encode(), boot().encode(), sessions_dir(clone).parent.name.encode(), c.pid, c.pid,
         os.environ["CLAUDE_CONFIG_DIR"].encode(), str(clone.web).encode(), at.encode(), c.tag.encode(),
         os.readlink("/proc/self/ns/pid").encode(), SESSION.encode())

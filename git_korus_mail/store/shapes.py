@@ -159,4 +159,5 @@ class Presence(_PresenceBase, total=False):
     name: str     # the session's name, when the client gave one at its end
     off_told: bool
     nolaunch_told: bool
+    turn_seen: Optional[str]  # the stub's turn record this one supersedes (store/presence.py _turn)
 
