@@ -21,7 +21,6 @@ import subprocess
 
 from git_korus_mail.clients.gemini import protocol as gemini_protocol
 from git_korus_mail.clients.gemini import settingsfile, stub
-from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
 
@@ -182,27 +181,6 @@ def wired_files(clone: "Clone", record: "Record", stub_file: str) -> "Tuple[Wire
 
 
 def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True) -> "Checked":
-    """[(label, [problems])]: each settings.json read back and checked, the stub run once, and
-    what Gemini's own trust file says of each folder."""
-    results: "Checked" = []
-    for path, repo, cwd in wired:
-        try:
-            _raw, data = settingsfile.read(path)
-        except MailError as exc:
-            results.append((path, [str(exc)]))
-            continue
-        if data is None:
-            results.append((path, ["missing"]))
-            continue
-        problems = settingsfile.check(data, stub_file, repo)
-        if run_stub and not problems:
-            problem = run_stub_once(stub_file, repo, cwd)
-            if problem:
-                problems.append(problem)
-        results.append((path, problems))
-    stub_problems: "List[str]" = []
-    if wired and not (os.path.isfile(stub_file) and os.access(stub_file, os.X_OK)):
-        stub_problems.append("missing or not executable: run `git korus-mail install --client gemini`")
-    if wired:
-        results.insert(0, (stub_file, stub_problems))
-    return results
+    """[(label, [problems])]: each settings.json read back and checked, and the stub run once
+    (clients/hookfile.HookFile.check_wired)."""
+    return settingsfile.FILE.check_wired(NAME, stub_file, wired, run_stub_once if run_stub else None)
