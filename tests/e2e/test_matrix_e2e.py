@@ -9,10 +9,15 @@ Scenarios, per ordered pair (sender -> receiver):
   replies, and its run's final text comes back as the answer, in the asker's tool result;
 - `reply`: the same question answered by the receiver's model running `git korus-mail reply`.
 
-Each client runs as the existing cross tests run it: Claude Code with -p and skipped permissions,
-Codex with `-s danger-full-access` (its default sandbox: test_codex_sandbox_e2e.py), Gemini in
-its default approval mode with the person's one allow line for `git korus-mail`
-(test_gemini_e2e.py). A killed launch of each client, then its resume: test_resume_after_kill.py
+Codex runs in its DEFAULT sandbox (no -s, no bypass flag): the person trusted both worktrees in
+Codex before install (their choice, never install's), so its default is workspace-write, and the
+clone and CODEX_HOME live under /var/tmp, outside every root Codex makes writable (/tmp,
+$TMPDIR, the workdir's own); install adds only the mail root to `writable_roots`
+(docs/CLIENTS.md, "Codex CLI: the sandbox"). In a project the person has NOT trusted the default
+is read-only: test_codex_read_only_receiver_* below proves what still works there and the one
+line the model's command gets where it cannot. Gemini runs in its default approval mode with the
+person's one allow line for `git korus-mail` (test_gemini_e2e.py); Claude Code with -p and
+skipped permissions (its hooks are what the matrix tests; its Bash tool is not sandboxed). A killed launch of each client, then its resume: test_resume_after_kill.py
 (Claude Code, every way it starts), and here for each client alike
 (test_a_killed_launch_then_its_resume).
 """
@@ -24,8 +29,11 @@ import os
 import re
 import subprocess
 import sys
+import shutil
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -37,15 +45,35 @@ PATH = HELPER_BIN + os.pathsep + os.environ.get("PATH", "")
 CLIENTS = ("claude", "codex", "gemini")
 PAIRS = [(a, b) for a in CLIENTS for b in CLIENTS if a != b]
 REPLY_HINT = re.compile(r"git korus-mail reply (\S+) --")
+OUTSIDE = "/var/tmp"  # not /tmp, not $TMPDIR: none of the roots Codex's default sandbox makes writable
+
+
+@pytest.fixture
+def clone():
+    """The clone (and CODEX_HOME beside it) outside every writable root of Codex's default
+    sandbox, so that only the mail root install adds to writable_roots lets a send through."""
+    from helpers import Clone
+    if not os.access(OUTSIDE, os.W_OK):
+        pytest.skip(f"{OUTSIDE} is not writable here")
+    base = Path(tempfile.mkdtemp(prefix="korus-matrix-", dir=OUTSIDE))
+    tmpdir = os.environ.get("TMPDIR")
+    assert not str(base).startswith("/tmp/") and not (tmpdir and str(base).startswith(tmpdir))
+    c = Clone(base)
+    c.web = c.add_worktree("web")
+    yield c
+    shutil.rmtree(base, ignore_errors=True)
 
 
 class Agent:
     """One client's real CLI and its mock, driven by abstract turns: ("shell", cmd), ("text", t),
     or a callable (request text -> turn) computed when the request arrives."""
 
-    def __init__(self, name, request, tmp_path, home):
+    def __init__(self, name, request, tmp_path, home, clone=None):
         self.name = name
+        self.sandboxes = []  # Codex: the sandbox each run reported (`sandbox: …` on its stderr)
         self.home = home if name == "gemini" else tmp_path / f"{name}-home"  # Gemini's config is $HOME/.gemini
+        if name == "codex" and clone is not None:
+            self.home = clone.base / "codex-home"  # outside the sandbox's writable roots, as the clone is
         if name == "claude":
             from driver import Claude
             from mockapi import MockAPI
@@ -57,12 +85,21 @@ class Agent:
             from codexmock import ResponsesMock
             self.mock = ResponsesMock()
             self.cli = Codex(request.getfixturevalue("codex_bin"), self.mock, self.home, path_prefix=HELPER_BIN)
+            if clone is not None:
+                self.trust_in_codex(clone.main, clone.web)
         else:
             from geminidriver import Gemini
             from geminimock import GeminiMock
             self.mock = GeminiMock()
             self.cli = Gemini(request.getfixturevalue("gemini_bin"), self.mock, self.home, path_prefix=HELPER_BIN)
             self.cli.allow_mail_commands()
+
+    def trust_in_codex(self, *worktrees):
+        """The person's own choice, made in Codex before install: these projects are trusted, so
+        Codex's default sandbox there is workspace-write (untrusted: read-only)."""
+        with open(self.home / "config.toml", "a") as f:
+            for wt in worktrees:
+                f.write(f'\n[projects."{wt}"]\ntrust_level = "trusted"\n')
 
     # -- turns in the client's own mock vocabulary
     def turn(self, step):
@@ -86,6 +123,10 @@ class Agent:
         self.mock.set_script(items)
 
     def run(self, prompt, cwd, resume=None):
+        if self.name == "codex":  # no -s: Codex's own default sandbox
+            run = self.cli.run(prompt, cwd=cwd, resume=resume, sandbox=None).check()
+            self.sandboxes.append(_sandbox_of(run))
+            return run.session_id
         return self.cli.run(prompt, cwd=cwd, resume=resume).check().session_id
 
     def start_doomed(self, prompt, cwd, resume):
@@ -93,7 +134,7 @@ class Agent:
         if self.name == "claude":
             argv, env = self.cli.argv(prompt, resume=resume), self.cli.env(None)
         elif self.name == "codex":
-            argv, env = [self.cli.binary, "exec", "-s", "danger-full-access", "resume", resume, prompt], self.cli.env()
+            argv, env = [self.cli.binary, "exec", "resume", resume, prompt], self.cli.env()
         else:
             argv, env = self.cli.argv(prompt, resume), self.cli.env()
         return subprocess.Popen(argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -123,6 +164,11 @@ class Agent:
         self.mock.stop()
 
 
+def _sandbox_of(run):
+    m = re.search(r"^sandbox: (.*)$", run.stderr, re.M)
+    return m.group(1) if m else None
+
+
 def cli(*args, cwd, env, check=True):
     full = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "GEMINI"))}
     full.update(PATH=PATH, **env)
@@ -140,7 +186,7 @@ def pair(request, clone, tmp_path):
     agents = {}
     try:
         for name in (sender_name, receiver_name):
-            agents[name] = Agent(name, request, tmp_path, home)
+            agents[name] = Agent(name, request, tmp_path, home, clone)
         env = {"HOME": str(home)}
         if "gemini" in agents:
             agents["gemini"].cli.trust(clone.main, clone.web)  # the person's choice (test_gemini_e2e.py)
@@ -149,6 +195,9 @@ def pair(request, clone, tmp_path):
         for name in sorted(agents):
             cli("install", "--client", name, cwd=clone.main, env=env)
         yield agents[sender_name], agents[receiver_name], env
+        if "codex" in agents:  # every Codex run was in its default sandbox, workspace-write here
+            assert agents["codex"].sandboxes and all((s or "").startswith("workspace-write")
+                                                     for s in agents["codex"].sandboxes), agents["codex"].sandboxes
     finally:
         for agent in agents.values():
             agent.close()
@@ -223,7 +272,7 @@ def test_ask_answered_by_reply(pair, clone):
 def one(request, clone, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    agent = Agent(request.param, request, tmp_path, home)
+    agent = Agent(request.param, request, tmp_path, home, clone)
     try:
         env = {"HOME": str(home), **agent.env()}
         if agent.name == "gemini":
