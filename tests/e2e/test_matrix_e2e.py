@@ -68,7 +68,7 @@ class Agent:
     """One client's real CLI and its mock, driven by abstract turns: ("shell", cmd), ("text", t),
     or a callable (request text -> turn) computed when the request arrives."""
 
-    def __init__(self, name, request, tmp_path, home, clone=None):
+    def __init__(self, name, request, tmp_path, home, clone=None, codex_trusted=True):
         self.name = name
         self.sandboxes = []  # Codex: the sandbox each run reported (`sandbox: …` on its stderr)
         self.home = home if name == "gemini" else tmp_path / f"{name}-home"  # Gemini's config is $HOME/.gemini
@@ -85,7 +85,7 @@ class Agent:
             from codexmock import ResponsesMock
             self.mock = ResponsesMock()
             self.cli = Codex(request.getfixturevalue("codex_bin"), self.mock, self.home, path_prefix=HELPER_BIN)
-            if clone is not None:
+            if clone is not None and codex_trusted:
                 self.trust_in_codex(clone.main, clone.web)
         else:
             from geminidriver import Gemini
@@ -126,6 +126,7 @@ class Agent:
         if self.name == "codex":  # no -s: Codex's own default sandbox
             run = self.cli.run(prompt, cwd=cwd, resume=resume, sandbox=None).check()
             self.sandboxes.append(_sandbox_of(run))
+            self.outputs = _tool_outputs(self.mock)
             return run.session_id
         return self.cli.run(prompt, cwd=cwd, resume=resume).check().session_id
 
@@ -162,6 +163,17 @@ class Agent:
         if self.name != "codex":
             self.cli.cleanup()
         self.mock.stop()
+
+
+def _tool_outputs(mock):
+    """The output of every shell call Codex ran, as it reached the model."""
+    out = []
+    for r in mock.agent_requests():
+        for item in r.items:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                output = item.get("output")
+                out.append(output if isinstance(output, str) else repr(output))
+    return out
 
 
 def _sandbox_of(run):
@@ -318,3 +330,62 @@ def test_a_killed_launch_then_its_resume_consumes_nothing_unseen(one, clone):
     [receipt] = [json.loads(p.read_text()) for p in (clone.mail_root / "box").glob("*/receipts/*")]
     assert receipt["session"] == sid and receipt["launch"]["pid"] != doomed.pid, receipt
     invariants.check(str(clone.mail_root), killed_debris_ok=True)
+
+
+READ_ONLY_LINE = ("git korus-mail: Codex runs this command in its read-only sandbox (CODEX_PERMISSION_PROFILE=:read-only), "
+                  "where the mail root {root} cannot be written: start Codex with `--sandbox workspace-write` (or trust "
+                  "this project in Codex); `git korus-mail install --client codex` makes the mail root writable there")
+
+
+@pytest.fixture
+def untrusted(request, clone, tmp_path):
+    """A sender and Codex in a project the person has NOT trusted in Codex: Codex's default
+    sandbox there is read-only."""
+    home = tmp_path / "home"
+    home.mkdir()
+    sender = Agent(request.param, request, tmp_path, home, clone)
+    codex = Agent("codex", request, tmp_path, home, clone, codex_trusted=False)
+    try:
+        env = {"HOME": str(home), **codex.env()}
+        if sender.name == "gemini":
+            sender.cli.trust(clone.main, clone.web)
+        for name in sorted((sender.name, "codex")):
+            cli("install", "--client", name, cwd=clone.main, env=env)
+        yield sender, codex, env
+        assert codex.sandboxes and all(s == "read-only" for s in codex.sandboxes), codex.sandboxes
+    finally:
+        sender.close()
+        codex.close()
+
+
+def _flat(text):
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("untrusted", ("claude", "gemini"), indirect=True)
+def test_codex_read_only_default_receives_consumes_and_answers_but_cannot_send(untrusted, clone):
+    """Codex's default in a project nobody trusted is read-only: its hooks (outside the sandbox)
+    still show mail, consume it and give the automatic answer; the model's own reply and ask
+    fail with the one line that names the fix, and the asker still gets the automatic answer."""
+    sender, codex, env = untrusted
+    root = os.path.realpath(clone.mail_root)
+    body = f"read-only note from {sender.name}"
+    sender.script([("shell", f'git korus-mail send --to ../web "{body}"'), ("text", "sent")])
+    sender.run("tell web", clone.main)
+    codex.script([("text", "noted")])
+    sid = codex.run("anything new?", clone.web)
+    assert codex.saw(body)
+    [sent] = json.loads(cli("status", "--json", cwd=clone.main, env=env).stdout)["sent"]
+    assert sent["fate"]["state"] == "consumed" and sent["fate"]["session"] == sid, sent
+
+    final = "codex says forty-two from read-only"
+
+    def reply(text):
+        m = REPLY_HINT.search(text)
+        assert m, "no reply hint shown to Codex"
+        return ("shell", f'git korus-mail reply {m.group(1)} -- "a reply"; '
+                         'git korus-mail ask --to ../api --timeout 1 "a question back"; echo rc=$?')
+    _asked(sender, codex, clone, env, [reply, ("text", final)], final)
+    out = codex.outputs[-1]
+    errors = [_flat(ln) for ln in out.splitlines() if ln.startswith("git korus-mail:")]
+    assert errors == [_flat(READ_ONLY_LINE.format(root=root))] * 2 and "rc=1" in out, out
