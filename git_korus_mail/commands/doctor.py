@@ -210,7 +210,10 @@ def _check_client_wiring(client: "Installer", clone: "Clone", root: MailRoot, re
         findings.add("wiring", False, client.NAME, str(exc).split(": install ")[0] + ": doctor cannot check "
                      "this client's wiring", getattr(client, "PREFLIGHT_FIX", "git korus-mail install"))
         return True, local
-    for label, problems in client.check(root, stub, wired):
+    # a client that reads its own gates (Gemini's trust and hooksConfig) judges them here, not at
+    # install, which says the person's trust is theirs to give (clients/gemini/gates.py)
+    gates = {"gates": True} if getattr(client, "DOCTOR_GATES", False) else {}
+    for label, problems in client.check(root, stub, wired, **gates):
         if label == stub:
             if problems:
                 findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")

@@ -20,6 +20,7 @@ import os
 import subprocess
 
 from git_korus_mail.clients.gemini import protocol as gemini_protocol
+from git_korus_mail.clients.gemini import gates as gemini_gates
 from git_korus_mail.clients.gemini import settingsfile, stub
 from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
@@ -39,7 +40,9 @@ NEEDS_POST_CHECKOUT = True  # each worktree has its own settings file: `git work
 EXCLUDE_KEY = "exclude_gemini"
 EXCLUDE_LINE = settingsfile.EXCLUDE_LINE
 EXCLUDE_COVERING = settingsfile.EXCLUDE_COVERING
-VERIFIED_AS = f"the stub answers {gemini_protocol.OPENING_EVENT}"
+# what doctor proved, and the one thing only Gemini's terminal UI can show (clients/gemini/gates.py)
+VERIFIED_AS = (f"the stub answers {gemini_protocol.OPENING_EVENT}, and Gemini's trust file and hooksConfig "
+               f"(system, user, folder) let it run; to see what Gemini loaded: /hooks in its terminal UI")
 stub_path = stub.stub_path
 write_stub = stub.write_stub
 render_stub = stub.render_stub
@@ -180,7 +183,15 @@ def wired_files(clone: "Clone", record: "Record", stub_file: str) -> "Tuple[Wire
     return wired, skipped, local
 
 
-def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True) -> "Checked":
-    """[(label, [problems])]: each settings.json read back and checked, and the stub run once
-    (clients/hookfile.HookFile.check_wired)."""
-    return settingsfile.FILE.check_wired(NAME, stub_file, wired, run_stub_once if run_stub else None)
+DOCTOR_GATES = True  # doctor asks for gates=True (install says trust is the person's, and checks no gate)
+
+
+def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True, gates: bool = False) -> "Checked":
+    """[(label, [problems])]: each settings.json read back and checked, the stub run once
+    (clients/hookfile.HookFile.check_wired), and what Gemini's own files say of running our hooks
+    in that folder when `gates` (doctor's: gates.py, trust, hooksConfig.enabled and .disabled)."""
+    def ask(path: str, repo: "Optional[str]", cwd: str) -> "List[str]":
+        commands = [settingsfile.hook_command(stub_file, event, repo) for event in gemini_protocol.EVENTS]
+        return gemini_gates.problems(cwd, commands, folder_trusted, trusted_folders_path(), checked=path)
+    return settingsfile.FILE.check_wired(NAME, stub_file, wired, run_stub_once if run_stub else None,
+                                         ask=ask if gates else None)
