@@ -11,13 +11,14 @@ Scenarios, per ordered pair (sender -> receiver):
 
 Codex runs in its DEFAULT sandbox (no -s, no bypass flag): the person trusted both worktrees in
 Codex before install (their choice, never install's), so its default is workspace-write, and the
-clone and CODEX_HOME live under /var/tmp, outside every root Codex makes writable (/tmp,
-$TMPDIR, the workdir's own); install adds only the mail root to `writable_roots`
+clone and CODEX_HOME live under /var/tmp, outside the roots Codex adds (/tmp, $TMPDIR) to the
+workdir, whose .git it mounts read-only; install adds only the mail root to `writable_roots`
 (docs/CLIENTS.md, "Codex CLI: the sandbox"). In a project the person has NOT trusted the default
-is read-only: test_codex_read_only_receiver_* below proves what still works there and the one
+is read-only: test_codex_read_only_default_* below proves what still works there and the one
 line the model's command gets where it cannot. Gemini runs in its default approval mode with the
 person's one allow line for `git korus-mail` (test_gemini_e2e.py); Claude Code with -p and
-skipped permissions (its hooks are what the matrix tests; its Bash tool is not sandboxed). A killed launch of each client, then its resume: test_resume_after_kill.py
+skipped permissions (its hooks are what the matrix tests; its Bash tool is not sandboxed).
+A killed launch of each client, then its resume: test_resume_after_kill.py
 (Claude Code, every way it starts), and here for each client alike
 (test_a_killed_launch_then_its_resume).
 """
