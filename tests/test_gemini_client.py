@@ -332,11 +332,16 @@ def test_doctor_reads_geminis_own_gates_trust_hooks_config_enabled_and_disabled(
         return {f["where"]: f for f in json.loads(out.stdout)["findings"] if f["check"] == "wiring"
                 and f["where"].endswith("settings.json")}
     main_file, web_file = (str(wt / ".gemini" / "settings.json") for wt in (clone.main, clone.web))
+    env.pop("GEMINI_CLI_TRUST_WORKSPACE", None)
     found = wiring_findings()
     for wt, path in ((clone.main, main_file), (clone.web, web_file)):  # nobody trusted the folders
         assert not found[path]["ok"], found
         assert f"{wt} is not trusted in {home}/.gemini/trustedFolders.json: Gemini runs no hook there" \
             in " ".join(found[path]["detail"].split()), found[path]
+    # a Gemini started from a shell with GEMINI_CLI_TRUST_WORKSPACE=true trusts every folder
+    env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+    assert all(f["ok"] for f in wiring_findings().values())
+    del env["GEMINI_CLI_TRUST_WORKSPACE"]
     # the person trusts them (Gemini's own file format): every gate open, and said so
     (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(
         {os.path.realpath(clone.main): "TRUST_FOLDER", os.path.realpath(clone.web): "TRUST_FOLDER"}))

@@ -4,8 +4,9 @@ reads, never written, and without running Gemini (docs/CLIENTS.md, "Gemini CLI: 
 Gemini 0.61.0 has no command that lists the hooks it loads (`gemini hooks` only migrates Claude
 Code's; `/hooks` is a panel of its terminal UI), and a probe run would run our hooks against the
 person's mail and write a session into their history. What decides, in its own code:
-- folder trust (`security.folderTrust.enabled`, default on): in a folder its trust file does
-  not trust, it loads no hook at all, and not the folder's `.gemini/settings.json`;
+- folder trust (`security.folderTrust.enabled`, default on; GEMINI_CLI_TRUST_WORKSPACE=true
+  trusts every folder): in a folder its trust file does not trust, it loads no hook at all, and
+  not the folder's `.gemini/settings.json`;
 - `hooksConfig.enabled` false in any settings file it merges turns every hook off;
 - `hooksConfig.disabled` (what `/hooks disable` writes) lists hooks by name, and a hook with no
   name is named by its command: one of our commands there is skipped.
@@ -65,7 +66,9 @@ def problems(cwd: str, commands: "Sequence[str]", folder_trusted: "Callable[[str
         enabled = _section(doc, "security", "folderTrust", "enabled")
         if isinstance(enabled, bool):
             trust_on = enabled
-    trusted = not trust_on or folder_trusted(cwd) is True
+    # GEMINI_CLI_TRUST_WORKSPACE=true trusts every folder for a Gemini started with it: one from
+    # this shell, when doctor's environment has it
+    trusted = not trust_on or folder_trusted(cwd) is True or os.environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true"
     if not trusted:
         found.append(f"{cwd} is not trusted in {trust_file}: Gemini runs no hook there; trust it in Gemini "
                      f"(its \"Trust this folder?\" dialog; install does not)")
