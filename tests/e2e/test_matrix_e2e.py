@@ -38,6 +38,8 @@ from pathlib import Path
 
 import pytest
 
+from test_codex_sandbox_e2e import sandbox_of, tool_outputs  # what Codex's runs say, read alike
+
 pytestmark = pytest.mark.e2e
 
 HELPER_BIN = os.path.dirname(sys.executable)
@@ -126,8 +128,8 @@ class Agent:
     def run(self, prompt, cwd, resume=None):
         if self.name == "codex":  # no -s: Codex's own default sandbox
             run = self.cli.run(prompt, cwd=cwd, resume=resume, sandbox=None).check()
-            self.sandboxes.append(_sandbox_of(run))
-            self.outputs = _tool_outputs(self.mock)
+            self.sandboxes.append(sandbox_of(run))
+            self.outputs = tool_outputs(self.mock)
             return run.session_id
         return self.cli.run(prompt, cwd=cwd, resume=resume).check().session_id
 
@@ -164,22 +166,6 @@ class Agent:
         if self.name != "codex":
             self.cli.cleanup()
         self.mock.stop()
-
-
-def _tool_outputs(mock):
-    """The output of every shell call Codex ran, as it reached the model."""
-    out = []
-    for r in mock.agent_requests():
-        for item in r.items:
-            if isinstance(item, dict) and item.get("type") == "function_call_output":
-                output = item.get("output")
-                out.append(output if isinstance(output, str) else repr(output))
-    return out
-
-
-def _sandbox_of(run):
-    m = re.search(r"^sandbox: (.*)$", run.stderr, re.M)
-    return m.group(1) if m else None
 
 
 def cli(*args, cwd, env, check=True):
