@@ -25,6 +25,7 @@ A killed launch of each client, then its resume: test_resume_after_kill.py
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -177,29 +178,38 @@ def cli(*args, cwd, env, check=True):
     return proc
 
 
-@pytest.fixture
-def pair(request, clone, tmp_path):
-    sender_name, receiver_name = request.param
-    home = tmp_path / "home"  # Gemini's HOME, and the HOME every client runs under here
+@contextlib.contextmanager
+def _installed(request, clone, tmp_path, names, codex_trusted=True):
+    """The agents `names`, each client installed in the clone under one HOME (Gemini's, and the
+    HOME every client runs under here), with the person's own choices made: Gemini trusts both
+    worktrees (test_gemini_e2e.py), Codex trusts them when `codex_trusted`. Yields (agents, env)."""
+    home = tmp_path / "home"
     home.mkdir()
     agents = {}
     try:
-        for name in (sender_name, receiver_name):
-            agents[name] = Agent(name, request, tmp_path, home, clone)
+        for name in names:
+            agents[name] = Agent(name, request, tmp_path, home, clone, codex_trusted=codex_trusted)
         env = {"HOME": str(home)}
         if "gemini" in agents:
-            agents["gemini"].cli.trust(clone.main, clone.web)  # the person's choice (test_gemini_e2e.py)
+            agents["gemini"].cli.trust(clone.main, clone.web)
         for agent in agents.values():
             env.update(agent.env())
         for name in sorted(agents):
             cli("install", "--client", name, cwd=clone.main, env=env)
+        yield agents, env
+    finally:
+        for agent in agents.values():
+            agent.close()
+
+
+@pytest.fixture
+def pair(request, clone, tmp_path):
+    sender_name, receiver_name = request.param
+    with _installed(request, clone, tmp_path, (sender_name, receiver_name)) as (agents, env):
         yield agents[sender_name], agents[receiver_name], env
         if "codex" in agents:  # every Codex run was in its default sandbox, workspace-write here
             assert agents["codex"].sandboxes and all((s or "").startswith("workspace-write")
                                                      for s in agents["codex"].sandboxes), agents["codex"].sandboxes
-    finally:
-        for agent in agents.values():
-            agent.close()
 
 
 def _inbox_has_question(clone):
@@ -222,13 +232,17 @@ def _working(clone):
 @pytest.mark.parametrize("pair", PAIRS, indirect=True, ids=[f"{a}-to-{b}" for a, b in PAIRS])
 def test_message(pair, clone):
     sender, receiver, env = pair
-    body = f"matrix note from {sender.name} to {receiver.name}"
+    _note(sender, receiver, clone, env, f"matrix note from {sender.name} to {receiver.name}")
+
+
+def _note(sender, receiver, clone, env, body):
+    """The sender's model sends `body` to web; the receiver's next run is shown it and consumes it."""
     sender.script([("shell", f'git korus-mail send --to ../web "{body}"'), ("text", "sent")])
     sender.run("tell web", clone.main)
     receiver.script([("text", "noted")])
     sid = receiver.run("anything new?", clone.web)
     assert receiver.saw(body)
-    [sent] = [m for m in json.loads(cli("status", "--json", cwd=clone.main, env=env).stdout)["sent"]]
+    [sent] = json.loads(cli("status", "--json", cwd=clone.main, env=env).stdout)["sent"]
     assert sent["fate"]["state"] == "consumed" and sent["fate"]["session"] == sid, sent
 
 
@@ -269,17 +283,8 @@ def test_ask_answered_by_reply(pair, clone):
 
 @pytest.fixture
 def one(request, clone, tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    agent = Agent(request.param, request, tmp_path, home, clone)
-    try:
-        env = {"HOME": str(home), **agent.env()}
-        if agent.name == "gemini":
-            agent.cli.trust(clone.main, clone.web)
-        cli("install", "--client", agent.name, cwd=clone.main, env=env)
-        yield agent, env
-    finally:
-        agent.close()
+    with _installed(request, clone, tmp_path, (request.param,)) as (agents, env):
+        yield agents[request.param], env
 
 
 @pytest.mark.parametrize("one", CLIENTS, indirect=True)
@@ -328,21 +333,10 @@ READ_ONLY_LINE = ("git korus-mail: Codex runs this command in its read-only sand
 def untrusted(request, clone, tmp_path):
     """A sender and Codex in a project the person has NOT trusted in Codex: Codex's default
     sandbox there is read-only."""
-    home = tmp_path / "home"
-    home.mkdir()
-    sender = Agent(request.param, request, tmp_path, home, clone)
-    codex = Agent("codex", request, tmp_path, home, clone, codex_trusted=False)
-    try:
-        env = {"HOME": str(home), **codex.env()}
-        if sender.name == "gemini":
-            sender.cli.trust(clone.main, clone.web)
-        for name in sorted((sender.name, "codex")):
-            cli("install", "--client", name, cwd=clone.main, env=env)
-        yield sender, codex, env
-        assert codex.sandboxes and all(s == "read-only" for s in codex.sandboxes), codex.sandboxes
-    finally:
-        sender.close()
-        codex.close()
+    with _installed(request, clone, tmp_path, (request.param, "codex"), codex_trusted=False) as (agents, env):
+        yield agents[request.param], agents["codex"], env
+        sandboxes = agents["codex"].sandboxes
+        assert sandboxes and all(s == "read-only" for s in sandboxes), sandboxes
 
 
 def _flat(text):
@@ -356,14 +350,7 @@ def test_codex_read_only_default_receives_consumes_and_answers_but_cannot_send(u
     fail with the one line that names the fix, and the asker still gets the automatic answer."""
     sender, codex, env = untrusted
     root = os.path.realpath(clone.mail_root)
-    body = f"read-only note from {sender.name}"
-    sender.script([("shell", f'git korus-mail send --to ../web "{body}"'), ("text", "sent")])
-    sender.run("tell web", clone.main)
-    codex.script([("text", "noted")])
-    sid = codex.run("anything new?", clone.web)
-    assert codex.saw(body)
-    [sent] = json.loads(cli("status", "--json", cwd=clone.main, env=env).stdout)["sent"]
-    assert sent["fate"]["state"] == "consumed" and sent["fate"]["session"] == sid, sent
+    _note(sender, codex, clone, env, f"read-only note from {sender.name}")
 
     final = "codex says forty-two from read-only"
 
