@@ -365,3 +365,19 @@ def test_doctor_reads_geminis_own_gates_trust_hooks_config_enabled_and_disabled(
     (home / ".gemini" / "trustedFolders.json").unlink()
     user.write_text('{"security": {"folderTrust": {"enabled": false}}}')
     assert all(f["ok"] for f in wiring_findings().values())
+
+
+def test_install_names_another_after_agent_hook_that_could_continue_a_run(clone, tmp_path):
+    """Gemini hands every AfterAgent hook the same input and none learns another's decision
+    (docs/CLIENTS.md, "stop_hook_active, observed"): install says when one of the person's own
+    AfterAgent hooks runs beside ours, and what it means for the automatic answer."""
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    user = home / ".gemini" / "settings.json"
+    env = dict(os.environ, HOME=str(home))
+    said = " ".join(run_cli("install", "--client", "gemini", cwd=clone.main, env=env, check=True).stdout.split())
+    assert "gemini AfterAgent" not in said  # ours alone, in every worktree's file
+    user.write_text(json.dumps({"hooks": {"AfterAgent": [{"hooks": [{"type": "command", "command": "my-check"}]}]}}))
+    said = " ".join(run_cli("install", "--client", "gemini", cwd=clone.main, env=env, check=True).stdout.split())
+    assert (f"gemini AfterAgent another AfterAgent hook runs beside ours ({user}): if it continues a run, a "
+            "question's automatic answer is the text before that continuation") in said, said

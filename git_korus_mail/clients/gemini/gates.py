@@ -86,3 +86,19 @@ def problems(cwd: str, commands: "Sequence[str]", folder_trusted: "Callable[[str
                 found.append(f"hooksConfig.disabled in {path} turns off {len(ours)} of our hooks "
                              f"(`/hooks enable` in Gemini, or take them out of that list)")
     return found
+
+
+def other_after_agent(cwd: str) -> "List[str]":
+    """The settings files Gemini merges for `cwd` that hold an AfterAgent hook not ours: any of
+    them may continue a run (`decision: "deny"`), and our AfterAgent cannot know it will
+    (docs/CLIENTS.md, "stop_hook_active, observed")."""
+    found: "List[str]" = []
+    for path in settings_files(cwd):
+        doc = _load(path)
+        groups = _section(doc, "hooks", "AfterAgent") if doc is not None else None
+        if not isinstance(groups, list):
+            continue
+        hooks = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list) for h in g["hooks"]]
+        if any(settingsfile.stub_of(h) is None for h in hooks):
+            found.append(path)
+    return found

@@ -140,6 +140,11 @@ def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRe
         out.write("gemini trust  Gemini runs no hook in a folder you have not trusted (and trusting one also "
                   "turns on its own .gemini/ settings); install trusted nothing. Not trusted in "
                   f"{trusted_folders_path()}: {', '.join(untrusted)}\n")
+    others = sorted({path for _p, _r, cwd in wired for path in gemini_gates.other_after_agent(cwd)})
+    if others:
+        out.write(f"gemini AfterAgent  another AfterAgent hook runs beside ours ({', '.join(others)}): if it "
+                  f"continues a run, a question's automatic answer is the text before that continuation "
+                  f"(a reply from the model is exact)\n")
     out.write(f"gemini shell  in Gemini's default approval mode a headless run (-p) offers the model no shell tool, "
               f"and the terminal UI asks you at each command: to let the model send, ask and reply, add "
               f"{ALLOW_LINE} to {settingsfile.user_settings_path()} (install does not)\n")
