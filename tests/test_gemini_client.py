@@ -338,6 +338,7 @@ def test_doctor_reads_geminis_own_gates_trust_hooks_config_enabled_and_disabled(
         assert not found[path]["ok"], found
         assert f"{wt} is not trusted in {home}/.gemini/trustedFolders.json: Gemini runs no hook there" \
             in " ".join(found[path]["detail"].split()), found[path]
+        assert found[path]["fix"].startswith("in Gemini, as the problem says (install trusts nothing"), found[path]
     # a Gemini started from a shell with GEMINI_CLI_TRUST_WORKSPACE=true trusts every folder
     env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
     assert all(f["ok"] for f in wiring_findings().values())

@@ -219,7 +219,10 @@ def _check_client_wiring(client: "Installer", clone: "Clone", root: MailRoot, re
                 findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
             continue
         if problems:
-            findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(client, label))
+            # a problem only the person can fix in the client (Gemini's trust) names that fix itself
+            own_fix = getattr(client, "fix_of", None)
+            fix = (own_fix(problems) if own_fix is not None else None) or _wiring_fix(client, label)
+            findings.add("wiring", False, label, "; ".join(problems), fix)
         else:
             findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
     for where, detail in double.findings(client.NAME, wired):  # both scopes: handled, but named

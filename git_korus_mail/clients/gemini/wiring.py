@@ -191,6 +191,14 @@ def wired_files(clone: "Clone", record: "Record", stub_file: str) -> "Tuple[Wire
 DOCTOR_GATES = True  # doctor asks for gates=True (install says trust is the person's, and checks no gate)
 
 
+def fix_of(problems: "List[str]") -> "Optional[str]":
+    """doctor's fix when a problem is one of Gemini's own gates: running install again changes
+    none of them (it trusts nothing and edits no hooksConfig)."""
+    if any(gemini_gates.is_gate(p) for p in problems):
+        return "in Gemini, as the problem says (install trusts nothing, edits no hooksConfig); then `git korus-mail doctor`"
+    return None
+
+
 def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True, gates: bool = False) -> "Checked":
     """[(label, [problems])]: each settings.json read back and checked, the stub run once
     (clients/hookfile.HookFile.check_wired), and what Gemini's own files say of running our hooks
