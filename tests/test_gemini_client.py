@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -310,3 +311,74 @@ def test_geminis_stub_says_a_broken_helper_at_session_start_and_after_agent_only
                                                 "additionalContext": answer["systemMessage"]}
     else:
         assert set(answer) == {"systemMessage"}
+
+
+def test_doctor_reads_geminis_own_gates_trust_hooks_config_enabled_and_disabled(clone, tmp_path):
+    """doctor asks what Gemini 0.61.0 itself reads to decide whether our hooks run in a folder
+    (clients/gemini/gates.py): its trust file, and hooksConfig.enabled / .disabled in the system,
+    user and folder settings; each gate closed is a problem naming the file, and an open one says
+    what was checked and where to see the rest (/hooks)."""
+    from git_korus_mail.clients.gemini import wiring
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    user = home / ".gemini" / "settings.json"
+    user.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n')
+    system = tmp_path / "system-settings.json"
+    env = dict(os.environ, HOME=str(home), GEMINI_CLI_SYSTEM_SETTINGS_PATH=str(system))
+    run_cli("install", "--client", "gemini", cwd=clone.main, env=env, check=True)
+
+    def wiring_findings():
+        out = run_cli("doctor", "--json", cwd=clone.main, env=env)
+        return {f["where"]: f for f in json.loads(out.stdout)["findings"] if f["check"] == "wiring"
+                and f["where"].endswith("settings.json")}
+    main_file, web_file = (str(wt / ".gemini" / "settings.json") for wt in (clone.main, clone.web))
+    env.pop("GEMINI_CLI_TRUST_WORKSPACE", None)
+    found = wiring_findings()
+    for wt, path in ((clone.main, main_file), (clone.web, web_file)):  # nobody trusted the folders
+        assert not found[path]["ok"], found
+        assert f"{wt} is not trusted in {home}/.gemini/trustedFolders.json: Gemini runs no hook there" \
+            in " ".join(found[path]["detail"].split()), found[path]
+        assert found[path]["fix"].startswith("in Gemini, as the problem says (install trusts nothing"), found[path]
+    # a Gemini started from a shell with GEMINI_CLI_TRUST_WORKSPACE=true trusts every folder
+    env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+    assert all(f["ok"] for f in wiring_findings().values())
+    del env["GEMINI_CLI_TRUST_WORKSPACE"]
+    # the person trusts them (Gemini's own file format): every gate open, and said so
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(
+        {os.path.realpath(clone.main): "TRUST_FOLDER", os.path.realpath(clone.web): "TRUST_FOLDER"}))
+    found = wiring_findings()
+    assert found[main_file]["ok"] and found[web_file]["ok"], found
+    assert wiring.VERIFIED_AS in found[main_file]["detail"] and "/hooks in its terminal UI" in wiring.VERIFIED_AS
+    # `/hooks disable` in Gemini writes our command (a hook's name when it has none) into the user's list
+    command = json.loads(Path(web_file).read_text())["hooks"]["AfterAgent"][0]["hooks"][0]["command"]
+    user.write_text(json.dumps({"hooksConfig": {"disabled": [command, "someone-else"]}}))
+    found = wiring_findings()  # every worktree's file names the one stub: off in both
+    assert all(not f["ok"] and f"hooksConfig.disabled in {user} turns off 1 of our hooks" in " ".join(f["detail"].split())
+               for f in found.values()), found
+    # the system's settings turn every hook off
+    user.write_text("{}\n")
+    system.write_text('{"hooksConfig": {"enabled": false}}')
+    found = wiring_findings()
+    assert all(not f["ok"] and f"hooksConfig.enabled is false in {system}" in " ".join(f["detail"].split())
+               for f in found.values()), found
+    # folder trust switched off in the person's settings: Gemini trusts every folder
+    system.unlink()
+    (home / ".gemini" / "trustedFolders.json").unlink()
+    user.write_text('{"security": {"folderTrust": {"enabled": false}}}')
+    assert all(f["ok"] for f in wiring_findings().values())
+
+
+def test_install_names_another_after_agent_hook_that_could_continue_a_run(clone, tmp_path):
+    """Gemini hands every AfterAgent hook the same input and none learns another's decision
+    (docs/CLIENTS.md, "stop_hook_active, observed"): install says when one of the person's own
+    AfterAgent hooks runs beside ours, and what it means for the automatic answer."""
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    user = home / ".gemini" / "settings.json"
+    env = dict(os.environ, HOME=str(home))
+    said = " ".join(run_cli("install", "--client", "gemini", cwd=clone.main, env=env, check=True).stdout.split())
+    assert "gemini AfterAgent" not in said  # ours alone, in every worktree's file
+    user.write_text(json.dumps({"hooks": {"AfterAgent": [{"hooks": [{"type": "command", "command": "my-check"}]}]}}))
+    said = " ".join(run_cli("install", "--client", "gemini", cwd=clone.main, env=env, check=True).stdout.split())
+    assert (f"gemini AfterAgent another AfterAgent hook runs beside ours ({user}): if it continues a run, a "
+            "question's automatic answer is the text before that continuation") in said, said

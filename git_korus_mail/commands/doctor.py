@@ -212,13 +212,19 @@ def _check_client_wiring(client: "Installer", clone: "Clone", root: MailRoot, re
         findings.add("wiring", False, client.NAME, str(exc).split(": install ")[0] + ": doctor cannot check "
                      "this client's wiring", getattr(client, "PREFLIGHT_FIX", "git korus-mail install"))
         return True, local
-    for label, problems in client.check(root, stub, wired):
+    # a client that reads its own gates (Gemini's trust and hooksConfig) judges them here, not at
+    # install, which says the person's trust is theirs to give (clients/gemini/gates.py)
+    gates = {"gates": True} if getattr(client, "DOCTOR_GATES", False) else {}
+    for label, problems in client.check(root, stub, wired, **gates):
         if label == stub:
             if problems:
                 findings.add("wiring", False, label, "; ".join(problems), "git korus-mail install")
             continue
         if problems:
-            findings.add("wiring", False, label, "; ".join(problems), _wiring_fix(client, label))
+            # a problem only the person can fix in the client (Gemini's trust) names that fix itself
+            own_fix = getattr(client, "fix_of", None)
+            fix = (own_fix(problems) if own_fix is not None else None) or _wiring_fix(client, label)
+            findings.add("wiring", False, label, "; ".join(problems), fix)
         else:
             findings.add("wiring", True, label, f"wired, and {client.VERIFIED_AS}")
     for where, detail in double.findings(client.NAME, wired):  # both scopes: handled, but named

@@ -307,3 +307,72 @@ def test_mail_at_after_tool_survives_geminis_cut_of_a_long_shell_output_whole_fr
     assert [n for n in (1, 2, 3) if f"| lt-{n} &lt;&lt;" in context] == [1, 2, 3]  # escaped by Gemini
     assert context.count("[body cut: ") == 3
     assert len(context) < 32000 - 1000  # the kept tail's 80%, with the tool's last lines beside it
+
+
+# -- stop_hook_active: another AfterAgent hook of the person's own that continues the run once, and
+# logs every AfterAgent payload it is given (docs/CLIENTS.md, "Gemini CLI: events")
+DENY_ONCE = r'''
+import json, os, sys
+payload = json.load(sys.stdin)
+log, mark = sys.argv[1], sys.argv[2]
+with open(log, "a") as f:
+    f.write(json.dumps({k: payload.get(k) for k in ("stop_hook_active", "prompt_response", "prompt")}) + "\n")
+if not os.path.exists(mark):
+    open(mark, "w").close()
+    print(json.dumps({"decision": "deny", "reason": "check your answer once more"}))
+'''
+
+
+def _add_deny_once_hook(home, tmp_path):
+    script, log, mark = tmp_path / "deny_once.py", tmp_path / "after_agent.jsonl", tmp_path / "denied"
+    script.write_text(DENY_ONCE)
+    path = home / ".gemini" / "settings.json"
+    data = json.loads(path.read_text())
+    data.setdefault("hooks", {}).setdefault("AfterAgent", []).append(
+        {"hooks": [{"type": "command", "command": f"{sys.executable} {script} {log} {mark}", "timeout": 30000}]})
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return log
+
+
+def test_another_after_agent_hook_that_continues_the_run_what_ours_sees_and_answers(
+        clone, gemini, geminimock, home, wired, tmp_path):
+    """Observed on 0.61.0: the hooks of one event run together and none learns another's
+    decision, so at the first AfterAgent (stop_hook_active false, the text so far) ours cannot know
+    the run will go on; the continued run's AfterAgent has stop_hook_active true and the WHOLE
+    run's text (Gemini's cumulative response), and the original prompt. The question is answered
+    once, at the first AfterAgent, with the text so far; the continuation answers nothing again
+    and consumes nothing twice. (docs/CLIENTS.md says why no client can do better here.)"""
+    log = _add_deny_once_hook(home, tmp_path)
+    cli("send", "--to", "../web", "a note before the run", cwd=clone.main, home=home)
+
+    def wait_for_question(_request):
+        for _ in range(600):
+            if len(list((clone.mail_root / "box").glob("*/inbox/*.json"))) >= 2:
+                break
+            time.sleep(0.05)
+        return call("list_directory", {"dir_path": str(clone.web)})
+    geminimock.set_script([wait_for_question, text("a first draft: forty"), text("checked again: forty-two")])
+    worker = gemini.start("work on it", cwd=clone.web)
+    for _ in range(600):
+        if [p for p in (clone.mail_root / "box").glob("*/sessions/*.json") if '"working"' in p.read_text()]:
+            break
+        time.sleep(0.05)
+    asked = cli("ask", "--to", "../web", "--timeout", "90", "--json", "what is six times seven?",
+                cwd=clone.main, home=home)
+    _out, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(s["stop_hook_active"], s["prompt_response"]) for s in seen] == [
+        (False, "a first draft: forty"),
+        (True, "a first draft: forty\nchecked again: forty-two")], seen
+    assert seen[0]["prompt"] == seen[1]["prompt"] and seen[1]["prompt"].endswith("work on it"), seen
+    answer = json.loads(asked.stdout)
+    assert (answer["status"], answer["how"], answer["body"]) == ("done", "automatic", "a first draft: forty"), answer
+    # web's box: one receipt per message (the note, the question), none again at the continuation;
+    # the asker's box: the one answer, which its `ask` took
+    box = clone.mail_root / "box"
+    [web] = box.glob("web-*")
+    assert len(list((web / "receipts").iterdir())) == 2, sorted(p.name for p in (web / "receipts").iterdir())
+    assert len([p for p in box.glob("api-*/receipts/*")]) == 1
+    import invariants
+    invariants.check(str(clone.mail_root))

@@ -9,25 +9,37 @@ Scenarios, per ordered pair (sender -> receiver):
   replies, and its run's final text comes back as the answer, in the asker's tool result;
 - `reply`: the same question answered by the receiver's model running `git korus-mail reply`.
 
-Each client runs as the existing cross tests run it: Claude Code with -p and skipped permissions,
-Codex with `-s danger-full-access` (its default sandbox: test_codex_sandbox_e2e.py), Gemini in
-its default approval mode with the person's one allow line for `git korus-mail`
-(test_gemini_e2e.py). A killed launch of each client, then its resume: test_resume_after_kill.py
+Codex runs in its DEFAULT sandbox (no -s, no bypass flag): the person trusted both worktrees in
+Codex before install (their choice, never install's), so its default is workspace-write, and the
+clone and CODEX_HOME live under /var/tmp, outside the roots Codex adds (/tmp, $TMPDIR) to the
+workdir, whose .git it mounts read-only; install adds only the mail root to `writable_roots`
+(docs/CLIENTS.md, "Codex CLI: the sandbox"). In a project the person has NOT trusted the default
+is read-only: test_codex_read_only_default_* below proves what still works there and the one
+line the model's command gets where it cannot. Gemini runs in its default approval mode with the
+person's one allow line for `git korus-mail` (test_gemini_e2e.py); Claude Code with -p and
+skipped permissions (its hooks are what the matrix tests; its Bash tool is not sandboxed).
+A killed launch of each client, then its resume: test_resume_after_kill.py
 (Claude Code, every way it starts), and here for each client alike
 (test_a_killed_launch_then_its_resume).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import shutil
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
+
+from test_codex_sandbox_e2e import sandbox_of, tool_outputs  # what Codex's runs say, read alike
 
 pytestmark = pytest.mark.e2e
 
@@ -37,15 +49,35 @@ PATH = HELPER_BIN + os.pathsep + os.environ.get("PATH", "")
 CLIENTS = ("claude", "codex", "gemini")
 PAIRS = [(a, b) for a in CLIENTS for b in CLIENTS if a != b]
 REPLY_HINT = re.compile(r"git korus-mail reply (\S+) --")
+OUTSIDE = "/var/tmp"  # not /tmp, not $TMPDIR: none of the roots Codex's default sandbox makes writable
+
+
+@pytest.fixture
+def clone():
+    """The clone (and CODEX_HOME beside it) outside every writable root of Codex's default
+    sandbox, so that only the mail root install adds to writable_roots lets a send through."""
+    from helpers import Clone
+    if not os.access(OUTSIDE, os.W_OK):
+        pytest.skip(f"{OUTSIDE} is not writable here")
+    base = Path(tempfile.mkdtemp(prefix="korus-matrix-", dir=OUTSIDE))
+    tmpdir = os.environ.get("TMPDIR")
+    assert not str(base).startswith("/tmp/") and not (tmpdir and str(base).startswith(tmpdir))
+    c = Clone(base)
+    c.web = c.add_worktree("web")
+    yield c
+    shutil.rmtree(base, ignore_errors=True)
 
 
 class Agent:
     """One client's real CLI and its mock, driven by abstract turns: ("shell", cmd), ("text", t),
     or a callable (request text -> turn) computed when the request arrives."""
 
-    def __init__(self, name, request, tmp_path, home):
+    def __init__(self, name, request, tmp_path, home, clone=None, codex_trusted=True):
         self.name = name
+        self.sandboxes = []  # Codex: the sandbox each run reported (`sandbox: …` on its stderr)
         self.home = home if name == "gemini" else tmp_path / f"{name}-home"  # Gemini's config is $HOME/.gemini
+        if name == "codex" and clone is not None:
+            self.home = clone.base / "codex-home"  # outside the sandbox's writable roots, as the clone is
         if name == "claude":
             from driver import Claude
             from mockapi import MockAPI
@@ -57,12 +89,21 @@ class Agent:
             from codexmock import ResponsesMock
             self.mock = ResponsesMock()
             self.cli = Codex(request.getfixturevalue("codex_bin"), self.mock, self.home, path_prefix=HELPER_BIN)
+            if clone is not None and codex_trusted:
+                self.trust_in_codex(clone.main, clone.web)
         else:
             from geminidriver import Gemini
             from geminimock import GeminiMock
             self.mock = GeminiMock()
             self.cli = Gemini(request.getfixturevalue("gemini_bin"), self.mock, self.home, path_prefix=HELPER_BIN)
             self.cli.allow_mail_commands()
+
+    def trust_in_codex(self, *worktrees):
+        """The person's own choice, made in Codex before install: these projects are trusted, so
+        Codex's default sandbox there is workspace-write (untrusted: read-only)."""
+        with open(self.home / "config.toml", "a") as f:
+            for wt in worktrees:
+                f.write(f'\n[projects."{wt}"]\ntrust_level = "trusted"\n')
 
     # -- turns in the client's own mock vocabulary
     def turn(self, step):
@@ -86,6 +127,11 @@ class Agent:
         self.mock.set_script(items)
 
     def run(self, prompt, cwd, resume=None):
+        if self.name == "codex":  # no -s: Codex's own default sandbox
+            run = self.cli.run(prompt, cwd=cwd, resume=resume, sandbox=None).check()
+            self.sandboxes.append(sandbox_of(run))
+            self.outputs = tool_outputs(self.mock)
+            return run.session_id
         return self.cli.run(prompt, cwd=cwd, resume=resume).check().session_id
 
     def start_doomed(self, prompt, cwd, resume):
@@ -93,7 +139,7 @@ class Agent:
         if self.name == "claude":
             argv, env = self.cli.argv(prompt, resume=resume), self.cli.env(None)
         elif self.name == "codex":
-            argv, env = [self.cli.binary, "exec", "-s", "danger-full-access", "resume", resume, prompt], self.cli.env()
+            argv, env = [self.cli.binary, "exec", "resume", resume, prompt], self.cli.env()
         else:
             argv, env = self.cli.argv(prompt, resume), self.cli.env()
         return subprocess.Popen(argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -132,26 +178,38 @@ def cli(*args, cwd, env, check=True):
     return proc
 
 
-@pytest.fixture
-def pair(request, clone, tmp_path):
-    sender_name, receiver_name = request.param
-    home = tmp_path / "home"  # Gemini's HOME, and the HOME every client runs under here
+@contextlib.contextmanager
+def _installed(request, clone, tmp_path, names, codex_trusted=True):
+    """The agents `names`, each client installed in the clone under one HOME (Gemini's, and the
+    HOME every client runs under here), with the person's own choices made: Gemini trusts both
+    worktrees (test_gemini_e2e.py), Codex trusts them when `codex_trusted`. Yields (agents, env)."""
+    home = tmp_path / "home"
     home.mkdir()
     agents = {}
     try:
-        for name in (sender_name, receiver_name):
-            agents[name] = Agent(name, request, tmp_path, home)
+        for name in names:
+            agents[name] = Agent(name, request, tmp_path, home, clone, codex_trusted=codex_trusted)
         env = {"HOME": str(home)}
         if "gemini" in agents:
-            agents["gemini"].cli.trust(clone.main, clone.web)  # the person's choice (test_gemini_e2e.py)
+            agents["gemini"].cli.trust(clone.main, clone.web)
         for agent in agents.values():
             env.update(agent.env())
         for name in sorted(agents):
             cli("install", "--client", name, cwd=clone.main, env=env)
-        yield agents[sender_name], agents[receiver_name], env
+        yield agents, env
     finally:
         for agent in agents.values():
             agent.close()
+
+
+@pytest.fixture
+def pair(request, clone, tmp_path):
+    sender_name, receiver_name = request.param
+    with _installed(request, clone, tmp_path, (sender_name, receiver_name)) as (agents, env):
+        yield agents[sender_name], agents[receiver_name], env
+        if "codex" in agents:  # every Codex run was in its default sandbox, workspace-write here
+            assert agents["codex"].sandboxes and all((s or "").startswith("workspace-write")
+                                                     for s in agents["codex"].sandboxes), agents["codex"].sandboxes
 
 
 def _inbox_has_question(clone):
@@ -174,13 +232,17 @@ def _working(clone):
 @pytest.mark.parametrize("pair", PAIRS, indirect=True, ids=[f"{a}-to-{b}" for a, b in PAIRS])
 def test_message(pair, clone):
     sender, receiver, env = pair
-    body = f"matrix note from {sender.name} to {receiver.name}"
+    _note(sender, receiver, clone, env, f"matrix note from {sender.name} to {receiver.name}")
+
+
+def _note(sender, receiver, clone, env, body):
+    """The sender's model sends `body` to web; the receiver's next run is shown it and consumes it."""
     sender.script([("shell", f'git korus-mail send --to ../web "{body}"'), ("text", "sent")])
     sender.run("tell web", clone.main)
     receiver.script([("text", "noted")])
     sid = receiver.run("anything new?", clone.web)
     assert receiver.saw(body)
-    [sent] = [m for m in json.loads(cli("status", "--json", cwd=clone.main, env=env).stdout)["sent"]]
+    [sent] = json.loads(cli("status", "--json", cwd=clone.main, env=env).stdout)["sent"]
     assert sent["fate"]["state"] == "consumed" and sent["fate"]["session"] == sid, sent
 
 
@@ -221,17 +283,8 @@ def test_ask_answered_by_reply(pair, clone):
 
 @pytest.fixture
 def one(request, clone, tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    agent = Agent(request.param, request, tmp_path, home)
-    try:
-        env = {"HOME": str(home), **agent.env()}
-        if agent.name == "gemini":
-            agent.cli.trust(clone.main, clone.web)
-        cli("install", "--client", agent.name, cwd=clone.main, env=env)
-        yield agent, env
-    finally:
-        agent.close()
+    with _installed(request, clone, tmp_path, (request.param,)) as (agents, env):
+        yield agents[request.param], env
 
 
 @pytest.mark.parametrize("one", CLIENTS, indirect=True)
@@ -269,3 +322,44 @@ def test_a_killed_launch_then_its_resume_consumes_nothing_unseen(one, clone):
     [receipt] = [json.loads(p.read_text()) for p in (clone.mail_root / "box").glob("*/receipts/*")]
     assert receipt["session"] == sid and receipt["launch"]["pid"] != doomed.pid, receipt
     invariants.check(str(clone.mail_root), killed_debris_ok=True)
+
+
+READ_ONLY_LINE = ("git korus-mail: Codex runs this command in its read-only sandbox (CODEX_PERMISSION_PROFILE=:read-only), "
+                  "where the mail root {root} cannot be written: start Codex with `--sandbox workspace-write` (or trust "
+                  "this project in Codex); `git korus-mail install --client codex` makes the mail root writable there")
+
+
+@pytest.fixture
+def untrusted(request, clone, tmp_path):
+    """A sender and Codex in a project the person has NOT trusted in Codex: Codex's default
+    sandbox there is read-only."""
+    with _installed(request, clone, tmp_path, (request.param, "codex"), codex_trusted=False) as (agents, env):
+        yield agents[request.param], agents["codex"], env
+        sandboxes = agents["codex"].sandboxes
+        assert sandboxes and all(s == "read-only" for s in sandboxes), sandboxes
+
+
+def _flat(text):
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("untrusted", ("claude", "gemini"), indirect=True)
+def test_codex_read_only_default_receives_consumes_and_answers_but_cannot_send(untrusted, clone):
+    """Codex's default in a project nobody trusted is read-only: its hooks (outside the sandbox)
+    still show mail, consume it and give the automatic answer; the model's own reply and ask
+    fail with the one line that names the fix, and the asker still gets the automatic answer."""
+    sender, codex, env = untrusted
+    root = os.path.realpath(clone.mail_root)
+    _note(sender, codex, clone, env, f"read-only note from {sender.name}")
+
+    final = "codex says forty-two from read-only"
+
+    def reply(text):
+        m = REPLY_HINT.search(text)
+        assert m, "no reply hint shown to Codex"
+        return ("shell", f'git korus-mail reply {m.group(1)} -- "a reply"; '
+                         'git korus-mail ask --to ../api --timeout 1 "a question back"; echo rc=$?')
+    _asked(sender, codex, clone, env, [reply, ("text", final)], final)
+    out = codex.outputs[-1]
+    errors = [_flat(ln) for ln in out.splitlines() if ln.startswith("git korus-mail:")]
+    assert errors == [_flat(READ_ONLY_LINE.format(root=root))] * 2 and "rc=1" in out, out

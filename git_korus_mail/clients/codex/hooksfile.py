@@ -6,22 +6,15 @@ CLI: what install writes"): each worktree's `.codex/hooks.json` (Codex 0.171.0 r
 worktree's hooks from the main worktree's file, and only when the linked worktree has a
 .codex/ of its own), or the user's `$CODEX_HOME/hooks.json` with a repo anchor.
 
-The editing and the restoring are shared with Claude Code (wiring/hookdoc.py); what is
-Codex's own stays here: its events and timeouts, and the plain form it writes a file in.
+The entries and the file are shared with Gemini (clients/hookfile.py, on wiring/hookdoc.py, which
+Claude Code's settings use too); Codex's values stay here: its events and timeouts.
 """
 
-import json
 import os
 
+from git_korus_mail.clients import hookfile
 from git_korus_mail.clients.codex.protocol import EVENTS, END_EVENT
 from git_korus_mail.wiring import hookdoc
-
-TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
-if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
-
-    from git_korus_mail.clients.interface import Doc, Group
-    from git_korus_mail.wiring.hookdoc import Files
 
 HOOK_TIMEOUT = 30   # seconds; a drain takes milliseconds
 END_TIMEOUT = 3     # Codex clamps SessionEnd to 3 s, with a warning at every start above it
@@ -40,67 +33,15 @@ def user_hooks_path() -> str:
     return os.path.join(codex_home(), "hooks.json")
 
 
-hook_command = hookdoc.hook_command
-
-
-def wanted_groups(stub: str, repo: "Optional[str]" = None) -> "Dict[str, Group]":
-    out: "Dict[str, Group]" = {}
-    for event in EVENTS:
-        group: "Group" = {"matcher": "*"} if event == "PostToolUse" else {}
-        group["hooks"] = [{"type": "command", "command": hook_command(stub, event, repo),
-                           "timeout": END_TIMEOUT if event == END_EVENT else HOOK_TIMEOUT}]
-        out[event] = group
-    return out
-
-
-def stub_of(hook: object) -> "Optional[str]":
-    """The stub path a handler calls when it is one of ours (any clone's), else None."""
-    return hookdoc.stub_of(hook, STUB_TAIL)
-
-
-validate = hookdoc.validate
-
-
-def merge(doc: "Doc", stub: str, repo: "Optional[str]" = None, force: bool = False) -> "Doc":
-    return hookdoc.merge(doc, stub, STUB_TAIL, wanted_groups(stub, repo), force)
-
-
-def remove(doc: "Doc", stub: str) -> "Tuple[Doc, int]":
-    return hookdoc.remove(doc, stub, STUB_TAIL)
-
-
-def callers(doc: object) -> "List[Tuple[str, str]]":
-    return hookdoc.callers(doc, STUB_TAIL)
-
-
-def check(doc: "Doc", stub: str, repo: "Optional[str]" = None) -> "List[str]":
-    try:
-        validate(doc)
-    except BadHooks as exc:
-        return [str(exc)]
-    return hookdoc.event_problems(doc, stub, STUB_TAIL, wanted_groups(stub, repo), too_few="entries missing")
-
-
-# -- the file on disk ------------------------------------------------------------------
-read = hookdoc.read  # (raw bytes or None, parsed dict or None); MailError when we cannot merge
-
-
-def dump(data: "Doc", raw: "Optional[bytes]") -> bytes:
-    """`data` as JSON in the style of the file it came from (indent 2 for a new one)."""
-    text = raw.decode("utf-8") if raw else ""
-    out = json.dumps(data, indent=2, ensure_ascii=not text or text.isascii())
-    if not text or text.endswith("\n"):
-        out += "\n"
-    return out.encode("utf-8")
-
-
-def wire_file(path: str, stub: str, repo: "Optional[str]", force: bool, files: "Files") -> str:
-    """Merge our entries into one hooks.json; `files` is the scope's record of files. makedirs:
-    $CODEX_HOME itself may not exist yet."""
-    return hookdoc.wire_file(path, stub, STUB_TAIL, files, dump=dump, force=force, mkdir=os.makedirs,
-                             merged=lambda base: merge(base, stub, repo, force=force))
-
-
-def unwire_file(path: str, stub: str, rec: "Optional[Dict[str, Any]]") -> "Optional[str]":
-    """Take our entries out of one hooks.json, restoring its bytes where we can."""
-    return hookdoc.unwire_file(path, stub, STUB_TAIL, rec, dump=dump)
+# Codex's values (clients/hookfile.HookFile): PostToolUse matches every tool; seconds
+FILE = hookfile.HookFile(STUB_TAIL, EVENTS, ("PostToolUse",), HOOK_TIMEOUT, {END_EVENT: END_TIMEOUT})
+# the names the wiring and the tests call (FILE has the rest)
+hook_command = hookfile.hook_command
+wanted_groups = FILE.wanted_groups
+stub_of = FILE.stub_of
+merge = FILE.merge
+remove = FILE.remove
+check = FILE.check
+read = hookfile.read  # (raw bytes or None, parsed dict or None); MailError when we cannot merge
+wire_file = FILE.wire_file
+unwire_file = FILE.unwire_file

@@ -15,13 +15,12 @@ follows (Codex CLI 0.171.0, observed):
   model's commands get CODEX_SESSION_ID (`session_of`).
 """
 
-from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.clients import hookjson  # the JSON in and out every client shares
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
     from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-    from git_korus_mail.clients.interface import Shown
     from git_korus_mail.core.drain_context import DrainFacts
     from git_korus_mail.core.vocab import PhaseOf
     from git_korus_mail.store.launch import AnyLaunch, Launch
@@ -57,32 +56,11 @@ class BadPayload(Exception):
     pass
 
 
-def _optional_str(raw: "Dict[str, Any]", key: str) -> "Optional[str]":
-    value = raw.get(key)
-    return value if isinstance(value, str) and value and "\0" not in value else None
-
-
 def read_payload(data: bytes) -> Payload:
     """Parse stdin bytes; BadPayload when it is not a hook payload we can act on."""
-    try:
-        raw = json.loads(data.decode("utf-8", "replace"))
-    except ValueError:
-        raise BadPayload("stdin is not JSON") from None
-    if not isinstance(raw, dict):
-        raise BadPayload("stdin is not a JSON object")
-    event, session, cwd = raw.get("hook_event_name"), raw.get("session_id"), raw.get("cwd")
-    if not isinstance(event, str) or not event:
-        raise BadPayload("no hook_event_name")
-    if not isinstance(session, str) or not session:
-        raise BadPayload("no session_id")
-    if not isinstance(cwd, str) or not cwd:
-        raise BadPayload("no cwd")
-    if "\0" in cwd:
-        raise BadPayload("cwd contains a NUL character")
-    if len(cwd) > MAX_CWD:
-        raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
+    raw, event, session, cwd = hookjson.read_fields(data, MAX_CWD, BadPayload)
     last = raw.get("last_assistant_message")
-    return Payload(event, session, cwd, _optional_str(raw, "transcript_path"),
+    return Payload(event, session, cwd, hookjson.optional_str(raw, "transcript_path"),
                    last if isinstance(last, str) else None, raw, data)
 
 
@@ -141,76 +119,16 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _frame_line(line: str, end: bool) -> bool:
-    return line.startswith("[mail ") and line.endswith(" end]" if end else " begin]")
-
-
-def fit(text: str, limit: int = CONTEXT_LIMIT) -> str:
-    """`text` within `limit` UTF-8 bytes. Mail never needs this: the core fits a batch at whole
-    messages in Codex's unit (drain_facts: context_unit, context_limit), so every receipt is
-    true. It guards any other text we pass: whole lines from the start, never part of a frame
-    (a frame cut open would let the next line pass as its body), then one line of ours."""
-    if _utf8_len(text) <= limit:
-        return text
-    lines = text.split("\n")
-    room = limit - 200  # the note's line
-    kept: "list[str]" = []
-    used, open_at = 0, None
-    for line in lines:
-        n = _utf8_len(line) + 1
-        if used + n > room:
-            break
-        if _frame_line(line, end=False):
-            open_at = len(kept)
-        elif _frame_line(line, end=True):
-            open_at = None
-        kept.append(line)
-        used += n
-    if open_at is not None:
-        kept = kept[:open_at]
-    note = (f"korus-mail: {len(lines) - len(kept)} more lines cut here to fit Codex's context limit; "
-            f"`git korus-mail status` lists what this worktree received")
-    return "\n".join(kept + [note])
-
-
-def answer(event: str, context: "Optional[str]", notice: "Optional[str]",
-           shown: "Optional[Shown]" = None) -> "Optional[str]":
-    """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
-    model only at a showing event; elsewhere the notice alone, to the user. `shown`
-    (core/shown.Shown) sums up the mail in `context` in one line for the person (Codex prints
-    systemMessage as a warning line); the mail itself goes into the context only."""
-    if context and event in SHOW_EVENTS:
-        if shown:
-            notice = f"{notice}\n{shown.line()}" if notice else shown.line()
-        return context_output(event, context, notice=notice)
-    if notice:
-        return user_notice_output(notice)
-    return None
-
-
-def context_output(event: str, text: str, notice: "Optional[str]" = None) -> str:
-    out: "Dict[str, Any]" = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}}
-    if notice:
-        out["systemMessage"] = notice
-    return json.dumps(out, ensure_ascii=True)
-
-
-def user_notice_output(text: str) -> str:
-    """Output Codex shows the user only (a warning line): the model never sees it."""
-    return json.dumps({"systemMessage": text}, ensure_ascii=True)
-
-
-def fault_output(event: str, text: str) -> str:
-    """A fault: to the user, and at SessionStart to the model too."""
-    if event == OPENING_EVENT:
-        return json.dumps({"systemMessage": text,
-                           "hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}},
-                          ensure_ascii=True)
-    return user_notice_output(text)
+# Codex's answers (clients/hookjson.Answers): its context measured in UTF-8 bytes, below its cut
+ANSWERS = hookjson.Answers("Codex", SHOW_EVENTS, OPENING_EVENT, CONTEXT_LIMIT, _utf8_len)
+fit = ANSWERS.fit
+answer = ANSWERS.answer
+context_output = ANSWERS.context_output
+user_notice_output = ANSWERS.user_notice_output  # Codex shows it as a warning line
+fault_output = ANSWERS.fault_output
 
 
 def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Codex accepts at `event` and carries no fault;
     otherwise what is wrong (clients/hookjson.py: the same for every client)."""
-    from git_korus_mail.clients.hookjson import check_answer as check
-    return check(event, stdout)
+    return hookjson.check_answer(event, stdout)

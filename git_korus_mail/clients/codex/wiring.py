@@ -269,43 +269,23 @@ def _sandbox_problems(server: "AppServer", root: "MailRoot") -> "List[str]":
 def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True) -> "Checked":
     """[(label, [problems])]: each hooks.json read back and checked, the stub run once, and
     Codex asked (hooks/list) whether it loads and trusts every hook of ours."""
-    results: "Checked" = []
-    server: "Optional[AppServer]" = None
-    try:
-        for path, repo, cwd in wired:
+    server: "List[AppServer]" = []  # one app-server, started at the first file and shared
+    def ask(path: str, repo: "Optional[str]", cwd: str) -> "List[str]":
+        if not server:
             try:
-                _raw, data = hooksfile.read(path)
+                server.append(trust.AppServer(trust.find_codex()))
             except MailError as exc:
-                results.append((path, [str(exc)]))
-                continue
-            if data is None:
-                results.append((path, ["missing"]))
-                continue
-            problems = hooksfile.check(data, stub_file, repo)
-            if run_stub and not problems:
-                problem = run_stub_once(stub_file, repo, cwd)
-                if problem:
-                    problems.append(problem)
-            if server is None:
-                try:
-                    server = trust.AppServer(trust.find_codex())
-                except MailError as exc:
-                    problems.append(f"cannot ask Codex whether it trusts these hooks: {exc}")
-            if server is not None:
-                try:
-                    problems += trust.verify_trust(server, cwd, lambda source: calls_stub(source, stub_file),
-                                                   commands(stub_file, repo))
-                except MailError as exc:
-                    problems.append(str(exc))
-            results.append((path, problems))
-        if server is not None and wired:
-            results.append((f"{trust.config_path()} ({trust.WRITABLE_ROOTS})", _sandbox_problems(server, root)))
+                return [f"cannot ask Codex whether it trusts these hooks: {exc}"]
+        try:
+            return trust.verify_trust(server[0], cwd, lambda source: calls_stub(source, stub_file),
+                                      commands(stub_file, repo))
+        except MailError as exc:
+            return [str(exc)]
+    try:
+        results = hooksfile.FILE.check_wired(NAME, stub_file, wired, run_stub_once if run_stub else None, ask=ask)
+        if server and wired:
+            results.append((f"{trust.config_path()} ({trust.WRITABLE_ROOTS})", _sandbox_problems(server[0], root)))
     finally:
-        if server is not None:
-            server.close()
-    stub_problems: "List[str]" = []
-    if wired and not (os.path.isfile(stub_file) and os.access(stub_file, os.X_OK)):
-        stub_problems.append("missing or not executable: run `git korus-mail install --client codex`")
-    if wired:
-        results.insert(0, (stub_file, stub_problems))
+        if server:
+            server[0].close()
     return results

@@ -16,13 +16,12 @@ follows (Gemini CLI 0.61.0, observed offline; /work/shared/reference/gemini-cli-
 - no hook can wake an idle session (no async hook, no rewake).
 """
 
-from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.clients import hookjson  # the JSON in and out every client shares
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+    from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-    from git_korus_mail.clients.interface import Shown
     from git_korus_mail.core.drain_context import DrainFacts
     from git_korus_mail.core.vocab import PhaseOf
     from git_korus_mail.store.launch import AnyLaunch, Launch
@@ -65,26 +64,8 @@ class BadPayload(Exception):
 
 def read_payload(data: bytes) -> Payload:
     """Parse stdin bytes; BadPayload when it is not a hook payload we can act on."""
-    try:
-        raw = json.loads(data.decode("utf-8", "replace"))
-    except ValueError:
-        raise BadPayload("stdin is not JSON") from None
-    if not isinstance(raw, dict):
-        raise BadPayload("stdin is not a JSON object")
-    event, session, cwd = raw.get("hook_event_name"), raw.get("session_id"), raw.get("cwd")
-    if not isinstance(event, str) or not event:
-        raise BadPayload("no hook_event_name")
-    if not isinstance(session, str) or not session:
-        raise BadPayload("no session_id")
-    if not isinstance(cwd, str) or not cwd:
-        raise BadPayload("no cwd")
-    if "\0" in cwd:
-        raise BadPayload("cwd contains a NUL character")
-    if len(cwd) > MAX_CWD:
-        raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
-    transcript = raw.get("transcript_path")
-    transcript = transcript if isinstance(transcript, str) and transcript and "\0" not in transcript else None
-    return Payload(event, session, cwd, transcript, raw, data)
+    raw, event, session, cwd = hookjson.read_fields(data, MAX_CWD, BadPayload)
+    return Payload(event, session, cwd, hookjson.optional_str(raw, "transcript_path"), raw, data)
 
 
 def launch_of(payload: Payload, environ: "Mapping[str, str]") -> "AnyLaunch":
@@ -171,76 +152,21 @@ def command_launch(environ: "Mapping[str, str]") -> "Optional[AnyLaunch]":
     return launch.Launch.of_process(launch.CLIENT, pid) if pid is not None else None
 
 
-def _frame_line(line: str, end: bool) -> bool:
-    return line.startswith("[mail ") and line.endswith(" end]" if end else " begin]")
+def _utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def fit(text: str, limit: int = CONTEXT_LIMIT) -> str:
-    """`text` within `limit` UTF-16 units. Mail never needs this: the core fits a batch at whole
-    messages in Gemini's unit (drain_facts). It guards any other text we pass: whole lines from
-    the start, never part of a frame, then one line of ours."""
-    def units(s: str) -> int:
-        return len(s.encode("utf-16-le", "surrogatepass")) // 2
-    if units(text) <= limit:
-        return text
-    lines = text.split("\n")
-    room = limit - 200
-    kept: "List[str]" = []
-    used, open_at = 0, None
-    for line in lines:
-        n = units(line) + 1
-        if used + n > room:
-            break
-        if _frame_line(line, end=False):
-            open_at = len(kept)
-        elif _frame_line(line, end=True):
-            open_at = None
-        kept.append(line)
-        used += n
-    if open_at is not None:
-        kept = kept[:open_at]
-    note = (f"korus-mail: {len(lines) - len(kept)} more lines cut here to fit Gemini's context limit; "
-            f"`git korus-mail status` lists what this worktree received")
-    return "\n".join(kept + [note])
-
-
-def answer(event: str, context: "Optional[str]", notice: "Optional[str]",
-           shown: "Optional[Shown]" = None) -> "Optional[str]":
-    """The hook's stdout for an outcome; None when there is nothing to say. Context reaches the
-    model only at a showing event (at AfterAgent, a `deny` would start another turn: never
-    used); elsewhere the notice alone, to the person. `shown` (core/shown.Shown) sums up the mail
-    in `context` in one line for the person (systemMessage)."""
-    if context and event in SHOW_EVENTS:
-        if shown:
-            notice = f"{notice}\n{shown.line()}" if notice else shown.line()
-        return context_output(event, context, notice=notice)
-    if notice:
-        return user_notice_output(notice)
-    return None
-
-
-def context_output(event: str, text: str, notice: "Optional[str]" = None) -> str:
-    out: "Dict[str, Any]" = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}}
-    if notice:
-        out["systemMessage"] = notice
-    return json.dumps(out, ensure_ascii=True)
-
-
-def user_notice_output(text: str) -> str:
-    """Output Gemini shows the person only ("Hook system message: ..."): the model never sees it."""
-    return json.dumps({"systemMessage": text}, ensure_ascii=True)
-
-
-def fault_output(event: str, text: str) -> str:
-    """A fault: to the person, and at SessionStart to the model too."""
-    if event == OPENING_EVENT:
-        return json.dumps({"systemMessage": text,
-                           "hookSpecificOutput": {"hookEventName": event, "additionalContext": fit(text)}},
-                          ensure_ascii=True)
-    return user_notice_output(text)
+# Gemini's answers (clients/hookjson.Answers): its context measured in UTF-16 units (JS string
+# length). Context only at a showing event: at AfterAgent, a `deny` would start another turn.
+# Gemini shows systemMessage to the person ("Hook system message: ..."), never to the model.
+ANSWERS = hookjson.Answers("Gemini", SHOW_EVENTS, OPENING_EVENT, CONTEXT_LIMIT, _utf16_units)
+fit = ANSWERS.fit
+answer = ANSWERS.answer
+context_output = ANSWERS.context_output
+user_notice_output = ANSWERS.user_notice_output
+fault_output = ANSWERS.fault_output
 
 
 def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Gemini accepts at `event` and carries no fault."""
-    from git_korus_mail.clients.hookjson import check_answer as check
-    return check(event, stdout)
+    return hookjson.check_answer(event, stdout)

@@ -20,8 +20,8 @@ import os
 import subprocess
 
 from git_korus_mail.clients.gemini import protocol as gemini_protocol
+from git_korus_mail.clients.gemini import gates as gemini_gates
 from git_korus_mail.clients.gemini import settingsfile, stub
-from git_korus_mail.errors import MailError
 from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
 
@@ -40,7 +40,9 @@ NEEDS_POST_CHECKOUT = True  # each worktree has its own settings file: `git work
 EXCLUDE_KEY = "exclude_gemini"
 EXCLUDE_LINE = settingsfile.EXCLUDE_LINE
 EXCLUDE_COVERING = settingsfile.EXCLUDE_COVERING
-VERIFIED_AS = f"the stub answers {gemini_protocol.OPENING_EVENT}"
+# what doctor proved, and the one thing only Gemini's terminal UI can show (clients/gemini/gates.py)
+VERIFIED_AS = (f"the stub answers {gemini_protocol.OPENING_EVENT}, and Gemini's trust file and hooksConfig "
+               f"(system, user, folder) let it run; to see what Gemini loaded: /hooks in its terminal UI")
 stub_path = stub.stub_path
 write_stub = stub.write_stub
 render_stub = stub.render_stub
@@ -138,6 +140,11 @@ def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRe
         out.write("gemini trust  Gemini runs no hook in a folder you have not trusted (and trusting one also "
                   "turns on its own .gemini/ settings); install trusted nothing. Not trusted in "
                   f"{trusted_folders_path()}: {', '.join(untrusted)}\n")
+    others = sorted({path for _p, _r, cwd in wired for path in gemini_gates.other_after_agent(cwd)})
+    if others:
+        out.write(f"gemini AfterAgent  another AfterAgent hook runs beside ours ({', '.join(others)}): if it "
+                  f"continues a run, a question's automatic answer is the text before that continuation "
+                  f"(a reply from the model is exact)\n")
     out.write(f"gemini shell  in Gemini's default approval mode a headless run (-p) offers the model no shell tool, "
               f"and the terminal UI asks you at each command: to let the model send, ask and reply, add "
               f"{ALLOW_LINE} to {settingsfile.user_settings_path()} (install does not)\n")
@@ -181,28 +188,23 @@ def wired_files(clone: "Clone", record: "Record", stub_file: str) -> "Tuple[Wire
     return wired, skipped, local
 
 
-def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True) -> "Checked":
-    """[(label, [problems])]: each settings.json read back and checked, the stub run once, and
-    what Gemini's own trust file says of each folder."""
-    results: "Checked" = []
-    for path, repo, cwd in wired:
-        try:
-            _raw, data = settingsfile.read(path)
-        except MailError as exc:
-            results.append((path, [str(exc)]))
-            continue
-        if data is None:
-            results.append((path, ["missing"]))
-            continue
-        problems = settingsfile.check(data, stub_file, repo)
-        if run_stub and not problems:
-            problem = run_stub_once(stub_file, repo, cwd)
-            if problem:
-                problems.append(problem)
-        results.append((path, problems))
-    stub_problems: "List[str]" = []
-    if wired and not (os.path.isfile(stub_file) and os.access(stub_file, os.X_OK)):
-        stub_problems.append("missing or not executable: run `git korus-mail install --client gemini`")
-    if wired:
-        results.insert(0, (stub_file, stub_problems))
-    return results
+DOCTOR_GATES = True  # doctor asks for gates=True (install says trust is the person's, and checks no gate)
+
+
+def fix_of(problems: "List[str]") -> "Optional[str]":
+    """doctor's fix when a problem is one of Gemini's own gates: running install again changes
+    none of them (it trusts nothing and edits no hooksConfig)."""
+    if any(gemini_gates.is_gate(p) for p in problems):
+        return "in Gemini, as the problem says (install trusts nothing, edits no hooksConfig); then `git korus-mail doctor`"
+    return None
+
+
+def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = True, gates: bool = False) -> "Checked":
+    """[(label, [problems])]: each settings.json read back and checked, the stub run once
+    (clients/hookfile.HookFile.check_wired), and what Gemini's own files say of running our hooks
+    in that folder when `gates` (doctor's: gates.py, trust, hooksConfig.enabled and .disabled)."""
+    def ask(path: str, repo: "Optional[str]", cwd: str) -> "List[str]":
+        commands = [settingsfile.hook_command(stub_file, event, repo) for event in gemini_protocol.EVENTS]
+        return gemini_gates.problems(cwd, commands, folder_trusted, trusted_folders_path(), checked=path)
+    return settingsfile.FILE.check_wired(NAME, stub_file, wired, run_stub_once if run_stub else None,
+                                         ask=ask if gates else None)
