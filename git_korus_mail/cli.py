@@ -358,6 +358,10 @@ def main(argv: "Optional[Sequence[str]]" = None) -> int:
             return EXIT_USAGE
         from git_korus_mail.commands import drain  # the hot path: no docopt, no pygit2
         return drain.main(argv[1:])
+    if argv[:1] == ["guard-commit"]:
+        # git's pre-commit hook (wiring/precommit.py), once the clone holds a reservation
+        from git_korus_mail.commands import guard
+        return guard.main(argv[1:])
     import signal
     signal.signal(signal.SIGINT, _interrupt_once)
     try:
