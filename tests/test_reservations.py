@@ -139,3 +139,21 @@ def test_the_tell_names_who_why_until_and_how_to_reach_them(clone):
     assert "\\u001b]2;x\\u0007 migrating" in text and "\x1b" not in text
     assert f"git korus-mail send --to={clone.web} --session=s-web -- '<your message>'" in text
     assert f"git korus-mail ask --to={clone.web} -- '<your question>'" in text
+
+
+def test_before_edit_takes_the_tools_paths_in_any_worktree_of_the_clone(clone, tmp_path):
+    root = open_root(clone)
+    r, _ = core.reserve(root, ["src/db"], holder("s-web"), "k", str(clone.web), "web", now=T0)
+    blocker, _ = core.reserve(root, ["secret.txt"], holder("s-web"), "k", str(clone.web), "web", block=True, now=T0)
+    main = str(clone.main)
+    # an absolute path in another worktree, a relative one in this one, a file not yet written
+    assert core.repo_relative(str(clone.web / "src/db/x.py"), main, root.common_dir) == "src/db/x.py"
+    assert core.repo_relative("src/db/new/y.py", main, root.common_dir) == "src/db/new/y.py"
+    assert core.repo_relative(str(tmp_path / "elsewhere.py"), main, root.common_dir) is None
+    told = core.before_edit(root, [str(clone.main / "src/db/x.py")], main, "s-api", now=T0)
+    assert told is not None and told[1] is False and r.id in told[0]
+    assert core.before_edit(root, ["src/db/x.py"], main, "s-web", now=T0) is None  # its own
+    assert core.before_edit(root, ["README"], main, "s-api", now=T0) is None
+    told = core.before_edit(root, ["secret.txt"], main, "s-api", now=T0)
+    assert told is not None and told[1] is True
+    assert f"git korus-mail reserve --drop {blocker.id} --force" in told[0]

@@ -320,3 +320,51 @@ def _quote(s: str) -> str:
     if s and all(c.isalnum() or c in "._-/+@:=" for c in s):
         return s
     return "'" + s.replace("'", "'\\''") + "'"
+
+
+# -- before an edit (the clients' pre-tool hooks) ------------------------------
+def repo_relative(path: str, cwd: str, common_dir: str) -> "Optional[str]":
+    """`path` (absolute, or relative to `cwd`) as a path relative to the top of the worktree it
+    lies in, when that worktree is one of the clone at `common_dir`; None otherwise (outside
+    every worktree, another clone's, or where only git could say). A file not yet written is
+    placed by its nearest existing directory. Pure Python (core/discover.py), no pygit2."""
+    import os
+    from git_korus_mail.core.discover import NotModelled, fast_locate
+    full = os.path.normpath(os.path.join(cwd, path))
+    probe = os.path.dirname(full)
+    while probe and not os.path.isdir(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
+    try:
+        loc = fast_locate(probe)
+    except NotModelled:
+        return None
+    if loc is None or loc.worktree is None:
+        return None
+    if os.path.realpath(loc.common_dir) != os.path.realpath(common_dir):
+        return None
+    real = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+    rel = os.path.relpath(real, loc.worktree)
+    if rel == "." or rel.startswith("../") or rel == "..":
+        return None
+    return rel.replace(os.sep, "/")
+
+
+def before_edit(root: "MailRoot", paths: "Sequence[str]", cwd: str, session: "Optional[str]",
+                now: "Optional[float]" = None) -> "Optional[Tuple[str, bool]]":
+    """What a session about to edit `paths` (as its tool names them: absolute, or relative to
+    `cwd`) must be told: (the tell, whether a `--block` reservation refuses the edit), or None
+    when no other holder's active reservation names one of them. The one call a client's
+    pre-tool hook makes (Claude Code's PreToolUse; Codex's and Gemini's equivalents)."""
+    rel = [r for r in (repo_relative(p, cwd, root.common_dir) for p in paths if isinstance(p, str) and p)
+           if r is not None]
+    if not rel:
+        return None
+    found = conflicts(root, rel, mine=session, now=now)
+    if not found:
+        return None
+    if any(r.block for r, _ in found):
+        return block_reason(found, cwd, now), True
+    return tell(found, cwd, now), False
