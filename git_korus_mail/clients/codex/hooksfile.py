@@ -13,6 +13,7 @@ Codex's own stays here: its events and timeouts, and the plain form it writes a 
 import json
 import os
 
+from git_korus_mail.clients.codex import preedit
 from git_korus_mail.clients.codex.protocol import EVENTS, END_EVENT
 from git_korus_mail.wiring import hookdoc
 
@@ -50,6 +51,10 @@ def wanted_groups(stub: str, repo: "Optional[str]" = None) -> "Dict[str, Group]"
         group["hooks"] = [{"type": "command", "command": hook_command(stub, event, repo),
                            "timeout": END_TIMEOUT if event == END_EVENT else HOOK_TIMEOUT}]
         out[event] = group
+    # before an edit (reservations, clients/codex/preedit.py): apply_patch only; with no
+    # reservation in the clone the stub answers it in sh (hooks/hook.sh)
+    out[preedit.PRE_EDIT_EVENT] = {"matcher": preedit.MATCHER, "hooks": [
+        {"type": "command", "command": hook_command(stub, preedit.PRE_EDIT_EVENT, repo), "timeout": HOOK_TIMEOUT}]}
     return out
 
 

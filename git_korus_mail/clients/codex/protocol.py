@@ -16,6 +16,7 @@ follows (Codex CLI 0.171.0, observed):
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.clients.codex.preedit import pre_edit_output, pre_edit_paths  # noqa: F401 - the drain's (reservations)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ follows (Gemini CLI 0.61.0, observed offline; /work/shared/reference/gemini-cli-
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.clients.gemini.preedit import pre_edit_output, pre_edit_paths  # noqa: F401 - the drain's (reservations)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:

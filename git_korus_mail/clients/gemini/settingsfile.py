@@ -10,6 +10,7 @@ install writes"). Timeouts are in milliseconds. The editing and the restoring ar
 import json
 import os
 
+from git_korus_mail.clients.gemini import preedit
 from git_korus_mail.clients.gemini.protocol import EVENTS, END_EVENT
 from git_korus_mail.wiring import hookdoc
 
@@ -43,6 +44,10 @@ def wanted_groups(stub: str, repo: "Optional[str]" = None) -> "Dict[str, Group]"
         group["hooks"] = [{"type": "command", "command": hook_command(stub, event, repo),
                            "timeout": END_TIMEOUT_MS if event == END_EVENT else HOOK_TIMEOUT_MS}]
         out[event] = group
+    # before an edit (reservations, clients/gemini/preedit.py): the editing tools only; with no
+    # reservation in the clone the stub answers it in sh (hooks/hook.sh)
+    out[preedit.PRE_EDIT_EVENT] = {"matcher": preedit.MATCHER, "hooks": [
+        {"type": "command", "command": hook_command(stub, preedit.PRE_EDIT_EVENT, repo), "timeout": HOOK_TIMEOUT_MS}]}
     return out
 
 

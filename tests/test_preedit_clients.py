@@ -1,0 +1,84 @@
+"""Codex's and Gemini's pre-edit protocol (issue 29): which files a tool call is about to write,
+and the exact answer each client reads (clients/codex/preedit.py, clients/gemini/preedit.py).
+What the real CLIs do with these answers: tests/e2e/test_reserve_clients_e2e.py."""
+
+import json
+
+from git_korus_mail.clients.codex import hooksfile as codex_hooks
+from git_korus_mail.clients.codex import preedit as codex
+from git_korus_mail.clients.codex import protocol as codex_protocol
+from git_korus_mail.clients.gemini import preedit as gemini
+from git_korus_mail.clients.gemini import protocol as gemini_protocol
+from git_korus_mail.clients.gemini import settingsfile as gemini_settings
+
+PATCH = ("*** Begin Patch\n*** Add File: docs/new.md\n+hello\n*** Update File: src/db/schema.sql\n"
+         "@@\n-a\n+b\n*** Move to: src/db/renamed.sql\n*** Delete File: old.txt\n"
+         "*** Update File: docs/new.md\n*** End Patch\n")
+
+
+def codex_payload(tool, tool_input, event="PreToolUse"):
+    data = json.dumps({"session_id": "s1", "cwd": "/w", "hook_event_name": event, "tool_name": tool,
+                       "tool_input": tool_input, "transcript_path": "/t"}).encode()
+    return codex_protocol.read_payload(data)
+
+
+def gemini_payload(tool, tool_input, event="BeforeTool"):
+    data = json.dumps({"session_id": "s1", "cwd": "/w", "hook_event_name": event, "tool_name": tool,
+                       "tool_input": tool_input, "transcript_path": "/t"}).encode()
+    return gemini_protocol.read_payload(data)
+
+
+def test_codex_reads_every_file_an_apply_patch_writes_once_each():
+    assert codex.patch_paths(PATCH) == ["docs/new.md", "src/db/schema.sql", "src/db/renamed.sql", "old.txt"]
+    assert codex.pre_edit_paths(codex_payload("apply_patch", {"command": PATCH}))[:2] == ["docs/new.md",
+                                                                                       "src/db/schema.sql"]
+
+
+def test_codex_other_tools_and_events_are_not_edits():
+    assert codex.pre_edit_paths(codex_payload("Bash", {"command": "sed -i s/a/b/ x"})) == []
+    assert codex.pre_edit_paths(codex_payload("apply_patch", {"command": PATCH}, event="PostToolUse")) is None
+    assert codex.pre_edit_paths(codex_payload("apply_patch", "not a dict")) == []
+
+
+def test_codex_answers_pinned():
+    assert json.loads(codex.pre_edit_output("line one\nline two", block=False)) == {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "line one\nline two"},
+        "systemMessage": "line one"}
+    assert json.loads(codex.pre_edit_output("line one\nline two", block=True)) == {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                               "permissionDecisionReason": "line one\nline two"},
+        "systemMessage": "refused an edit: line one"}
+    # what the drain finds on the protocol module
+    assert codex_protocol.pre_edit_paths is codex.pre_edit_paths
+    assert codex_protocol.pre_edit_output is codex.pre_edit_output
+
+
+def test_codex_wiring_hooks_apply_patch_only():
+    group = codex_hooks.wanted_groups("/c/.git/mail/hooks/codex-hook")["PreToolUse"]
+    assert group == {"matcher": "apply_patch", "hooks": [
+        {"type": "command", "command": "'/c/.git/mail/hooks/codex-hook' PreToolUse", "timeout": 30}]}
+
+
+def test_gemini_reads_the_file_of_write_file_and_replace_only():
+    assert gemini.pre_edit_paths(gemini_payload("write_file", {"file_path": "a/b.txt", "content": "x"})) == ["a/b.txt"]
+    assert gemini.pre_edit_paths(gemini_payload("replace", {"file_path": "/abs/c.py", "old_string": "a",
+                                                            "new_string": "b"})) == ["/abs/c.py"]
+    assert gemini.pre_edit_paths(gemini_payload("run_shell_command", {"command": "echo > x"})) == []
+    assert gemini.pre_edit_paths(gemini_payload("write_file", {"file_path": "x"}, event="AfterTool")) is None
+
+
+def test_gemini_answers_pinned():
+    assert json.loads(gemini.pre_edit_output("line one\nline two", block=True)) == {
+        "decision": "deny", "reason": "line one\nline two", "systemMessage": "refused an edit: line one"}
+    assert json.loads(gemini.pre_edit_output("line one\nline two", block=False)) == {
+        "systemMessage": "line one (advisory: the edit goes on; `git korus-mail reserve --list`)"}
+    long = "\n".join(f"line {i} " + "x" * 90 for i in range(200))
+    reason = json.loads(gemini.pre_edit_output(long, block=True))["reason"]
+    assert len(reason) <= gemini.REASON_LIMIT and reason.endswith("\n(cut)")
+    assert gemini_protocol.pre_edit_paths is gemini.pre_edit_paths
+
+
+def test_gemini_wiring_hooks_the_editing_tools_only():
+    group = gemini_settings.wanted_groups("/c/.git/mail/hooks/gemini-hook")["BeforeTool"]
+    assert group == {"matcher": "write_file|replace", "hooks": [
+        {"type": "command", "command": "'/c/.git/mail/hooks/gemini-hook' BeforeTool", "timeout": 30000}]}
