@@ -89,9 +89,10 @@ def _drop(clone: "Clone", args: ReserveArgs, out: TextIO, session: "Optional[str
     if not args.pathspecs:
         raise UsageError("--drop needs the pathspecs (or reservation ids) to end")
     root = clone.mail_root()
-    if root is None:
-        ended, unmatched, refused = [], list(args.pathspecs), []  # no mail root: nothing is reserved
-    else:
+    ended: "List[Reservation]" = []
+    refused: "List[Reservation]" = []
+    unmatched = list(args.pathspecs)  # no mail root: nothing is reserved
+    if root is not None:
         ended, unmatched, refused = reservations.drop(root, list(args.pathspecs), session, force=args.force)
     for r in ended:
         out.write(f"released {', '.join(safe(s) for s in r.pathspecs)} (…{r.id[-8:]}, "
