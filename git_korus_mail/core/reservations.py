@@ -368,3 +368,17 @@ def before_edit(root: "MailRoot", paths: "Sequence[str]", cwd: str, session: "Op
     if any(r.block for r, _ in found):
         return block_reason(found, cwd, now), True
     return tell(found, cwd, now), False
+
+
+def root_of(start: str) -> "Optional[MailRoot]":
+    """The mail root of the clone `start` lies in (the hook's cwd or --repo), None when it has
+    none: found in pure Python where it can be (core/discover.py), pygit2 only where not."""
+    from git_korus_mail.core.discover import NotModelled, fast_locate
+    from git_korus_mail.store.files import MailRoot
+    try:
+        loc = fast_locate(start)
+        common = loc.common_dir if loc is not None else None
+    except NotModelled:
+        from git_korus_mail.core.clone import Clone
+        common = Clone(repo_opt=start).common_dir
+    return MailRoot.open(common) if common is not None else None

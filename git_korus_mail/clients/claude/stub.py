@@ -9,7 +9,8 @@ Claude Code process (CLAUDE_PID), so the stub spells `<session>@<pid>` without r
 from git_korus_mail.wiring import stub as hookstub
 
 STUB = hookstub.Stub("claude-hook", "claude", session_env="CLAUDE_CODE_SESSION_ID", launch_env="CLAUDE_PID",
-                     fast_events=("PostToolUse",), opening_event="SessionStart", end_event="Stop")
+                     fast_events=("PostToolUse",), opening_event="SessionStart", end_event="Stop",
+                     pre_edit_events=("PreToolUse",))
 stub_path = STUB.path            # (root) -> the stub's path
 render_stub = STUB.render        # (helper, repo=None) -> its text, every value quoted for shell and JSON
 write_stub = STUB.write          # (root, helper, force=False, repo=None) -> (path, "current" or "written")
