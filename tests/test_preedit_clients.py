@@ -82,3 +82,33 @@ def test_gemini_wiring_hooks_the_editing_tools_only():
     group = gemini_settings.wanted_groups("/c/.git/mail/hooks/gemini-hook")["BeforeTool"]
     assert group == {"matcher": "write_file|replace", "hooks": [
         {"type": "command", "command": "'/c/.git/mail/hooks/gemini-hook' BeforeTool", "timeout": 30000}]}
+
+
+def test_codex_and_gemini_stubs_answer_a_pre_edit_event_in_sh_while_nothing_is_reserved(tmp_path):
+    """The stub's one test (hooks/hook.sh): no <mail>/RESERVED, no helper started. The helper is
+    a spy that leaves a mark; the mail root is a bare directory (the stub reads nothing else)."""
+    import os
+    import subprocess
+
+    from git_korus_mail.clients.codex import stub as codex_stub
+    from git_korus_mail.clients.gemini import stub as gemini_stub
+    mail = tmp_path / "mail"
+    (mail / "hooks").mkdir(parents=True)
+    mark = tmp_path / "ran"
+    spy = tmp_path / "git-korus-mail"
+    spy.write_text(f"#!/bin/sh\ncat >/dev/null\necho $* >> '{mark}'\n")
+    spy.chmod(0o755)
+    for stub, event, other in ((codex_stub, "PreToolUse", "PostToolUse"), (gemini_stub, "BeforeTool", "AfterTool")):
+        path = mail / "hooks" / os.path.basename(stub.STUB.name)
+        path.write_text(stub.render_stub(str(spy)))
+        path.chmod(0o700)
+
+        def fire(ev, path=path):
+            return subprocess.run(["sh", str(path), ev], input=b"{}", cwd=tmp_path, capture_output=True).returncode
+
+        assert fire(event) == 0 and not mark.exists(), event  # nothing reserved: sh only
+        assert fire(other) == 0 and mark.read_text().count("drain") == 1  # other events run the drain
+        (mail / "RESERVED").write_text("")
+        assert fire(event) == 0 and mark.read_text().count("drain") == 2  # something reserved: the match runs
+        (mail / "RESERVED").unlink()
+        mark.unlink()

@@ -40,10 +40,12 @@ def test_the_clients_stubs_differ_only_in_their_block_of_values():
     # Gemini: no fast path (no variable names its process), the fault report at its run's end
     assert "client='gemini'\n" in blocks["gemini"] \
         and "fast_session=''\nfast_launch=''\nfast_events=''\n" in blocks["gemini"]
-    assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\npre_edit_events=''\n"), \
-        blocks["gemini"]
-    # before an edit: Claude Code's PreToolUse, answered in sh when nothing is reserved (issue 29)
+    assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\n"
+                                     "pre_edit_events='BeforeTool'\n"), blocks["gemini"]
+    # before an edit: Claude Code's and Codex's PreToolUse, Gemini's BeforeTool (above), answered
+    # in sh when nothing is reserved (issue 29)
     assert blocks["claude"].endswith("pre_edit_events='PreToolUse'\n"), blocks["claude"]
+    assert blocks["codex"].endswith("pre_edit_events='PreToolUse'\n"), blocks["codex"]
     for name in ("claude", "codex"):
         assert "opening_event='SessionStart'\nend_event='Stop'\npre_edit_events=" in blocks[name], blocks[name]
 
