@@ -131,32 +131,39 @@ def write_file(path, content="hello\n"):
     return call("write_file", {"file_path": path, "content": content})
 
 
-def test_gemini_block_reservation_refuses_write_file_and_advisory_is_the_persons_line(gemini_world, geminimock):
-    """Headless, Gemini's default approval mode offers no editing tool at all (the first run);
-    `--approval-mode auto_edit`, the person's choice to let edits through, is where a hook
-    must stand in."""
+AUTO_EDIT = ("--approval-mode", "auto_edit")  # the person's choice to let edits through
+
+
+def test_gemini_default_headless_mode_offers_no_editing_tool(gemini_world, geminimock):
+    """Headless, Gemini's default approval mode offers no editing tool at all: nothing to guard
+    there. `--approval-mode auto_edit` (below) is where a hook must stand in."""
     clone, gemini = gemini_world
-    b = reserve(clone, clone.main, ["docs/"], note="rewriting the docs", block=True)
+    reserve(clone, clone.main, ["docs/"], note="rewriting the docs", block=True)
     geminimock.set_script([write_file("docs/guide.md"), gemini_text("ok")])
     gemini.run("edit", cwd=clone.web).check()
     assert any("not found" in t for r in geminimock.agent_requests() for t in r.function_responses())
     assert not (clone.web / "docs" / "guide.md").exists()
 
-    auto = ("--approval-mode", "auto_edit")
+
+def test_gemini_block_reservation_refuses_write_file(gemini_world, geminimock):
+    clone, gemini = gemini_world
+    b = reserve(clone, clone.main, ["docs/"], note="rewriting the docs", block=True)
     geminimock.set_script([write_file("docs/guide.md"), gemini_text("ok")])
-    run = gemini.run("edit", cwd=clone.web, extra=auto).check()
+    run = gemini.run("edit", cwd=clone.web, extra=AUTO_EDIT).check()
     [refusal] = [t for t in geminimock.agent_requests()[-1].function_responses() if "Tool execution blocked" in t]
     assert "docs/guide.md is reserved by the person" in refusal and "This edit was refused" in refusal
     assert f"git korus-mail reserve --drop {b.id} --force" in refusal
     assert not (clone.web / "docs" / "guide.md").exists()
     assert any(line.startswith("refused an edit: ") for line in run.person_lines()), run.stderr
+    assert geminimock.peers == {"127.0.0.1"}
 
+
+def test_gemini_advisory_reservation_is_the_persons_line_and_never_reaches_the_model(gemini_world, geminimock):
+    clone, gemini = gemini_world
     reserve(clone, clone.main, ["src/"], note="moving the handlers")
-    before = len(geminimock.agent_requests())
     geminimock.set_script([write_file("src/app.py"), gemini_text("ok")])
-    run = gemini.run("edit", cwd=clone.web, extra=auto).check()
+    run = gemini.run("edit", cwd=clone.web, extra=AUTO_EDIT).check()
     assert (clone.web / "src" / "app.py").read_text() == "hello\n"  # advisory: the edit is made
     assert any("src/app.py is reserved by the person" in line for line in run.person_lines()), run.stderr
     # Gemini 0.61.0 drops BeforeTool's additionalContext: its model is not told (docs/CLIENTS.md)
-    assert not any("is reserved by" in t for r in geminimock.agent_requests()[before:] for t in r.texts())
-    assert geminimock.peers == {"127.0.0.1"}
+    assert not any("is reserved by" in t for r in geminimock.agent_requests() for t in r.texts())
