@@ -112,3 +112,32 @@ def test_codex_and_gemini_stubs_answer_a_pre_edit_event_in_sh_while_nothing_is_r
         assert fire(event) == 0 and mark.read_text().count("drain") == 2  # something reserved: the match runs
         (mail / "RESERVED").unlink()
         mark.unlink()
+
+
+def test_gemini_install_puts_our_before_tool_beside_the_persons_doctor_misses_it_uninstall_restores(clone, tmp_path):
+    import os
+
+    from helpers import run_cli
+    env = dict(os.environ, HOME=str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    mine = clone.web / ".gemini" / "settings.json"
+    mine.parent.mkdir()
+    original = b'{\n  "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "mine"}]}]}\n}\n'
+    mine.write_bytes(original)
+    assert run_cli("install", "--client", "gemini", cwd=clone.main, env=env).returncode == 0
+    stub = str(clone.mail_root / "hooks" / "gemini-hook")
+    groups = json.loads(mine.read_text())["hooks"]["BeforeTool"]
+    assert groups == [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "mine"}]},
+                      {"matcher": "write_file|replace", "hooks": [
+                          {"type": "command", "command": f"'{stub}' BeforeTool", "timeout": 30000}]}]
+    # an install from before reservations (no BeforeTool of ours): doctor names it, install mends it
+    data = json.loads(mine.read_text())
+    data["hooks"]["BeforeTool"] = data["hooks"]["BeforeTool"][:1]
+    mine.write_text(json.dumps(data, indent=2) + "\n")
+    doc = run_cli("doctor", cwd=clone.main, env=env)
+    said = " ".join(doc.stdout.split())
+    assert doc.returncode != 0 and "web/.gemini/settings.json: BeforeTool: no entry" in said, doc.stdout
+    assert run_cli("install", "--client", "gemini", cwd=clone.main, env=env).returncode == 0
+    assert len(json.loads(mine.read_text())["hooks"]["BeforeTool"]) == 2
+    assert run_cli("uninstall", cwd=clone.main, env=env).returncode == 0
+    assert json.loads(mine.read_bytes()) == json.loads(original)
