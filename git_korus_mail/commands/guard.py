@@ -25,17 +25,18 @@ def _git(args: "Sequence[str]") -> "subprocess.CompletedProcess[bytes]":
     return subprocess.run(["git", *args], stdin=subprocess.DEVNULL, capture_output=True)
 
 
-def commit_paths() -> "Tuple[str, List[str]]":
-    """(the worktree's root, the repository-relative paths the commit changes: both sides of a
-    rename, so moving a reserved file away is told too)."""
-    top = _git(["rev-parse", "--show-toplevel"])
-    if top.returncode != 0:
-        raise RuntimeError("not in a worktree: " + top.stderr.decode("utf-8", "replace").strip())
+def commit_paths() -> "Tuple[str, str, List[str]]":
+    """(the worktree's root, the common dir, the repository-relative paths the commit changes:
+    both sides of a rename, so moving a reserved file away is told too). Two git processes."""
+    where = _git(["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"])
+    lines = where.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if where.returncode != 0 or len(lines) < 2:
+        raise RuntimeError("not in a worktree: " + where.stderr.decode("utf-8", "replace").strip())
     diff = _git(["diff", "--cached", "--name-only", "--no-renames", "--no-ext-diff", "-z"])
     if diff.returncode != 0:
         raise RuntimeError("git diff --cached failed: " + diff.stderr.decode("utf-8", "replace").strip())
     names = [n.decode("utf-8", "surrogateescape") for n in diff.stdout.split(b"\0") if n]
-    return top.stdout.decode("utf-8", "surrogateescape").rstrip("\n"), names[:MAX_PATHS]
+    return lines[0], lines[1], names[:MAX_PATHS]
 
 
 def main(argv: "Sequence[str]") -> int:
@@ -45,11 +46,8 @@ def main(argv: "Sequence[str]") -> int:
     from git_korus_mail.core import commitguard
     from git_korus_mail.store.files import MailRoot
     try:
-        worktree, paths = commit_paths()
-        common = _git(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        if common.returncode != 0:
-            raise RuntimeError("git rev-parse --git-common-dir failed")
-        root = MailRoot.open(common.stdout.decode("utf-8", "surrogateescape").rstrip("\n"))
+        worktree, common, paths = commit_paths()
+        root = MailRoot.open(common)
         if root is None or not paths:
             return 0
         hits = commitguard.found(root, paths, worktree)
