@@ -30,27 +30,28 @@ def gemini_payload(tool, tool_input, event="BeforeTool"):
 
 def test_codex_reads_every_file_an_apply_patch_writes_once_each():
     assert codex.patch_paths(PATCH) == ["docs/new.md", "src/db/schema.sql", "src/db/renamed.sql", "old.txt"]
-    assert codex.pre_edit_paths(codex_payload("apply_patch", {"command": PATCH}))[:2] == ["docs/new.md",
-                                                                                       "src/db/schema.sql"]
+    assert codex_protocol.pre_edit_paths(codex_payload("apply_patch", {"command": PATCH}))[:2] == [
+        "docs/new.md", "src/db/schema.sql"]
 
 
 def test_codex_other_tools_and_events_are_not_edits():
-    assert codex.pre_edit_paths(codex_payload("Bash", {"command": "sed -i s/a/b/ x"})) == []
-    assert codex.pre_edit_paths(codex_payload("apply_patch", {"command": PATCH}, event="PostToolUse")) is None
-    assert codex.pre_edit_paths(codex_payload("apply_patch", "not a dict")) == []
+    assert codex_protocol.pre_edit_paths(codex_payload("Bash", {"command": "sed -i s/a/b/ x"})) == []
+    assert codex_protocol.pre_edit_paths(codex_payload("apply_patch", {"command": PATCH}, event="PostToolUse")) is None
+    assert codex_protocol.pre_edit_paths(codex_payload("apply_patch", "not a dict")) == []
 
 
 def test_codex_answers_pinned():
-    assert json.loads(codex.pre_edit_output("line one\nline two", block=False)) == {
+    assert json.loads(codex_protocol.pre_edit_output("line one\nline two", block=False)) == {
         "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "line one\nline two"},
         "systemMessage": "line one"}
-    assert json.loads(codex.pre_edit_output("line one\nline two", block=True)) == {
+    assert json.loads(codex_protocol.pre_edit_output("line one\nline two", block=True)) == {
         "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                "permissionDecisionReason": "line one\nline two"},
         "systemMessage": "refused an edit: line one"}
-    # what the drain finds on the protocol module
-    assert codex_protocol.pre_edit_paths is codex.pre_edit_paths
-    assert codex_protocol.pre_edit_output is codex.pre_edit_output
+    # a tell past Codex's context limit is cut at whole lines (protocol.fit)
+    long = "\n".join(f"line {i} " + "x" * 90 for i in range(200))
+    ctx = json.loads(codex_protocol.pre_edit_output(long, block=False))["hookSpecificOutput"]["additionalContext"]
+    assert len(ctx.encode()) <= codex_protocol.CONTEXT_LIMIT and ctx.startswith("line 0 ")
 
 
 def test_codex_wiring_hooks_apply_patch_only():
@@ -60,22 +61,21 @@ def test_codex_wiring_hooks_apply_patch_only():
 
 
 def test_gemini_reads_the_file_of_write_file_and_replace_only():
-    assert gemini.pre_edit_paths(gemini_payload("write_file", {"file_path": "a/b.txt", "content": "x"})) == ["a/b.txt"]
-    assert gemini.pre_edit_paths(gemini_payload("replace", {"file_path": "/abs/c.py", "old_string": "a",
+    assert gemini_protocol.pre_edit_paths(gemini_payload("write_file", {"file_path": "a/b.txt", "content": "x"})) == ["a/b.txt"]
+    assert gemini_protocol.pre_edit_paths(gemini_payload("replace", {"file_path": "/abs/c.py", "old_string": "a",
                                                             "new_string": "b"})) == ["/abs/c.py"]
-    assert gemini.pre_edit_paths(gemini_payload("run_shell_command", {"command": "echo > x"})) == []
-    assert gemini.pre_edit_paths(gemini_payload("write_file", {"file_path": "x"}, event="AfterTool")) is None
+    assert gemini_protocol.pre_edit_paths(gemini_payload("run_shell_command", {"command": "echo > x"})) == []
+    assert gemini_protocol.pre_edit_paths(gemini_payload("write_file", {"file_path": "x"}, event="AfterTool")) is None
 
 
 def test_gemini_answers_pinned():
-    assert json.loads(gemini.pre_edit_output("line one\nline two", block=True)) == {
+    assert json.loads(gemini_protocol.pre_edit_output("line one\nline two", block=True)) == {
         "decision": "deny", "reason": "line one\nline two", "systemMessage": "refused an edit: line one"}
-    assert json.loads(gemini.pre_edit_output("line one\nline two", block=False)) == {
+    assert json.loads(gemini_protocol.pre_edit_output("line one\nline two", block=False)) == {
         "systemMessage": "line one (advisory: the edit goes on; `git korus-mail reserve --list`)"}
     long = "\n".join(f"line {i} " + "x" * 90 for i in range(200))
-    reason = json.loads(gemini.pre_edit_output(long, block=True))["reason"]
+    reason = json.loads(gemini_protocol.pre_edit_output(long, block=True))["reason"]
     assert len(reason) <= gemini.REASON_LIMIT and reason.endswith("\n(cut)")
-    assert gemini_protocol.pre_edit_paths is gemini.pre_edit_paths
 
 
 def test_gemini_wiring_hooks_the_editing_tools_only():

@@ -36,7 +36,8 @@ FOREIGN = {
              "--no-daemon", "--managed-daemon", "--sandbox",  # codex's terminal UI, its daemon, its sandbox
              "--print", "--input-format",  # claude's (docs/HOOKS.md, the wake-up tier)
              "--prompt", "--allowed-tools", "--skip-trust",  # gemini's (docs/CLIENTS.md, "Gemini CLI")
-             "--base", "--runs"},  # bench/hotpath_ab.py's (docs/HOOKS.md, "Starting Python")
+             "--base", "--runs",  # bench/hotpath_ab.py's (docs/HOOKS.md, "Starting Python")
+             "--no-verify"},  # git commit's, past the commit guard (docs/CLIENTS.md, "Reservations before an edit")
     "readme": {"--force", "--resume", "--continue"},            # pipx install --force; claude --resume
     "bash": {"--porcelain"},
     "zsh": {"--porcelain"},

@@ -20,9 +20,7 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
-
-    from git_korus_mail.clients.codex.protocol import Payload
+    from typing import Any, Dict, List, Mapping, Optional
 
 PRE_EDIT_EVENT = "PreToolUse"
 EDIT_TOOLS = ("apply_patch",)
@@ -48,28 +46,28 @@ def patch_paths(patch: str) -> "List[str]":
     return out
 
 
-def pre_edit_paths(payload: "Payload") -> "Optional[List[str]]":
+def paths(event: str, raw: "Mapping[str, Any]") -> "Optional[List[str]]":
     """The files an editing tool is about to write ([] for another tool), or None when the
-    event is no pre-edit event (the drain then does its usual work)."""
-    if payload.event != PRE_EDIT_EVENT:
+    event is no pre-edit event (the drain then does its usual work). `raw`: the payload."""
+    if event != PRE_EDIT_EVENT:
         return None
-    args = payload.raw.get("tool_input")
-    if payload.raw.get("tool_name") not in EDIT_TOOLS or not isinstance(args, dict):
+    args = raw.get("tool_input")
+    if raw.get("tool_name") not in EDIT_TOOLS or not isinstance(args, dict):
         return []
     patch = args.get("command")
     return patch_paths(patch) if isinstance(patch, str) else []
 
 
-def pre_edit_output(text: str, block: bool) -> str:
+def output(text: str, block: bool) -> str:
     """The tell as context, or (a `--block` reservation) the refusal; the person gets its first
-    line (systemMessage: a warning line in the TUI)."""
-    from git_korus_mail.clients.codex.protocol import fit
+    line (systemMessage: a warning line in the TUI). `text` already fits Codex's limit
+    (protocol.pre_edit_output cuts it)."""
     out: "Dict[str, Any]" = {"hookEventName": PRE_EDIT_EVENT}
     if block:
         out["permissionDecision"] = "deny"
-        out["permissionDecisionReason"] = fit(text)
+        out["permissionDecisionReason"] = text
     else:
-        out["additionalContext"] = fit(text)
+        out["additionalContext"] = text
     first = text.split("\n", 1)[0][:300]
     return json.dumps({"hookSpecificOutput": out, "systemMessage": ("refused an edit: " if block else "") + first},
                       ensure_ascii=True)

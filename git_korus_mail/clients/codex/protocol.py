@@ -16,7 +16,6 @@ follows (Codex CLI 0.171.0, observed):
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail.clients.codex.preedit import pre_edit_output, pre_edit_paths  # noqa: F401 - the drain's (reservations)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -215,3 +214,16 @@ def check_answer(event: str, stdout: str) -> "Optional[str]":
     otherwise what is wrong (clients/hookjson.py: the same for every client)."""
     from git_korus_mail.clients.hookjson import check_answer as check
     return check(event, stdout)
+
+
+# -- before an edit (issue 29, reservations): clients/codex/preedit.py; the drain finds these --
+def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
+    """The files an editing tool is about to write ([] for another tool); None: no pre-edit event."""
+    from git_korus_mail.clients.codex import preedit
+    return preedit.paths(payload.event, payload.raw)
+
+
+def pre_edit_output(text: str, block: bool) -> str:
+    """The answer before an edit of reserved paths (the tell, or the refusal of a --block one)."""
+    from git_korus_mail.clients.codex import preedit
+    return preedit.output(fit(text), block)

@@ -19,9 +19,7 @@ from git_korus_mail import fastjson as json  # not the json package: it imports 
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
-
-    from git_korus_mail.clients.gemini.protocol import Payload
+    from typing import Any, Dict, List, Mapping, Optional
 
 PRE_EDIT_EVENT = "BeforeTool"
 EDIT_TOOLS = ("write_file", "replace")
@@ -29,19 +27,19 @@ MATCHER = "write_file|replace"  # a regex to Gemini; the tool name is checked ag
 REASON_LIMIT = 7000  # UTF-16 units, as protocol.CONTEXT_LIMIT: the reason is the tool's error
 
 
-def pre_edit_paths(payload: "Payload") -> "Optional[List[str]]":
+def paths(event: str, raw: "Mapping[str, Any]") -> "Optional[List[str]]":
     """The file an editing tool is about to write ([] for another tool), or None when the event
-    is no pre-edit event (the drain then does its usual work)."""
-    if payload.event != PRE_EDIT_EVENT:
+    is no pre-edit event (the drain then does its usual work). `raw`: the payload."""
+    if event != PRE_EDIT_EVENT:
         return None
-    args = payload.raw.get("tool_input")
-    if payload.raw.get("tool_name") not in EDIT_TOOLS or not isinstance(args, dict):
+    args = raw.get("tool_input")
+    if raw.get("tool_name") not in EDIT_TOOLS or not isinstance(args, dict):
         return []
     path = args.get("file_path")
     return [path] if isinstance(path, str) and path and "\0" not in path else []
 
 
-def pre_edit_output(text: str, block: bool) -> str:
+def output(text: str, block: bool) -> str:
     """A `--block` reservation: the refusal, its reason the model's to read. Advisory: the person's
     line only (Gemini gives BeforeTool no context to the model)."""
     first = text.split("\n", 1)[0][:300]

@@ -17,7 +17,6 @@ follows (Gemini CLI 0.61.0, observed offline; /work/shared/reference/gemini-cli-
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail.clients.gemini.preedit import pre_edit_output, pre_edit_paths  # noqa: F401 - the drain's (reservations)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -245,3 +244,16 @@ def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Gemini accepts at `event` and carries no fault."""
     from git_korus_mail.clients.hookjson import check_answer as check
     return check(event, stdout)
+
+
+# -- before an edit (issue 29, reservations): clients/gemini/preedit.py; the drain finds these --
+def pre_edit_paths(payload: Payload) -> "Optional[List[str]]":
+    """The files an editing tool is about to write ([] for another tool); None: no pre-edit event."""
+    from git_korus_mail.clients.gemini import preedit
+    return preedit.paths(payload.event, payload.raw)
+
+
+def pre_edit_output(text: str, block: bool) -> str:
+    """The answer before an edit of reserved paths (the tell, or the refusal of a --block one)."""
+    from git_korus_mail.clients.gemini import preedit
+    return preedit.output(text, block)
