@@ -145,3 +145,30 @@ def test_a_lapsed_reservation_tells_nothing_and_is_swept(clone):
     assert reserve(clone.main, "docs", session="s-api").returncode == 0
     assert [r["why"] for r in journal(clone, "lapsed")] == ["gone"]
     assert [r["paths"] for r in records(clone)] == [["docs"]]
+
+
+def test_who_status_and_log_show_reservations(clone):
+    assert reserve(clone.web, "src/db", "--block", "--note=moving the schema", session="s-web").returncode == 0
+    assert reserve(clone.main, "docs", "--ttl=1", person=True).returncode == 0
+    who = run_cli("who", cwd=clone.main)
+    assert "reservations: 2" in who.stdout
+    assert "session s-web in ../web (web)  blocks edits" in who.stdout and "note: moving the schema" in who.stdout
+    assert "the person in . (main)" in who.stdout
+    paths = {tuple(r["paths"]) for r in json.loads(run_cli("who", "--json", cwd=clone.main).stdout)["reservations"]}
+    assert paths == {("src/db",), ("docs",)}
+    status = run_cli("status", cwd=clone.web)
+    assert "reservations of the clone: 2" in status.stdout and "session s-web in . (web)" in status.stdout
+    assert len(json.loads(run_cli("status", "--json", cwd=clone.web).stdout)["reservations"]) == 2
+    assert reserve(clone.web, "--drop", "src/db", session="s-web").returncode == 0
+    # the person's lapses at its TTL: a minute from now, as the store's sweep sees it
+    from git_korus_mail.core import reservations
+    from git_korus_mail.store.files import MailRoot
+    import time
+    reservations.sweep(MailRoot.open(str(clone.common_dir)), time.time() + 61)
+    log = run_cli("log", cwd=clone.main).stdout.splitlines()
+    said = [ln.split(None, 3)[2:] for ln in log]
+    assert [w[0] for w in said] == ["reserved", "reserved", "released", "lapsed"]
+    assert " src/db by session s-web in ../web for 4h00m, blocking: " in said[0][1]  # the note cut at 100
+    assert said[1][1].endswith(" docs by the person in . for 1m")
+    assert said[2][1].endswith(" src/db of session s-web") and said[3][1].endswith(" docs of the person: its TTL passed")
+    assert all(len(ln) <= 100 for ln in log)
