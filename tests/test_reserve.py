@@ -172,3 +172,19 @@ def test_who_status_and_log_show_reservations(clone):
     assert said[1][1].endswith(" docs by the person in . for 1m")
     assert said[2][1].endswith(" src/db of session s-web") and said[3][1].endswith(" docs of the person: its TTL passed")
     assert all(len(ln) <= 100 for ln in log)
+
+
+def test_pre_tool_use_with_reservations_imports_nothing_heavy(clone):
+    """A bounded match: no pygit2, docopt, json or re on the edit's hook path (python -X importtime)."""
+    import sys
+    assert reserve(clone.web, "src", session="s-web").returncode == 0
+    payload = hermetic.payload("PreToolUse", "s-api", clone.main)
+    payload.update({"tool_name": "Edit", "tool_input": {"file_path": str(clone.main / "src" / "a.py")}})
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "git_korus_mail", "drain"],
+                          input=json.dumps(payload), capture_output=True, text=True, cwd=clone.main)
+    assert proc.returncode == 0 and "reserved by session s-web" in proc.stdout
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    heavy = {"pygit2", "docopt", "portalocker", "json", "re", "fnmatch", "subprocess", "hashlib", "typing"}
+    assert not imported & heavy, imported & heavy
+    assert "git_korus_mail.core.drain" not in imported  # no mail drain at an edit

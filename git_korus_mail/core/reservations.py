@@ -268,7 +268,8 @@ def drop(root: "MailRoot", what: "Sequence[str]", session: "Optional[str]", forc
 
 
 # -- what a model is told ------------------------------------------------------
-def tell(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, now: "Optional[float]" = None) -> str:
+def tell(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, now: "Optional[float]" = None,
+         advisory: bool = True) -> str:
     """What a session's model is told before it edits reserved paths: for each reservation,
     who holds it, where, why (its note), until when, and the exact `send` and `ask` lines that
     reach the holder. `here`: the worktree the telling session runs in (paths are shown from it).
@@ -295,7 +296,8 @@ def tell(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, now: "Opti
         lines.append(f"  or wait for their answer: git korus-mail ask --to={to} -- '<your question>'")
         if r.by_person:
             lines.append("  It was reserved by the person, not by a session: check with your user first.")
-    lines.append("Reservations are advisory: coordinate before editing these paths, or work elsewhere.")
+    if advisory:
+        lines.append("Reservations are advisory: coordinate before editing these paths, or work elsewhere.")
     return "\n".join(lines)
 
 
@@ -304,7 +306,7 @@ def block_reason(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, no
     lets the edit through (drop the reservation, with --force when it is another's)."""
     blocking = [(r, p) for r, p in found if r.block]
     ids = " ".join(r.id for r, _ in blocking)
-    return (tell(found, here, now) + f"\nThis edit was refused: the reservation asks to block edits. "
+    return (tell(found, here, now, advisory=False) + f"\nThis edit was refused: the reservation asks to block edits. "
             f"The person can lift it with: git korus-mail reserve --drop {ids} --force")
 
 
