@@ -188,3 +188,18 @@ def test_pre_tool_use_with_reservations_imports_nothing_heavy(clone):
     heavy = {"pygit2", "docopt", "portalocker", "json", "re", "fnmatch", "subprocess", "hashlib", "typing"}
     assert not imported & heavy, imported & heavy
     assert "git_korus_mail.core.drain" not in imported  # no mail drain at an edit
+
+
+def test_install_wires_pre_tool_use_for_the_editing_tools_and_doctor_knows_it():
+    from git_korus_mail.clients.claude import settings
+    stub = "/r/.git/mail/hooks/claude-hook"
+    merged = settings.merge_settings({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": []}]}}, stub)
+    ours = merged["hooks"]["PreToolUse"][1]
+    assert ours == {"matcher": "Edit|Write|MultiEdit|NotebookEdit",
+                    "hooks": [{"type": "command", "command": f"'{stub}' PreToolUse", "timeout": 30}]}
+    assert settings.check_settings(merged, stub) == []
+    removed, n = settings.remove_settings(merged, stub)
+    assert removed == {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": []}]}} and n == 7
+    older = settings.merge_settings({}, stub)
+    del older["hooks"]["PreToolUse"]  # an install from before reservations
+    assert settings.check_settings(older, stub) == ["PreToolUse: no entry"]
