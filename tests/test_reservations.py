@@ -204,3 +204,12 @@ def test_the_signal_never_hides_a_record_while_processes_reserve_and_drop(clone)
     assert looks > 100 and min(rounds) > 0 and sum(rounds) > 40, (looks, rounds)  # the race was really run
     assert os.listdir(d) == [] and not signal.exists()
     invariants.check(clone.mail_root)
+
+
+def test_stored_times_read_by_slices_equal_the_strict_reader():
+    from git_korus_mail.stamps import parse_stamp, utc_stamp
+    for t in (0.0, 1_796_000_000.123456, 1_796_000_000.999999, 4_102_444_800.5):
+        assert core._when(utc_stamp(t)) == parse_stamp(utc_stamp(t))
+    for bad in ("2026-11-30T00:53:20.00000aZ", "\uff12026-11-30T00:53:20.000000Z", "2026-11-30", 5, None):
+        with pytest.raises(ValueError):
+            core._when(bad)
