@@ -1,136 +1,117 @@
-"""What a reservation check costs on the paths that run it at every edit and every commit (issue 29).
+"""What a Claude Code PreToolUse costs with reservations (issue 29; docs/HOOKS.md, "Before an edit").
 
     .venv/bin/python bench/reserve_ab.py --runs 200
 
-Rows, each run as its client runs it (`/bin/sh -c "'<stub>' <Event>"` with the payload on stdin;
-git's pre-commit hook run by `git commit`'s own way, `sh <hook>` in the worktree with one file
-staged), in rounds that run every command once, alternating (shared machines drift):
-- **baseline**: `sh -c true`, and a no-op hook script;
-- **pre-edit, none**: Claude Code's PreToolUse (Edit) and Codex's PreToolUse (apply_patch) in a
-  clone with no reservation: the stub's one shell test (hooks/hook.sh), no Python;
-- **pre-edit, N**: the same with N reservations of another worktree, none matching, then one
-  matching (the tell is built): Python starts, and the match is bounded by the store's
-  MAX_RECORDS;
-- **pre-commit, none / N**: our pre-commit hook (wiring/precommit.py) with no reservation, and
-  with N.
-Wall and CPU time (user + system of the process and its children, from wait4), medians.
+Each round runs every row once, alternating, as Claude Code runs a hook
+(`/bin/sh -c "'<stub>' PreToolUse"`, an Edit's payload on stdin), and reads each process's wall
+time and CPU time (user + system of it and its children, from wait4); the table gives the medians.
+Rows:
+- `sh -c true`: the floor, a hook that does nothing;
+- `python -S -c pass`: what any hook that starts Python pays first (the drain starts with -S);
+- `none`: this tree's stub in a clone with no reservation (the stub's one test, no Python);
+- `100, no match`: 100 reservations of another session, none naming the edited file (Python
+  starts, reads 100 records, matches, says nothing);
+- `100, one match`: the same with one naming the file (the tell is printed).
+The stub is rendered from this tree for its own console script, into a fresh clone's
+`<mail>/hooks/`; the reservations are written with the store's own code.
 """
 
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO  # noqa: E402
-from stub_ab import run  # noqa: E402 - (wall ms, CPU ms, status, stdout) of one process tree
+from stub_ab import run  # noqa: E402 - one process's wall and CPU time, as the stub bench reads them
 
+REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from git_korus_mail.core import reservations  # noqa: E402
-from git_korus_mail.store.files import MailRoot  # noqa: E402
 
 
 def git(*args, cwd):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def world(tmp):
-    main, web = tmp / "api", tmp / "web"
+def make_clone(base):
+    main, other = base / "api", base / "web"
     main.mkdir()
-    git("init", "-q", "-b", "main", cwd=main)
-    git("-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "root", cwd=main)
-    git("worktree", "add", "-q", "-b", "web", str(web), cwd=main)
-    helper = os.path.join(os.path.dirname(sys.executable), "git-korus-mail")
-    env = dict(os.environ, CODEX_HOME=str(tmp / "codex-home"), HOME=str(tmp / "home"))
-    (tmp / "home").mkdir()
-    # the Codex stub is written by a Claude install too (every client's stub is one template):
-    # install claude only, then write the Codex stub the same way, so no Codex CLI is needed
-    subprocess.run([helper, "install"], cwd=main, env=env, check=True, capture_output=True)
-    common = main / ".git"
-    from git_korus_mail.clients.codex import stub as codex_stub
-    root = MailRoot.open(str(common))
-    codex_stub.write_stub(root, helper, repo=str(main))
-    (web / "src").mkdir()
-    (web / "src" / "a.py").write_text("x\n")  # the file every row's edit or commit touches
-    git("add", "src/a.py", cwd=web)
-    return main, web, common, env
+    git("init", "-q", "-b", "main", str(main), cwd=base)
+    (main / "README").write_text("hello\n")
+    git("add", "README", cwd=main)
+    git("-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-q", "-m", "init", cwd=main)
+    git("worktree", "add", "-q", str(other), "-b", "web", cwd=main)
+    return main, other
 
 
-def reserve_many(common, worktree, n, matching):
-    root = MailRoot.open(str(common))
-    holder = reservations.Holder(None, None, None)
+def reserve(common, n, matching, worktree):
+    from git_korus_mail.core import reservations
+    from git_korus_mail.store.files import MailRoot
+    root = MailRoot.open(common, create=True)
+    holder = reservations.Holder("s-other", None, "claude")
     for i in range(n):
-        reservations.reserve(root, [f"elsewhere/{i}/"], holder, "box", str(worktree), "main", ttl_minutes=600)
-    if matching:
-        reservations.reserve(root, ["src/"], holder, "box", str(worktree), "main", ttl_minutes=600)
+        spec = "src/db" if matching and i == n - 1 else f"pkg{i}/**/*.py"
+        reservations.reserve(root, [spec], holder, "k" * 16, worktree, "web", note=f"reservation {i}")
 
 
-def drop_all(common):
-    root = MailRoot.open(str(common))
-    ids = [r.id for r in reservations.all_stored(root)]
-    if ids:
-        reservations.drop(root, ids, None, force=True)
-
-
-def rows(main, web, common, env, runs, n):
-    claude = str(common / "mail" / "hooks" / "claude-hook")
-    codex = str(common / "mail" / "hooks" / "codex-hook")
-    edit = json.dumps({"session_id": "bench-session", "cwd": str(web), "hook_event_name": "PreToolUse",
-                       "tool_name": "Edit", "tool_input": {"file_path": str(web / "src" / "a.py")},
-                       "transcript_path": "/nonexistent"}).encode()
-    patch = json.dumps({"session_id": "bench-session", "cwd": str(web), "hook_event_name": "PreToolUse",
-                        "tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\n*** Add File: src/a.py\n+x\n*** End Patch\n"},
-                        "transcript_path": "/nonexistent"}).encode()
-    noop = common.parent.parent / "noop.sh"
-    noop.write_text("#!/bin/sh\nexit 0\n")
-    noop.chmod(0o755)
-    hook = str(common / "hooks" / "pre-commit")
-    cmds = {
-        "sh -c true": (["/bin/sh", "-c", "true"], b""),
-        "no-op hook script": (["/bin/sh", "-c", f"'{noop}'"], b""),
-        "claude PreToolUse Edit": (["/bin/sh", "-c", f"'{claude}' PreToolUse"], edit),
-        "codex PreToolUse apply_patch": (["/bin/sh", "-c", f"'{codex}' PreToolUse"], patch),
-        "pre-commit hook": (["/bin/sh", hook], b""),
-    }
-    out = {}
-    for label, setup in (("no reservation", lambda: None),
-                         (f"{n} others' reservations, none matching", lambda: reserve_many(common, main, n, False)),
-                         (f"{n} + 1 matching (the tell is built)", lambda: reserve_many(common, main, 0, True))):
-        setup()
-        times = {k: [] for k in cmds}
-        for _ in range(runs):
-            for k, (argv, stdin) in cmds.items():
-                wall, cpu, _status, _out = run(argv, str(web), env, stdin)
-                times[k].append((wall, cpu))
-        out[label] = times
-    drop_all(common)
-    return out
-
-
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("-n", type=int, default=100, help="reservations of another worktree")
-    args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="reserve-ab-"))
-    try:
-        main_wt, web, common, env = world(tmp)
-        result = rows(main_wt, web, common, env, args.runs, args.n)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"reserve_ab: {args.runs} rounds each, medians in ms (wall / CPU)")
-    print(f"| {'state':40} | {'command':30} | wall ms | CPU ms |")
-    print(f"|{'-' * 42}|{'-' * 32}|---------|--------|")
-    for state, times in result.items():
-        for k, ts in times.items():
-            print(f"| {state:40} | {k:30} | {statistics.median(t[0] for t in ts):7.2f} | "
-                  f"{statistics.median(t[1] for t in ts):6.2f} |")
+    args = ap.parse_args(argv)
+    helper = str(Path(sys.executable).parent / "git-korus-mail")
+    with tempfile.TemporaryDirectory(prefix="reserve-ab-") as tmp:
+        base = Path(tmp)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "LC_ALL": "C.UTF-8",
+               "GIT_CONFIG_NOSYSTEM": "1", "CLAUDE_PID": str(os.getpid()), "CLAUDE_CODE_SESSION_ID": "s-bench"}
+        os.environ.update({"HOME": str(base), "GIT_CONFIG_NOSYSTEM": "1"})
+        rows = {}
+        for name, n, matching in (("none", 0, False), ("100, no match", 100, False), ("100, one match", 100, True)):
+            d = base / name.replace(" ", "").replace(",", "-")
+            d.mkdir()
+            main_wt, other = make_clone(d)
+            common = str(main_wt / ".git")
+            from git_korus_mail.clients.claude import stub as claude_stub
+            from git_korus_mail.store.files import MailRoot
+            root = MailRoot.open(common, create=True)
+            path = claude_stub.STUB.path(root)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            Path(path).write_text(claude_stub.render_stub(helper))
+            os.chmod(path, 0o700)
+            reserve(common, n, matching, str(other))
+            payload = json.dumps({"session_id": "s-bench", "transcript_path": "", "cwd": str(main_wt),
+                                  "hook_event_name": "PreToolUse", "tool_name": "Edit",
+                                  "tool_input": {"file_path": str(main_wt / "src" / "db" / "schema.sql"),
+                                                 "old_string": "a", "new_string": "b"}}).encode()
+            rows[name] = (["/bin/sh", "-c", f"'{path}' PreToolUse"], str(main_wt), payload)
+        rows = {"sh -c true": (["/bin/sh", "-c", "true"], tmp, b"{}"),
+                "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], tmp, b""), **rows}
+        said = {}
+        for name, (cmd, cwd, payload) in rows.items():  # warm up, and check what each row answers
+            _w, _c, status, out = run(cmd, cwd, env, payload)
+            assert status == 0, (name, status)
+            said[name] = "tell" if b"additionalContext" in out else ("nothing" if not out.strip() else out[:80])
+        assert said["none"] == "nothing" and said["100, no match"] == "nothing" and said["100, one match"] == "tell", said
+        wall = {name: [] for name in rows}
+        cpu = {name: [] for name in rows}
+        for _ in range(args.runs):
+            for name, (cmd, cwd, payload) in rows.items():
+                w, c, _status, _out = run(cmd, cwd, env, payload)
+                wall[name].append(w)
+                cpu[name].append(c)
+        load = os.getloadavg()[0]
+        print(f"PreToolUse (Edit) through this tree's stub, {args.runs} rounds, load {load:.1f}, "
+              f"{time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime())}")
+        print(f"{'row':<18} {'wall ms':>9} {'CPU ms':>9} {'wall / sh -c true':>18}  answers")
+        floor = statistics.median(wall["sh -c true"])
+        for name in rows:
+            mw, mc = statistics.median(wall[name]), statistics.median(cpu[name])
+            print(f"{name:<18} {mw:>9.2f} {mc:>9.2f} {mw / floor:>18.2f}  {said[name]}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+import invariants
 from helpers import git
 
 from git_korus_mail.core import reservations as core
@@ -157,3 +158,58 @@ def test_before_edit_takes_the_tools_paths_in_any_worktree_of_the_clone(clone, t
     told = core.before_edit(root, ["secret.txt"], main, "s-api", now=T0)
     assert told is not None and told[1] is True
     assert f"git korus-mail reserve --drop {blocker.id} --force" in told[0]
+
+
+CHURN = """
+import sys, time
+from git_korus_mail.core import reservations as core
+from git_korus_mail.store.files import MailRoot
+root = MailRoot.open(sys.argv[1], create=True)
+me = sys.argv[2]
+end = time.time() + float(sys.argv[3])
+n = 0
+while time.time() < end:
+    core.reserve(root, [f"{me}/{n}"], core.Holder(me, None, None), "k", "/w", None)
+    core.drop(root, [f"{me}/{n}"], me)
+    n += 1
+print(n)
+"""
+
+
+def test_the_signal_never_hides_a_record_while_processes_reserve_and_drop(clone):
+    """Four processes reserve and drop in a loop, each leaving the clone empty in turn, so the
+    signal is made and removed again and again. A watcher looks at a record, then at the signal,
+    then at the record again: a record present before and after a look that found no signal
+    stood through that look (ids are never reused), which the stub would have skipped."""
+    import sys
+    common = str(clone.common_dir)
+    open_root(clone)
+    (clone.mail_root / "reservations").mkdir(mode=0o700, exist_ok=True)
+    procs = [subprocess.Popen([sys.executable, "-c", CHURN, common, f"s{i}", "4"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    d, signal = clone.mail_root / "reservations", clone.mail_root / "RESERVED"
+    looks = hidden = 0
+    while any(p.poll() is None for p in procs):
+        for name in os.listdir(d):
+            if not name.endswith(".json"):
+                continue
+            if not signal.exists() and (d / name).exists():
+                hidden += 1
+            looks += 1
+    said = [p.communicate() for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-500:] for _out, err in said]
+    rounds = [int(out) for out, _err in said]
+    assert hidden == 0
+    assert looks > 100 and min(rounds) > 0 and sum(rounds) > 40, (looks, rounds)  # the race was really run
+    assert os.listdir(d) == [] and not signal.exists()
+    invariants.check(clone.mail_root)
+
+
+def test_stored_times_read_by_slices_equal_the_strict_reader():
+    from git_korus_mail.stamps import parse_stamp, utc_stamp
+    for t in (0.0, 1_796_000_000.123456, 1_796_000_000.999999, 4_102_444_800.5):
+        assert core._when(utc_stamp(t)) == parse_stamp(utc_stamp(t))
+    for bad in ("2026-11-30T00:53:20.00000aZ", "\uff12026-11-30T00:53:20.000000Z", "2026-11-30", 5, None):
+        with pytest.raises(ValueError):
+            core._when(bad)

@@ -145,3 +145,61 @@ def test_a_lapsed_reservation_tells_nothing_and_is_swept(clone):
     assert reserve(clone.main, "docs", session="s-api").returncode == 0
     assert [r["why"] for r in journal(clone, "lapsed")] == ["gone"]
     assert [r["paths"] for r in records(clone)] == [["docs"]]
+
+
+def test_who_status_and_log_show_reservations(clone):
+    assert reserve(clone.web, "src/db", "--block", "--note=moving the schema", session="s-web").returncode == 0
+    assert reserve(clone.main, "docs", "--ttl=1", person=True).returncode == 0
+    who = run_cli("who", cwd=clone.main)
+    assert "reservations: 2" in who.stdout
+    assert "session s-web in ../web (web)  blocks edits" in who.stdout and "note: moving the schema" in who.stdout
+    assert "the person in . (main)" in who.stdout
+    paths = {tuple(r["paths"]) for r in json.loads(run_cli("who", "--json", cwd=clone.main).stdout)["reservations"]}
+    assert paths == {("src/db",), ("docs",)}
+    status = run_cli("status", cwd=clone.web)
+    assert "reservations of the clone: 2" in status.stdout and "session s-web in . (web)" in status.stdout
+    assert len(json.loads(run_cli("status", "--json", cwd=clone.web).stdout)["reservations"]) == 2
+    assert reserve(clone.web, "--drop", "src/db", session="s-web").returncode == 0
+    # the person's lapses at its TTL: a minute from now, as the store's sweep sees it
+    from git_korus_mail.core import reservations
+    from git_korus_mail.store.files import MailRoot
+    import time
+    reservations.sweep(MailRoot.open(str(clone.common_dir)), time.time() + 61)
+    log = run_cli("log", cwd=clone.main).stdout.splitlines()
+    said = [ln.split(None, 3)[2:] for ln in log]
+    assert [w[0] for w in said] == ["reserved", "reserved", "released", "lapsed"]
+    assert " src/db by session s-web in ../web for 4h00m, blocking: " in said[0][1]  # the note cut at 100
+    assert said[1][1].endswith(" docs by the person in . for 1m")
+    assert said[2][1].endswith(" src/db of session s-web") and said[3][1].endswith(" docs of the person: its TTL passed")
+    assert all(len(ln) <= 100 for ln in log)
+
+
+def test_pre_tool_use_with_reservations_imports_nothing_heavy(clone):
+    """A bounded match: no pygit2, docopt, json or re on the edit's hook path (python -X importtime)."""
+    import sys
+    assert reserve(clone.web, "src", session="s-web").returncode == 0
+    payload = hermetic.payload("PreToolUse", "s-api", clone.main)
+    payload.update({"tool_name": "Edit", "tool_input": {"file_path": str(clone.main / "src" / "a.py")}})
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "git_korus_mail", "drain"],
+                          input=json.dumps(payload), capture_output=True, text=True, cwd=clone.main)
+    assert proc.returncode == 0 and "reserved by session s-web" in proc.stdout
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    heavy = {"pygit2", "docopt", "portalocker", "json", "re", "fnmatch", "subprocess", "hashlib", "typing"}
+    assert not imported & heavy, imported & heavy
+    assert "git_korus_mail.core.drain" not in imported  # no mail drain at an edit
+
+
+def test_install_wires_pre_tool_use_for_the_editing_tools_and_doctor_knows_it():
+    from git_korus_mail.clients.claude import settings
+    stub = "/r/.git/mail/hooks/claude-hook"
+    merged = settings.merge_settings({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": []}]}}, stub)
+    ours = merged["hooks"]["PreToolUse"][1]
+    assert ours == {"matcher": "Edit|Write|MultiEdit|NotebookEdit",
+                    "hooks": [{"type": "command", "command": f"'{stub}' PreToolUse", "timeout": 30}]}
+    assert settings.check_settings(merged, stub) == []
+    removed, n = settings.remove_settings(merged, stub)
+    assert removed == {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": []}]}} and n == 7
+    older = settings.merge_settings({}, stub)
+    del older["hooks"]["PreToolUse"]  # an install from before reservations
+    assert settings.check_settings(older, stub) == ["PreToolUse: no entry"]

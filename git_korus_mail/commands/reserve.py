@@ -115,17 +115,33 @@ def _list(clone: "Clone", args: ReserveArgs, out: TextIO, here: str) -> int:
     if not held:
         out.write("no reservations in this clone\n")
         return 0
+    for line in lines(held, here, indent=""):
+        out.write(line + "\n")
+    return 0
+
+
+def held_now(clone: "Clone") -> "List[Reservation]":
+    """The clone's reservations that hold now (for who and status; reading only)."""
+    root = clone.mail_root()
+    return reservations.active(root) if root is not None else []
+
+
+def lines(held: "Sequence[Reservation]", here: str, indent: str = "  ") -> "List[str]":
+    """Each reservation as a person reads it: who and where, the pathspecs, since and until
+    when, the note (reserve --list, who, status)."""
     now = time.time()
+    out = []
     for r in held:
         branch = f" ({safe(r.branch)})" if r.branch else ""
         left = max(0, int(r.until - now) // 60)
-        out.write(f"…{r.id[-8:]}  {safe(r.holder_label())} in {relative(r.worktree, here)}{branch}"
-                  f"{'  blocks edits' if r.block else ''}\n")
-        out.write(f"    {', '.join(safe(s) for s in r.pathspecs)}\n")
-        out.write(f"    since {person_time(_stamp(r.since))}, until {person_time(_stamp(r.until))} ({left} min left)\n")
+        out.append(f"{indent}…{r.id[-8:]}  {safe(r.holder_label())} in {relative(r.worktree, here)}{branch}"
+                   f"{'  blocks edits' if r.block else ''}")
+        out.append(f"{indent}    {', '.join(safe(s) for s in r.pathspecs)}")
+        out.append(f"{indent}    since {person_time(_stamp(r.since))}, until {person_time(_stamp(r.until))}"
+                   f" ({left} min left)")
         if r.note:
-            out.write(f"    note: {safe(r.note)}\n")
-    return 0
+            out.append(f"{indent}    note: {safe(r.note)}")
+    return out
 
 
 def _json(r: "Reservation") -> "dict[str, object]":

@@ -85,7 +85,10 @@ def _one(magic: "frozenset[str]", pattern: str, path: str) -> bool:
         # the path itself, or a path under it as a leading directory
         return path == stripped or path.startswith(stripped + "/")
     # a wildcard pathspec matches the whole path only (git ls-files agrees: `:(glob)*` names
-    # the top's files, not what lies under its directories)
+    # the top's files, not what lies under its directories). Its part before the first wildcard
+    # must begin the path: checked first, it spares most reservations the full match.
+    if not path.startswith(_fixed(pattern, magic)):
+        return False
     return wildmatch(pattern, path, "glob" in magic)
 
 

@@ -89,7 +89,6 @@ class Reservation:
     @classmethod
     def from_record(cls, rec: "Dict[str, Any]") -> "Optional[Reservation]":
         """The reservation a stored record holds; None when it is not shaped like ours."""
-        from git_korus_mail.stamps import parse_stamp
         holder = rec.get("holder")
         paths = rec.get("paths")
         if not isinstance(holder, dict) or not isinstance(paths, list) or not paths:
@@ -97,7 +96,7 @@ class Reservation:
         if not all(isinstance(p, str) and p for p in paths[:MAX_PATHSPECS]):
             return None
         try:
-            since, until = parse_stamp(rec.get("since")), parse_stamp(rec.get("until"))
+            since, until = _when(rec.get("since")), _when(rec.get("until"))
         except ValueError:
             return None
         session, launch, client = holder.get("session"), holder.get("launch"), holder.get("client")
@@ -128,6 +127,19 @@ class Reservation:
     def matches(self, path: str) -> bool:
         """Whether the repository-relative `path` is one this reservation names."""
         return pathspecs_match(self.pathspecs, path)
+
+
+def _when(value: object) -> float:
+    """A stored time in seconds: the form utc_stamp writes read by slices (every PreToolUse
+    with reservations reads two a record), anything else by the strict reader (ValueError)."""
+    from git_korus_mail.stamps import epoch, parse_stamp
+    s = value
+    if (isinstance(s, str) and len(s) == 27 and s.isascii() and s[4] == "-" and s[7] == "-" and s[10] == "T"
+            and s[13] == ":" and s[16] == ":" and s[19] == "." and s[26] == "Z"
+            and (s[:4] + s[5:7] + s[8:10] + s[11:13] + s[14:16] + s[17:19] + s[20:26]).isdigit()):
+        return epoch(int(s[:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16]),
+                     int(s[17:19])) + int(s[20:26]) / 1e6
+    return parse_stamp(s)
 
 
 def _opt_str(v: object) -> bool:
@@ -268,7 +280,8 @@ def drop(root: "MailRoot", what: "Sequence[str]", session: "Optional[str]", forc
 
 
 # -- what a model is told ------------------------------------------------------
-def tell(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, now: "Optional[float]" = None) -> str:
+def tell(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, now: "Optional[float]" = None,
+         advisory: bool = True) -> str:
     """What a session's model is told before it edits reserved paths: for each reservation,
     who holds it, where, why (its note), until when, and the exact `send` and `ask` lines that
     reach the holder. `here`: the worktree the telling session runs in (paths are shown from it).
@@ -295,7 +308,8 @@ def tell(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, now: "Opti
         lines.append(f"  or wait for their answer: git korus-mail ask --to={to} -- '<your question>'")
         if r.by_person:
             lines.append("  It was reserved by the person, not by a session: check with your user first.")
-    lines.append("Reservations are advisory: coordinate before editing these paths, or work elsewhere.")
+    if advisory:
+        lines.append("Reservations are advisory: coordinate before editing these paths, or work elsewhere.")
     return "\n".join(lines)
 
 
@@ -304,7 +318,7 @@ def block_reason(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, no
     lets the edit through (drop the reservation, with --force when it is another's)."""
     blocking = [(r, p) for r, p in found if r.block]
     ids = " ".join(r.id for r, _ in blocking)
-    return (tell(found, here, now) + f"\nThis edit was refused: the reservation asks to block edits. "
+    return (tell(found, here, now, advisory=False) + f"\nThis edit was refused: the reservation asks to block edits. "
             f"The person can lift it with: git korus-mail reserve --drop {ids} --force")
 
 

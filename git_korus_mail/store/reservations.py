@@ -32,7 +32,7 @@ DIR = "reservations"
 SUFFIX = ".json"
 FORMAT_VERSION = 1
 MAX_RECORDS = 1000      # records read at most per look: a bounded match on the hook path
-LOCK_PATIENCE = 2.0     # seconds a writer waits for the lock (held for a few file operations)
+LOCK_PATIENCE = 10.0    # seconds a writer waits for the lock (held for a few file operations; polled)
 _ID_CHARS = frozenset("0123456789abcdefTZ-")
 
 
@@ -42,7 +42,7 @@ def new_id(now: float) -> str:
 
 
 def valid_id(rid: "Any") -> bool:
-    return isinstance(rid, str) and 10 <= len(rid) <= 40 and all(c in _ID_CHARS for c in rid)
+    return isinstance(rid, str) and 10 <= len(rid) <= 40 and set(rid) <= _ID_CHARS
 
 
 def encode(rec: "Dict[str, Any]") -> bytes:
@@ -149,7 +149,7 @@ def _lock(d: "Dir") -> "Optional[int]":
             return -1
         time.sleep(pause)
         waited += pause
-        pause = min(pause * 2, 0.05)
+        pause = min(pause * 2, 0.01)  # short: a long sleep loses the lock to busier writers
 
 
 def _unlock(fd: "Optional[int]") -> None:

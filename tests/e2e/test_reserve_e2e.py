@@ -9,6 +9,8 @@ before any permission question.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from driver import ClaudeProcess
@@ -67,3 +69,35 @@ def test_the_model_is_told_of_a_reservation_at_its_edit_and_a_block_refuses_it(m
         assert f"BLOCK-{uid}" in refused[0] and "git korus-mail reserve --drop " in refused[0]
         assert "--force" in refused[0]
         assert not locked.exists(), mode
+
+
+def test_a_session_reserves_from_its_shell_another_is_told_and_it_lapses_when_the_first_ends(
+        mail, mockapi, runners):  # noqa: F811
+    """The holder is the session whose Bash tool ran `reserve` (found as `send` finds its
+    sender); the reservation holds while that Claude Code runs, and lapses when it exits."""
+    from mockapi import bash, text, tool_use
+
+    uid = _uid()
+    a = runners("a")
+    with a.stream(cwd=mail.a) as s:
+        mockapi.set_script([bash(f"git korus-mail reserve 'api/*.py' --note=NOTE-{uid}", "reserve"),
+                            text("reserved")])
+        s.send("reserve the api files")
+        first = s.read_result()
+        sid_a = first["session_id"]
+        listed = cli("reserve", "--list", "--json", cwd=mail.b)
+        [rec] = json.loads(listed.stdout)
+        assert rec["holder"]["session"] == sid_a and rec["holder"]["client"] == "claude"
+        target = mail.b / "api" / "handlers.py"
+        mockapi.set_script([tool_use("Write", {"file_path": str(target), "content": "pass\n"}), text("finished")])
+        run = run_in_mode(runners("b"), "edit the handlers", mail.b, "acceptEdits").check()
+        reqs = session_requests(mockapi, run.session_id)
+        told = [t for t in reqs[1].texts() if TELL_PREFIX in t]
+        assert len(told) == 1 and f"reserved by session {sid_a} in worktree ../a" in told[0], reqs[1].texts()
+        assert f"git korus-mail send --to={mail.a} --session={sid_a} -- '<your message>'" in told[0]
+    # session a's Claude Code has exited: its reservation no longer holds, and nobody is told
+    assert "no reservations in this clone" in cli("reserve", "--list", cwd=mail.b).stdout
+    mockapi.set_script([tool_use("Write", {"file_path": str(mail.b / "api" / "more.py"), "content": "pass\n"}),
+                        text("finished")])
+    run = run_in_mode(runners("b"), "edit more", mail.b, "acceptEdits").check()
+    assert not any(r.contains(f"NOTE-{uid}") for r in session_requests(mockapi, run.session_id))
