@@ -60,6 +60,7 @@ def test_commit_touching_a_path_reserved_elsewhere_is_told_who_and_goes_through(
     assert "src/db/schema.sql is reserved by the person" in proc.stderr
     assert r.id in proc.stderr and "migrating the schema" in proc.stderr
     assert "git korus-mail send --to=" in proc.stderr  # how to reach the holder
+    assert "Reservations are advisory" in proc.stderr and "refused" not in proc.stderr
 
 
 def test_block_reservation_refuses_the_commit_and_no_verify_overrides(guarded):
@@ -69,7 +70,7 @@ def test_block_reservation_refuses_the_commit_and_no_verify_overrides(guarded):
     proc = commit(clone.web, "docs/guide.md")
     assert proc.returncode != 0
     assert not head_changed(clone.web, before)
-    assert "This commit was refused" in proc.stderr
+    assert "This commit was refused" in proc.stderr and "advisory" not in proc.stderr
     assert "git commit --no-verify" in proc.stderr
     assert f"git korus-mail reserve --drop {r.id}" in proc.stderr
     proc = subprocess.run(["git", "commit", "-q", "--no-verify", "-m", "anyway"], cwd=clone.web,

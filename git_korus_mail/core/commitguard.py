@@ -47,7 +47,8 @@ def told(hits: "Found", worktree: str, now: "Optional[float]" = None) -> "Tuple[
     from git_korus_mail.core import reservations
     block = any(r.block for r, _paths in hits)
     head = "git korus-mail: this commit touches paths reserved in another worktree:"
-    lines = [head, reservations.tell(hits, worktree, now)]
+    # a refused commit is not also called advisory (core/reservations.tell's last line)
+    lines = [head, reservations.tell(hits, worktree, now, advisory=not block)]
     if block:
         ids = " ".join(r.id for r, _paths in hits if r.block)
         lines.append("This commit was refused: a reservation above asks to block edits to its paths.")
