@@ -10,7 +10,7 @@ once lapsed), so a relay can carry the records as they are, create-only, like me
 The signal is kept honest by order and one lock (flock on reservations/ itself, which a killed
 process cannot keep): a reserve makes the signal *before* it links the record, and an end
 removes the signal only *after* it saw, under the lock, that no record is left. A crash can
-therefore leave a signal without records (the next PreToolUse starts Python once, finds
+therefore leave a signal without records (the next edit's hook starts Python once, finds
 nothing, and costs no more than that), never a record without the signal, which would let the
 stub skip a live reservation. Without working locks the signal is never removed.
 """
