@@ -203,3 +203,15 @@ def test_install_wires_pre_tool_use_for_the_editing_tools_and_doctor_knows_it():
     older = settings.merge_settings({}, stub)
     del older["hooks"]["PreToolUse"]  # an install from before reservations
     assert settings.check_settings(older, stub) == ["PreToolUse: no entry"]
+
+
+def test_from_a_subdirectory_the_pathspecs_still_start_at_the_root_and_that_is_said(clone):
+    sub = clone.web / "src"
+    sub.mkdir()
+    made = reserve(sub, "db", session="s-web")
+    assert made.returncode == 0
+    assert "note: pathspecs start at the repository root, not at src/ (here): src/<path> names a path here" \
+        in made.stdout
+    assert [r["paths"] for r in records(clone)] == [["db"]]
+    outside = reserve(clone.common_dir, "db", session="s-web")
+    assert outside.returncode == 1 and "not in a worktree of this clone" in outside.stderr
