@@ -371,12 +371,21 @@ def before_edit(root: "MailRoot", paths: "Sequence[str]", cwd: str, session: "Op
     """What a session about to edit `paths` (as its tool names them: absolute, or relative to
     `cwd`) must be told: (the tell, whether a `--block` reservation refuses the edit), or None
     when no other holder's active reservation names one of them. The one call a client's
-    pre-tool hook makes (each client's, through commands/drain.py: docs/HOOKS.md)."""
+    pre-tool hook makes (each client's, through commands/drain.py: docs/HOOKS.md).
+
+    Lapsed records found here are swept (journaled `lapsed`) and a signal no record stands
+    behind is removed: otherwise a session that reserved and exited would cost every later edit
+    in the clone a Python start until someone ran `reserve` again."""
+    now = time.time() if now is None else now
+    stored = all_stored(root)
+    held = [r for r in stored if r.lapsed(now) is None]
+    if len(held) < len(stored) or not stored:
+        sweep(root, now)
     rel = [r for r in (repo_relative(p, cwd, root.common_dir) for p in paths if isinstance(p, str) and p)
            if r is not None]
     if not rel:
         return None
-    found = conflicts(root, rel, mine=session, now=now)
+    found = conflicts(root, rel, mine=session, now=now, held=held)
     if not found:
         return None
     if any(r.block for r, _ in found):
