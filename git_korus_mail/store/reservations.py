@@ -18,6 +18,7 @@ stub skip a live reservation. Without working locks the signal is never removed.
 import os
 import time
 
+from git_korus_mail import crash
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
@@ -72,6 +73,7 @@ def create(root: "MailRoot", rec: "Dict[str, Any]") -> None:
                 root.dir.create_exclusive(SIGNAL, b"reservations exist (docs/STORE.md)\n", sync=False)
             except FileExistsError:
                 pass
+        crash.point("reserve:signaled")
         d.create_staged(rec["id"] + SUFFIX, encode(rec), root.tmp, "reserve")
     finally:
         _unlock(fd)
@@ -105,7 +107,9 @@ def remove(root: "MailRoot", ids: "List[str]") -> "List[str]":
     fd = _lock(d)
     try:
         gone = [rid for rid in ids if valid_id(rid) and d.unlink_quiet(rid + SUFFIX)]
+        crash.point("release:unlinked")
         if fd is not None and fd >= 0 and not any(n.endswith(SUFFIX) for n in d.names()):
+            crash.point("release:looked")  # the gap the lock closes: a reserve now would be hidden
             root.dir.unlink_quiet(SIGNAL)
         return gone
     finally:
