@@ -1,6 +1,7 @@
 """File reservations (issue 29): the store's records and signal (docs/STORE.md, "Reservations"),
 the pathspec matcher against git's own answers, lapsing, and the tell a model reads."""
 
+import json
 import os
 import subprocess
 
@@ -213,3 +214,67 @@ def test_stored_times_read_by_slices_equal_the_strict_reader():
     for bad in ("2026-11-30T00:53:20.00000aZ", "\uff12026-11-30T00:53:20.000000Z", "2026-11-30", 5, None):
         with pytest.raises(ValueError):
             core._when(bad)
+
+
+# -- killed between two steps (crash.STEPS reserve:* and release:*; tests/test_crash.py runs these) --
+def _edit_hook(clone, path):
+    """A PreToolUse for an Edit of `path`, through the real drain; its parsed answer or None."""
+    from helpers import hook
+    answer, _proc = hook("PreToolUse", clone.main, "s-edit", extra={"tool_name": "Edit",
+                                                                  "tool_input": {"file_path": str(path)}})
+    return answer
+
+
+def scenario_reserve(clone, step):
+    """`reserve` killed after the signal, before its record: the signal alone is left (it hides
+    nothing), the next edit's hook removes it, and a reserve after that works."""
+    from helpers import run_cli
+    proc = run_cli("reserve", "src", cwd=clone.web, env={"KORUS_MAIL_CRASH_AT": step})
+    assert proc.returncode == -9, (step, proc.returncode, proc.stderr)
+    assert (clone.mail_root / "RESERVED").exists() and os.listdir(clone.mail_root / "reservations") == []
+    invariants.check(clone.mail_root)
+    assert _edit_hook(clone, clone.main / "src" / "a.py") is None
+    assert not (clone.mail_root / "RESERVED").exists()
+    assert run_cli("reserve", "src", cwd=clone.web).returncode == 0
+    invariants.check(clone.mail_root)
+
+
+def scenario_release(clone, step):
+    """`reserve --drop` killed after its record's unlink (or after it saw none left), before the
+    signal's: the reservation is ended, the signal stale, the next edit's hook clears it."""
+    from helpers import run_cli
+    assert run_cli("reserve", "src", cwd=clone.web, env={"CLAUDE_PID": ""}).returncode == 0
+    proc = run_cli("reserve", "--drop", "src", cwd=clone.web, env={"CLAUDE_PID": "", "KORUS_MAIL_CRASH_AT": step})
+    assert proc.returncode == -9, (step, proc.returncode, proc.stderr)
+    assert os.listdir(clone.mail_root / "reservations") == [] and (clone.mail_root / "RESERVED").exists()
+    invariants.check(clone.mail_root)
+    assert _edit_hook(clone, clone.main / "src" / "a.py") is None
+    assert not (clone.mail_root / "RESERVED").exists()
+
+
+def test_a_reserve_waits_while_a_drop_that_saw_no_record_left_removes_the_signal(clone, tmp_path):
+    """The gap the lock closes, made deterministic: a drop pauses after it saw no record left
+    (crash point release:looked) while holding the lock; a reserve started then waits for it,
+    so its record is linked after the drop removed the signal, and its own signal stands. Seen red
+    with the lock taken out: the reserve lands in the gap and the drop removes its signal."""
+    import time
+    from helpers import PYTHON
+    assert subprocess.run([PYTHON, "-m", "git_korus_mail", "reserve", "old"], cwd=clone.web,
+                          env=dict(os.environ, CLAUDE_PID="")).returncode == 0
+    gate = tmp_path / "go"
+    dropper = subprocess.Popen([PYTHON, "-m", "git_korus_mail", "reserve", "--drop", "old"], cwd=clone.web,
+                               env=dict(os.environ, CLAUDE_PID="", KORUS_MAIL_PAUSE_AT=f"release:looked:{gate}"))
+    deadline = time.time() + 30
+    while not (tmp_path / "go.reached").exists():
+        assert dropper.poll() is None and time.time() < deadline
+        time.sleep(0.02)
+    reserver = subprocess.Popen([PYTHON, "-m", "git_korus_mail", "reserve", "new"], cwd=clone.main,
+                                env=dict(os.environ, CLAUDE_PID=""), stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    waited = reserver.poll() is None  # it waits on the lock the paused drop holds
+    gate.touch()
+    assert dropper.wait(30) == 0 and reserver.wait(30) == 0
+    d = clone.mail_root / "reservations"
+    assert [json.loads((d / n).read_text())["paths"] for n in os.listdir(d)] == [["new"]]
+    invariants.check(clone.mail_root)  # I8: the record has its signal
+    assert waited, "the reserve did not wait for the drop's lock"

@@ -139,12 +139,14 @@ def test_a_lapsed_reservation_tells_nothing_and_is_swept(clone):
     rec = json.loads(path.read_text())
     rec["holder"]["launch"] = f"claude:{dead.pid}-1-x"
     path.write_text(json.dumps(rec, sort_keys=True) + "\n")
-    assert pre_edit(stub, "Edit", str(clone.main / "src" / "a.py"), "s-api")[0] is None
-    assert "no reservations" in run_cli("reserve", "--list", cwd=clone.main).stdout
-    # the next reserve sweeps it (journaled), and the signal stands for the new one only
-    assert reserve(clone.main, "docs", session="s-api").returncode == 0
+    assert "no reservations" in run_cli("reserve", "--list", cwd=clone.main).stdout  # a report: it only reads
+    assert records(clone) != []
+    # the next edit's hook tells nothing and sweeps it (journaled), the signal with it: the edit
+    # after that costs no Python again
+    assert pre_edit(stub, "Edit", str(clone.main / "src" / "a.py"), "s-api") == (None, True)
     assert [r["why"] for r in journal(clone, "lapsed")] == ["gone"]
-    assert [r["paths"] for r in records(clone)] == [["docs"]]
+    assert records(clone) == [] and not (clone.mail_root / "RESERVED").exists()
+    assert pre_edit(stub, "Edit", str(clone.main / "src" / "a.py"), "s-api") == (None, False)
 
 
 def test_who_status_and_log_show_reservations(clone):
@@ -203,3 +205,15 @@ def test_install_wires_pre_tool_use_for_the_editing_tools_and_doctor_knows_it():
     older = settings.merge_settings({}, stub)
     del older["hooks"]["PreToolUse"]  # an install from before reservations
     assert settings.check_settings(older, stub) == ["PreToolUse: no entry"]
+
+
+def test_from_a_subdirectory_the_pathspecs_still_start_at_the_root_and_that_is_said(clone):
+    sub = clone.web / "src"
+    sub.mkdir()
+    made = reserve(sub, "db", session="s-web")
+    assert made.returncode == 0
+    assert "note: pathspecs start at the repository root, not at src/ (here): src/<path> names a path here" \
+        in made.stdout
+    assert [r["paths"] for r in records(clone)] == [["db"]]
+    outside = reserve(clone.common_dir, "db", session="s-web")
+    assert outside.returncode == 1 and "not in a worktree of this clone" in outside.stderr

@@ -75,6 +75,11 @@ def run(clone: "Clone", args: ReserveArgs, out: TextIO) -> int:
     who = "you (the person)" if session is None else f"session {safe(session)}"
     out.write(f"reserved {', '.join(safe(s) for s in r.pathspecs)} for {who} until "
               f"{person_time(_stamp(r.until))}{' (blocks edits)' if r.block else ''}  …{r.id[-8:]}\n")
+    below = os.path.relpath(clone.cwd, own.path)
+    if below != "." and not below.startswith(".."):
+        # git's own pathspecs start at the cwd; ours at the top, so that a tell names one path
+        out.write(f"note: pathspecs start at the repository root, not at {safe(below)}/ (here): "
+                  f"{safe(below)}/<path> names a path here\n")
     for o in over:
         out.write(f"note: this overlaps {safe(o.holder_label())}'s reservation of "
                   f"{', '.join(safe(s) for s in o.pathspecs)} in {relative(o.worktree, here)} until "

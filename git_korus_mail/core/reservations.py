@@ -4,7 +4,7 @@ told to every *other* session before it edits one of them (docs/DESIGN.md, "Rese
 A reservation is advisory: it never stops a commit or a shell command, and it lapses on its own
 at its TTL or when its holder's client process is gone, so it is never a lock a dead process
 holds. One made with `--block` also refuses the editing tools of the clients that let a hook
-refuse (Claude Code's PreToolUse deny), with the reason and the way round it.
+refuse (docs/HOOKS.md, "Before an edit"), with the reason and the way round it.
 
 Paths are git pathspecs relative to the repository root (the top of whichever worktree a path is
 in), matched here in pure Python by core/pathspec.py: no pygit2 and no `re` on the hook path, and bounded (its
@@ -130,7 +130,7 @@ class Reservation:
 
 
 def _when(value: object) -> float:
-    """A stored time in seconds: the form utc_stamp writes read by slices (every PreToolUse
+    """A stored time in seconds: the form utc_stamp writes read by slices (every edit's hook
     with reservations reads two a record), anything else by the strict reader (ValueError)."""
     from git_korus_mail.stamps import epoch, parse_stamp
     s = value
@@ -371,12 +371,21 @@ def before_edit(root: "MailRoot", paths: "Sequence[str]", cwd: str, session: "Op
     """What a session about to edit `paths` (as its tool names them: absolute, or relative to
     `cwd`) must be told: (the tell, whether a `--block` reservation refuses the edit), or None
     when no other holder's active reservation names one of them. The one call a client's
-    pre-tool hook makes (Claude Code's PreToolUse; Codex's and Gemini's equivalents)."""
+    pre-tool hook makes (each client's, through commands/drain.py: docs/HOOKS.md).
+
+    Lapsed records found here are swept (journaled `lapsed`) and a signal no record stands
+    behind is removed: otherwise a session that reserved and exited would cost every later edit
+    in the clone a Python start until someone ran `reserve` again."""
+    now = time.time() if now is None else now
+    stored = all_stored(root)
+    held = [r for r in stored if r.lapsed(now) is None]
+    if len(held) < len(stored) or not stored:
+        sweep(root, now)
     rel = [r for r in (repo_relative(p, cwd, root.common_dir) for p in paths if isinstance(p, str) and p)
            if r is not None]
     if not rel:
         return None
-    found = conflicts(root, rel, mine=session, now=now)
+    found = conflicts(root, rel, mine=session, now=now, held=held)
     if not found:
         return None
     if any(r.block for r, _ in found):

@@ -10,7 +10,7 @@ once lapsed), so a relay can carry the records as they are, create-only, like me
 The signal is kept honest by order and one lock (flock on reservations/ itself, which a killed
 process cannot keep): a reserve makes the signal *before* it links the record, and an end
 removes the signal only *after* it saw, under the lock, that no record is left. A crash can
-therefore leave a signal without records (the next PreToolUse starts Python once, finds
+therefore leave a signal without records (the next edit's hook starts Python once, finds
 nothing, and costs no more than that), never a record without the signal, which would let the
 stub skip a live reservation. Without working locks the signal is never removed.
 """
@@ -18,6 +18,7 @@ stub skip a live reservation. Without working locks the signal is never removed.
 import os
 import time
 
+from git_korus_mail import crash
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
@@ -72,6 +73,7 @@ def create(root: "MailRoot", rec: "Dict[str, Any]") -> None:
                 root.dir.create_exclusive(SIGNAL, b"reservations exist (docs/STORE.md)\n", sync=False)
             except FileExistsError:
                 pass
+        crash.point("reserve:signaled")
         d.create_staged(rec["id"] + SUFFIX, encode(rec), root.tmp, "reserve")
     finally:
         _unlock(fd)
@@ -105,7 +107,9 @@ def remove(root: "MailRoot", ids: "List[str]") -> "List[str]":
     fd = _lock(d)
     try:
         gone = [rid for rid in ids if valid_id(rid) and d.unlink_quiet(rid + SUFFIX)]
+        crash.point("release:unlinked")
         if fd is not None and fd >= 0 and not any(n.endswith(SUFFIX) for n in d.names()):
+            crash.point("release:looked")  # the gap the lock closes: a reserve now would be hidden
             root.dir.unlink_quiet(SIGNAL)
         return gone
     finally:
