@@ -191,3 +191,15 @@ def test_a_fault_of_the_guard_never_stops_a_commit(guarded):
     proc = commit(clone.web, "src/y.py")
     assert proc.returncode == 0
     assert "the reservation check failed (exit 1): this commit was not checked" in proc.stderr
+
+
+def test_a_sessions_reservation_names_the_session_to_reach(guarded):
+    clone = guarded
+    root = MailRoot.open(str(clone.common_dir), create=True)
+    reservations.reserve(root, ["api/"], reservations.Holder("sess-42", None, "claude"), "box",
+                         os.path.realpath(clone.main), "main", ttl_minutes=60, note="new endpoints")
+    proc = commit(clone.web, "api/routes.py")
+    assert proc.returncode == 0
+    said = " ".join(proc.stderr.split())
+    assert "api/routes.py is reserved by session sess-42" in said, proc.stderr
+    assert "--session=sess-42 -- '<your message>'" in said
