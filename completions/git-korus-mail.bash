@@ -18,10 +18,10 @@
 # __git_find_on_cmdline) when git's completion is loaded, and equivalent local
 # code when it is not.
 
-__git_korus_mail_subcommands='send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion remote'
+__git_korus_mail_subcommands='send ask reply list who status inbox read log reserve cancel forward off on drain install uninstall doctor release completion remote'
 
 # Options that take a value, either as "--opt=value" or as "--opt value".
-__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds '
+__git_korus_mail_valued=' --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds --note '
 
 # __git_korus_mail_options SUBCOMMAND: the options of SUBCOMMAND, as its usage in cli.py
 # has them (tests/test_surface.py checks that they agree).
@@ -36,6 +36,7 @@ __git_korus_mail_options ()
 	inbox)            echo '--repo= --all --json' ;;
 	read)             echo '--repo= --json --raw' ;;
 	log)              echo '--repo= --follow --since= --json' ;;
+	reserve)          echo '--repo= --ttl= --note= --block --list --drop --force --json' ;;
 	doctor|who)       echo '--repo= --json' ;;
 	forward)          echo '--repo= --to= --json' ;;
 	off|on|release|cancel) echo '--repo=' ;;

@@ -16,7 +16,7 @@
 #
 # Destinations for --to come from one "git worktree list --porcelain" call.
 
-set -g __git_korus_mail_commands send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion remote
+set -g __git_korus_mail_commands send ask reply list who status inbox read log reserve cancel forward off on drain install uninstall doctor release completion remote
 
 # Print the words after the korus-mail command (as in "git-korus-mail ..." or
 # "git [global options] korus-mail ..."), one per line; fail when the command
@@ -92,7 +92,7 @@ function __git_korus_mail_sub
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds --note
                 set skip 1
             case '-*'
             case '*'
@@ -129,7 +129,7 @@ function __git_korus_mail_no_arg_yet
             continue
         end
         switch $a
-            case --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds
+            case --repo --to --kind --ttl --session --wait --scope --client --timeout --again --ids --since --label --creds --note
                 set skip 1
             case '-*'
             case '*'
@@ -295,6 +295,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -a inbox -d 'This worktree\'s mail: sender, state, first line'
         complete -c $c -n $top -f -a read -d 'One message whole, without consuming it'
         complete -c $c -n $top -f -a log -d 'The clone\'s history; --follow as it happens'
+        complete -c $c -n $top -f -a reserve -d 'Say which paths you are changing'
         complete -c $c -n $top -f -a cancel -d 'Withdraw a message sent from here, not yet consumed'
         complete -c $c -n $top -f -a forward -d 'Move a stranded box\'s queued mail to a worktree'
         complete -c $c -n $top -f -a off -d 'Suppress delivery (queued mail is kept)'
@@ -309,7 +310,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n $top -f -l version -d 'Print the version'
         complete -c $c -n $top -f -s h -l help -d 'Print the usage'
 
-        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log cancel forward off on drain install uninstall doctor release completion remote' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log reserve cancel forward off on drain install uninstall doctor release completion remote' \
             -x -l repo -a '(__fish_complete_directories)' -d 'Work on the clone containing this path'
 
         # send
@@ -330,7 +331,7 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using send' \
             -x -l wait -d 'Seconds to wait for the proof of delivery (default 2)'
         complete -c $c -n '__git_korus_mail_using drain' -f -l watch -d 'The wake-up tier watcher'
-        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log forward doctor' \
+        complete -c $c -n '__git_korus_mail_using send ask reply list who status inbox read log reserve forward doctor' \
             -f -l json -d 'Machine-readable output'
         complete -c $c -n '__git_korus_mail_using list status inbox' \
             -f -l all -d 'Show every entry, not only the latest'
@@ -341,6 +342,14 @@ if not set -q __git_korus_mail_completion_loaded
         complete -c $c -n '__git_korus_mail_using log' -f -l follow -d 'Keep printing as things happen'
         complete -c $c -n '__git_korus_mail_using log' \
             -x -l since -d 'Only since a UTC time or a duration back'
+
+        # reserve
+        complete -c $c -n '__git_korus_mail_using reserve' -x -l ttl -d 'Lapse after minutes (default 240)'
+        complete -c $c -n '__git_korus_mail_using reserve' -x -l note -d 'Why: told to whoever edits the paths'
+        complete -c $c -n '__git_korus_mail_using reserve' -f -l block -d 'Also refuse the edits where a hook can'
+        complete -c $c -n '__git_korus_mail_using reserve' -f -l list -d 'Every reservation of the clone'
+        complete -c $c -n '__git_korus_mail_using reserve' -f -l drop -d 'End your reservations of these pathspecs'
+        complete -c $c -n '__git_korus_mail_using reserve' -f -l force -d 'With --drop: another\'s too'
 
         # read
         complete -c $c -n '__git_korus_mail_using read' -f -l raw -d 'The body\'s bytes unchanged, for a pipe'

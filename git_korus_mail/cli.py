@@ -24,6 +24,7 @@ commands:
   inbox       this worktree's mail, oldest first: sender, state, first line
   read        one message whole, without consuming it
   log         the clone's history, one line an event; --follow as it happens
+  reserve     say which paths you are changing (told to other sessions before they edit them)
   cancel      withdraw a message sent from here that nobody has consumed
   forward     move a box's queued mail (one no worktree reads) to a worktree
   off / on    suppress / resume delivery everywhere (queued mail is kept)
@@ -301,6 +302,31 @@ options:
   --ids=<command>   read, reply, cancel or release
   --repo=<path>     the clone whose ids to list
 """,
+    "reserve": """\
+usage:
+  git korus-mail reserve [--repo=<path>] [--ttl=<minutes>] [--note=<text>] [--block] [--json] [--]
+                         <pathspec>...
+  git korus-mail reserve [--repo=<path>] --list [--json]
+  git korus-mail reserve [--repo=<path>] --drop [--force] [--] <pathspec>...
+
+Reserve paths of the repository you are changing: git pathspecs relative to the repository
+root (`src/db`, `docs/*.md`, `:(glob)**/*.sql`). Before another session edits a reserved path
+its model is told who holds it, why, until when, and how to reach them. From a session's
+shell the reservation is that session's, from a terminal the person's. Reservations are
+advisory: one that overlaps another's is made, and the overlap is said. A reservation lapses
+at its TTL and when its session's client process is gone.
+
+options:
+  --ttl=<minutes>   lapse after this many minutes, 1 to 10080 [default: 240]
+  --note=<text>     why: told to whoever is about to edit the paths (500 characters at most)
+  --block           also refuse the edits where the client lets a hook refuse one (Claude
+                    Code); the refusal says how the person lifts it
+  --list            every reservation of the clone: who, where, since, until, the note
+  --drop            end your reservations made with these pathspecs (or these ids)
+  --force           with --drop: end another's reservation too (the person's override)
+  --repo=<path>     the clone
+  --json            machine-readable
+""",
     "remote": """\
 usage:
   git korus-mail remote [--repo=<path>] [--json]
@@ -358,6 +384,10 @@ def main(argv: "Optional[Sequence[str]]" = None) -> int:
             return EXIT_USAGE
         from git_korus_mail.commands import drain  # the hot path: no docopt, no pygit2
         return drain.main(argv[1:])
+    if argv[:1] == ["guard-commit"]:
+        # git's pre-commit hook (wiring/precommit.py), once the clone holds a reservation
+        from git_korus_mail.commands import guard
+        return guard.main(argv[1:])
     import signal
     signal.signal(signal.SIGINT, _interrupt_once)
     try:
@@ -448,7 +478,7 @@ def _main(argv: "Sequence[str]") -> int:
 
 # the commands whose lines a person reads may hold paths; not `read`, `inbox` or `ask`, which print
 # a message's body as it is (they fit their own lines), nor `status` (it fits its own)
-FITTED = ("send", "who", "list", "cancel", "forward", "install", "uninstall", "doctor", "release",
+FITTED = ("send", "who", "list", "reserve", "cancel", "forward", "install", "uninstall", "doctor", "release",
           "reply", "off", "on")
 
 

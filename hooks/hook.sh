@@ -23,12 +23,20 @@
 # its libraries: docs/HOOKS.md, "Starting Python"; `fast_start`: the helper's second line when its
 # script takes that start), `fast_session` and `fast_launch` (the fast
 # path's key, read from the hook's environment; empty for a client whose hooks' environment
-# does not name the session), `fast_events` (the events the fast path may answer), and
+# does not name the session), `fast_events` (the events the fast path may answer),
 # `opening_event` and `end_event` (where the fault report is said: a session's start, a run's end;
-# `end_event` and `prompt_event` are also the turn's ends the fast path may record).
+# `end_event` and `prompt_event` are also the turn's ends the fast path may record), and
+# `pre_edit_events` (the events before an edit: reservations, below).
 # start values
 @VALUES@
 # end values
+
+# Reservations (docs/HOOKS.md, "Before an edit"): a clone with no reservation answers an edit
+# here, with one test and no output. <mail>/RESERVED exists while any reservation may (the
+# store makes it before a record and removes it after the last: store/reservations.py).
+if [ -n "${1-}" ]; then
+    case " $pre_edit_events " in *" $1 "*) [ -e "${0%/*}/../RESERVED" ] || exit 0 ;; esac
+fi
 
 # The fast path (docs/HOOKS.md, "The fast path"): a tool call with nothing new for this launch
 # is answered here, without starting Python, when the drain's stamp for the launch

@@ -11,7 +11,8 @@ from pathlib import Path
 from helpers import run_cli
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "git-korus-mail"
-EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "StopFailure")
+EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "StopFailure",
+          "PreToolUse")  # the last before an edit, for reservations (issue 29)
 
 # A settings file someone wrote by hand: indent 4, raw non-ASCII, an escaped slash
 # json.dumps would not reproduce, no final newline, a foreign hook on one of our events.

@@ -36,7 +36,7 @@ import stat
 from git_korus_mail.store.message import Invalid, parse
 
 ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", "journal.lock", "sent", "waits", "relay",
-              "live", "fast"}
+              "live", "fast", "reservations", "RESERVED"}
 LIVE_NAME = re.compile(r"^\d+-(\d+|x)-[0-9a-f]{8}$")  # store/life.py
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
@@ -351,7 +351,20 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
                 f"{os.path.relpath(d, mail_root)}/{name}: the message it records is in no state of box "
                 f"{rec.get('box')} (nor where it was forwarded)")
     _check_answers(boxes, summary)
+    _check_reservations(mail_root)
     return summary
+
+
+def _check_reservations(mail_root):
+    """I8, reservations (docs/STORE.md, "Reservations"): every record is complete and named by its
+    id, and while any exists the hook stub's signal RESERVED exists too."""
+    d = os.path.join(mail_root, "reservations")
+    names = [n for n in _ls(d) if n.endswith(".json")]
+    for name in names:
+        rec = json.loads(_read(os.path.join(d, name))[0])
+        assert rec.get("v") == 1 and rec.get("id") == name[:-5] and rec.get("paths"), f"reservations/{name}"
+    if names:
+        assert os.path.exists(os.path.join(mail_root, "RESERVED")), "a reservation without the stub's signal"
 
 
 def _check_answers(boxes, summary):

@@ -38,7 +38,10 @@ def test_install_keeps_foreign_keys_and_hooks_and_wires_every_worktree(clone):
     main = load(settings_path(clone.main))
     foreign = json.loads(FOREIGN_SETTINGS)
     assert main["permissions"] == foreign["permissions"] and main["model"] == "opus"
-    assert main["hooks"]["PreToolUse"] == foreign["hooks"]["PreToolUse"]
+    # the foreign PreToolUse groups keep their places; ours (the editing tools) comes after them
+    n = len(foreign["hooks"]["PreToolUse"])
+    assert main["hooks"]["PreToolUse"][:n] == foreign["hooks"]["PreToolUse"]
+    assert main["hooks"]["PreToolUse"][n]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
     assert main["hooks"]["Stop"][0] == foreign["hooks"]["Stop"][0]  # the foreign hook keeps its place
     for wt in (clone.main, clone.web):
         data = load(settings_path(wt))

@@ -40,12 +40,14 @@ def test_the_clients_stubs_differ_only_in_their_block_of_values():
     # Gemini: no fast path (no variable names its process), the fault report at its run's end
     assert "client='gemini'\n" in blocks["gemini"] \
         and "fast_session=''\nfast_launch=''\nfast_events=''\n" in blocks["gemini"]
-    assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\nprompt_event=''\n"), \
-        blocks["gemini"]
-    assert blocks["codex"].endswith("opening_event='SessionStart'\nend_event='Stop'\nprompt_event=''\n"), \
-        blocks["codex"]
+    assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\nprompt_event=''\n"
+                                     "pre_edit_events='BeforeTool'\n"), blocks["gemini"]
+    assert blocks["codex"].endswith("opening_event='SessionStart'\nend_event='Stop'\nprompt_event=''\n"
+                                    "pre_edit_events='PreToolUse'\n"), blocks["codex"]
     assert blocks["claude"].endswith("opening_event='SessionStart'\nend_event='Stop'\n"
-                                     "prompt_event='UserPromptSubmit'\n"), blocks["claude"]
+                                     "prompt_event='UserPromptSubmit'\npre_edit_events='PreToolUse'\n"), blocks["claude"]
+    # before an edit: Claude Code's and Codex's PreToolUse, Gemini's BeforeTool, answered in sh when
+    # nothing is reserved (issue 29)
 
 
 def test_the_block_holds_values_only():

@@ -37,15 +37,18 @@ def dump(data: "Doc", raw: "Optional[bytes]") -> bytes:
 
 class HookFile:
     """One client's hook entries. `timeouts` maps an event to its timeout in the client's unit,
-    with `default` for every other; `extra_check(doc)` adds the client's own problems of a file
-    that has the right entries."""
+    with `default` for every other; `matchers` adds events whose one group matches only some
+    tools (event -> the client's matcher: the editing tools before an edit, issue 29);
+    `extra_check(doc)` adds the client's own problems of a file that has the right entries."""
 
     def __init__(self, stub_tail: str, events: "Sequence[str]", matched: "Sequence[str]",
                  default_timeout: int, timeouts: "Mapping[str, int]",
-                 extra_check: "Optional[Callable[[Doc], List[str]]]" = None) -> None:
+                 extra_check: "Optional[Callable[[Doc], List[str]]]" = None,
+                 matchers: "Optional[Mapping[str, str]]" = None) -> None:
         self.stub_tail, self.events, self.matched = stub_tail, tuple(events), tuple(matched)
         self.default_timeout, self.timeouts = default_timeout, dict(timeouts)
         self.extra_check = extra_check
+        self.matchers = dict(matchers or {})
 
     def wanted_groups(self, stub: str, repo: "Optional[str]" = None) -> "Dict[str, Group]":
         out: "Dict[str, Group]" = {}
@@ -54,6 +57,10 @@ class HookFile:
             group["hooks"] = [{"type": "command", "command": hook_command(stub, event, repo),
                                "timeout": self.timeouts.get(event, self.default_timeout)}]
             out[event] = group
+        for event, matcher in self.matchers.items():
+            out[event] = {"matcher": matcher, "hooks": [
+                {"type": "command", "command": hook_command(stub, event, repo),
+                 "timeout": self.timeouts.get(event, self.default_timeout)}]}
         return out
 
     def stub_of(self, hook: object) -> "Optional[str]":

@@ -27,7 +27,7 @@ from git_korus_mail.commands import doctor_relay, doctor_store
 from git_korus_mail.commands.text import raw
 from git_korus_mail.store import answers, claims, journal, presence, records
 from git_korus_mail.errors import MailError
-from git_korus_mail.wiring import double, postcheckout
+from git_korus_mail.wiring import double, postcheckout, precommit
 from git_korus_mail.wiring.files import read_bytes
 from git_korus_mail.wiring import record as install_record
 from git_korus_mail.stamps import human_age, parse_stamp, utc_stamp
@@ -182,6 +182,7 @@ def _check_wiring(clone: "Clone", root: MailRoot, findings: Findings) -> None:
                      "git korus-mail install")
     if local:
         _check_post_checkout(clone, record, findings)
+        _check_pre_commit(clone, root, record, findings)
 
 
 def _check_post_checkout(clone: "Clone", record: install_record.Record, findings: Findings, head: str = "") -> None:
@@ -193,6 +194,13 @@ def _check_post_checkout(clone: "Clone", record: install_record.Record, findings
     else:
         findings.add("wiring", False, hook, head + "no post-checkout hook of ours: new worktrees are not wired",
                      "git korus-mail install")
+
+
+def _check_pre_commit(clone: "Clone", root: MailRoot, record: install_record.Record, findings: Findings) -> None:
+    """Our pre-commit hook, the commit guard of file reservations (wiring/precommit.py)."""
+    rec = (record.scope("local") or {}).get(precommit.RECORD_KEY)
+    ok, hook, detail = precommit.check(clone, rec, record.data.get("helper"), root.path)
+    findings.add("wiring", ok, hook, detail, None if ok else "git korus-mail install")
 
 
 def _check_client_wiring(client: "Installer", clone: "Clone", root: MailRoot, record: install_record.Record,

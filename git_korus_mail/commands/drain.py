@@ -16,7 +16,7 @@ from git_korus_mail import clients
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Dict, Optional, Sequence, Tuple, Union
+    from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
     from git_korus_mail.clients.interface import HookProtocol
 
@@ -78,6 +78,10 @@ def serve(client: "HookProtocol", repo: "Optional[str]" = None) -> int:
         # install's self-test: prove the stub reaches a working drain without touching any box
         _emit(client.context_output(payload.event, "korus-mail: hook wiring verified"))
         return 0
+    edits = getattr(client, "pre_edit_paths", None)
+    paths = edits(payload) if edits is not None else None
+    if paths is not None:
+        return _pre_edit(client, payload, paths, repo)
     from git_korus_mail.core import drain
     try:
         outcome = drain.run(client.drain_facts(payload, os.environ), repo_opt=repo)
@@ -106,6 +110,27 @@ def serve(client: "HookProtocol", repo: "Optional[str]" = None) -> int:
         late = [f"after the output: {type(exc).__name__}: {exc}"]
     for fault in late:
         sys.stderr.write(f"git korus-mail: drain at {payload.event}: {fault}\n")
+    return 0
+
+
+def _pre_edit(client: "HookProtocol", payload: "Any", paths: "List[str]", repo: "Optional[str]") -> int:
+    """Before an edit (issue 29): tell the model of others' reservations of the files it is about
+    to write, or refuse the edit for a `--block` one. No mail is shown here, no presence kept: a
+    pre-edit event costs a bounded match, and says nothing when nothing is reserved."""
+    if not paths:
+        return 0
+    from git_korus_mail.core import reservations
+    cwd, session = payload.cwd, payload.session
+    try:
+        root = reservations.root_of(repo or cwd)
+        told = reservations.before_edit(root, paths, cwd, session) if root is not None else None
+    except Exception as exc:  # noqa: BLE001 - the edit goes on; the reason is on stderr
+        sys.stderr.write(f"git korus-mail: drain at {payload.event}: "
+                         f"reservations not checked: {_said(exc)}\n")
+        return 0
+    answer = getattr(client, "pre_edit_output", None)  # a client with pre_edit_paths has it
+    if told is not None and answer is not None:
+        _emit(answer(told[0], told[1]))
     return 0
 
 

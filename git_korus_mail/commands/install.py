@@ -9,6 +9,7 @@ uninstall puts back exactly what was there:
   repo anchor (scope user): clients/claude/settings_file.py;
 - the local settings file in `<common>/info/exclude` (wiring/exclude.py);
 - a git post-checkout hook that wires a worktree made by `git worktree add` (wiring/postcheckout.py);
+- a git pre-commit hook, the commit guard of file reservations (wiring/precommit.py);
 - for Codex: `.codex/hooks.json` in the main worktree (or the user's, with a repo anchor), and
   the trust of exactly those hooks (and of the project) in the user's Codex config, written by
   Codex's app-server (clients/codex/trust.py); docs/CLIENTS.md says what changes there.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from git_korus_mail import clients
 from git_korus_mail.commands.text import raw
 from git_korus_mail.errors import MailError, UsageError
-from git_korus_mail.wiring import exclude, postcheckout
+from git_korus_mail.wiring import exclude, postcheckout, precommit
 from git_korus_mail.wiring import record as install_record
 from git_korus_mail.wiring import stub as hookstub
 
@@ -162,6 +163,13 @@ def run_install(clone: "Clone", out: "IO[str]", scope: str = "local", force: boo
             if any(client.NEEDS_POST_CHECKOUT or getattr(client, "needs_post_checkout", lambda rec: False)(scope_rec)
                    for client, _s, _w in wirings):
                 lines, problem = postcheckout.install_post_checkout(clone, helper, force, scope_rec)
+                for line in lines:
+                    out.write(line + "\n")
+                if problem:
+                    out.write(f"note: {problem}\n")
+            if wirings:
+                # the commit guard of file reservations, whichever client is wired (wiring/precommit.py)
+                lines, problem = precommit.install_pre_commit(clone, helper, root.path, force, scope_rec)
                 for line in lines:
                     out.write(line + "\n")
                 if problem:

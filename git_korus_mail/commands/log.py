@@ -84,6 +84,44 @@ def _asked(rec: "Record", here: str) -> str:
     return f"{head}  waits {safe(rec.get('timeout'))}s{text}"
 
 
+def _holder(value: object) -> str:
+    return f"session {session(value)}" if value else "the person"
+
+
+def _paths(rec: "Record") -> str:
+    paths = rec.get("paths")
+    return ", ".join(safe(p) for p in paths) if isinstance(paths, list) and paths else "?"
+
+
+def _reserved(rec: "Record", here: str) -> str:
+    block = ", blocking" if rec.get("block") else ""
+    note = f": {safe(rec['note'])}" if rec.get("note") else ""
+    return (f"{_short(rec.get('id'))} {_paths(rec)} by {_holder(rec.get('session'))} in "
+            f"{relative(rec.get('worktree'), here)} for {_span(rec.get('at'), rec.get('until'))}{block}{note}")
+
+
+def _span(start: object, end: object) -> str:
+    """How long a reservation was made for (its until, in a line that has room for no second time)."""
+    from git_korus_mail.stamps import human_age, parse_stamp
+    try:
+        return human_age(round((parse_stamp(end) - parse_stamp(start)) / 60) * 60)  # whole minutes
+    except (ValueError, TypeError):
+        return f"until {stamp(end)}"
+
+
+def _released(rec: "Record", here: str) -> str:
+    by = f", ended by {_holder(rec.get('by'))} (--force)" if rec.get("forced") else ""
+    return f"{_short(rec.get('id'))} {_paths(rec)} of {_holder(rec.get('session'))}{by}"
+
+
+LAPSED_WHY = {"ttl": "its TTL passed", "gone": "its session's client process is gone"}
+
+
+def _lapsed(rec: "Record", here: str) -> str:
+    why = LAPSED_WHY.get(str(rec.get("why")), safe(rec.get("why")))
+    return f"{_short(rec.get('id'))} {_paths(rec)} of {_holder(rec.get('session'))}: {why}"
+
+
 def _fields(rec: "Record", here: str) -> str:
     return " ".join(f"{safe(k)}={safe(v)}" for k, v in sorted(rec.items()) if k not in ("at", "event"))
 
@@ -105,6 +143,9 @@ EVENT_TEXT: "Dict[str, Callable[[Record, str], str]]" = {
     "answer-delivered": lambda r, h: f"{_short(r.get('id'))}: its answer {_short(r.get('answer'))} reached the ask",
     "answer-kept": lambda r, h: f"{_short(r.get('id'))}: its answer {_short(r.get('answer'))} waits as mail",
     "quarantined": lambda r, h: f"{safe(r.get('name'))} in {_to(r, h)}: {safe(r.get('reason'))}",
+    "reserved": _reserved,
+    "released": _released,
+    "lapsed": _lapsed,
     "off": lambda r, h: "delivery turned off everywhere (queued mail is kept)",
     "on": lambda r, h: "delivery turned on",
 }

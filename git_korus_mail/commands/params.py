@@ -56,6 +56,12 @@ def typed(command: str, a: "Docopt") -> "Tuple[Command, object]":
         from git_korus_mail.commands import log as log_cmd
         return log_cmd, log_cmd.LogArgs(follow=bool(a["--follow"]), since=log_cmd.parse_since(a["--since"]),
                                         json=bool(a["--json"]))
+    if command == "reserve":
+        from git_korus_mail.commands import reserve as reserve_cmd
+        return reserve_cmd, reserve_cmd.ReserveArgs(
+            pathspecs=tuple(a["<pathspec>"] or ()), ttl_minutes=reserve_cmd.parse_ttl(a["--ttl"]),
+            note=a["--note"] or "", block=bool(a["--block"]), list=bool(a["--list"]), drop=bool(a["--drop"]),
+            force=bool(a["--force"]), json=bool(a["--json"]))
     if command == "cancel":
         from git_korus_mail.commands import cancel as cancel_cmd
         return cancel_cmd, cancel_cmd.CancelArgs(id=a["<id>"])

@@ -6,6 +6,7 @@ a new state of sent mail or a new journal event in a word, add it to FATE_TEXT o
 """
 
 import json
+import os
 from dataclasses import dataclass
 
 from git_korus_mail import ui
@@ -32,8 +33,10 @@ class StatusArgs:
 
 
 def run(clone: "Clone", args: StatusArgs, out: "IO[str]") -> int:
+    from git_korus_mail.commands import reserve
     d = report.collect_status(clone, sent_limit=None if args.all else report.SENT_SHOWN,
                               whole_clone=args.clone)
+    d["reservations"] = [r.record() for r in reserve.held_now(clone)]  # issue 29
     if args.json:
         out.write(json.dumps(d, indent=2) + "\n")
         return 0
@@ -123,7 +126,18 @@ def _questions(d: "Report", out: "IO[str]") -> None:
                 colour=ui.bold)
 
 
-SECTIONS: "List[Callable[[Report, IO[str]], None]]" = [_header, _box, _sent, _questions, _events]
+def _reservations(d: "Report", out: "IO[str]") -> None:
+    """The clone's reservations (issue 29): who is changing which paths, until when."""
+    from git_korus_mail.commands import reserve
+    from git_korus_mail.core.reservations import Reservation
+    held = [r for r in map(Reservation.from_record, d.get("reservations") or []) if r is not None]
+    if held:
+        block(out, f"reservations of the clone: {len(held)}", d["as_of"])
+        for line in reserve.lines(held, os.getcwd()):
+            out.write(line + "\n")
+
+
+SECTIONS: "List[Callable[[Report, IO[str]], None]]" = [_header, _box, _sent, _questions, _reservations, _events]
 
 
 # -- one sent message's fate in a few words: (state, detail) ------------------------------------

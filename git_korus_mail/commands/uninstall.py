@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from git_korus_mail import clients
 from git_korus_mail.commands.install import check_scope
 from git_korus_mail.errors import MailError
-from git_korus_mail.wiring import exclude, postcheckout
+from git_korus_mail.wiring import exclude, postcheckout, precommit
 from git_korus_mail.wiring import record as install_record
 
 
@@ -100,6 +100,10 @@ def run_uninstall(clone: "Clone", out: "IO[str]", scope: str = "local", purge: b
             for client, _stub in reversed(wirings):  # the last line added goes first: bytes come back exact
                 if exclude.remove_exclude(clone, scope_rec.get(client.EXCLUDE_KEY), client.EXCLUDE_LINE):
                     out.write(f"exclude  {client.EXCLUDE_LINE}  removed\n")
+            # the reverse of install's order: the hook that made the hooks dir removes it last
+            line = precommit.remove_pre_commit(clone, scope_rec.get(precommit.RECORD_KEY))
+            if line:
+                out.write(line + "\n")
             line = postcheckout.remove_post_checkout(clone, scope_rec.get("post_checkout"))
             if line:
                 out.write(line + "\n")

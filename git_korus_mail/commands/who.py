@@ -1,6 +1,7 @@
 """`who`: every session the clone knows, with its state as of a time (core/roster.py)."""
 
 import json
+import os
 import time
 from dataclasses import dataclass
 
@@ -27,15 +28,25 @@ class WhoArgs:
 
 
 def run(clone: "Clone", args: WhoArgs, out: "IO[str]") -> int:
+    from git_korus_mail.commands import reserve
     data = roster.collect(clone, clients.sessions, activity=clients.last_activity)
+    held = reserve.held_now(clone)  # issue 29: who is changing which paths
     if args.json:
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(json.dumps(dict(data, reservations=[r.record() for r in held]), indent=2) + "\n")
         return 0
     now = time.time()
     out.write(f"sessions as of {data['as_of']}\n")
     if not data["sessions"]:
         out.write("  none: no hook of this clone has run yet (git korus-mail install wires them)\n")
-        return 0
+    _sessions(data, out, now)
+    if held:
+        out.write(f"\nreservations: {len(held)}\n")
+        for line in reserve.lines(held, os.getcwd()):
+            out.write(line + "\n")
+    return 0
+
+
+def _sessions(data: "Dict[str, Any]", out: "IO[str]", now: float) -> None:
     shared = {w["box"]: w["shared"] for w in data["worktrees"]}
     current: object = object()
     for s in data["sessions"]:
@@ -47,7 +58,6 @@ def run(clone: "Clone", args: WhoArgs, out: "IO[str]") -> int:
         out.write(f"  {safe(s['name'] or '-')}  {safe(s['session'])}  {ui.bold(state_text(s, now))}"
                   f"  {safe(SURFACES.get(s['surface'], s['surface'] or 'surface unknown'))}"
                   f"  config {safe(_root(s))}\n")
-    return 0
 
 
 def _root(s: "Row") -> str:

@@ -174,21 +174,25 @@ def identify(data: bytes) -> "Tuple[str, str]":
 
 def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: "Optional[str]" = None,
            launch_env: "Optional[str]" = None, fast_events: "Sequence[str]" = (), *,
-           opening_event: str, end_event: str, prompt_event: str = "") -> str:
+           opening_event: str, end_event: str, prompt_event: str = "",
+           pre_edit_events: "Sequence[str]" = ()) -> str:
     """The block of values for `client`'s stub, one `name=value` line each, every value quoted
     for shell; the reinstall advice for this machine (core/advice.py) is baked in, since when the
     stub needs it the package may not run at all. The fast path's key is read from the hook's
     environment variables `session_env` and `launch_env` (names only: checked here). The fault
     report is said at `opening_event` (to the model and the user) and `end_event` (to the user).
     `end_event` and `prompt_event` (empty: none) are a turn's end and start: among `fast_events`,
-    the stub may record them itself (docs/HOOKS.md, "A turn with nothing new")."""
+    the stub may record them itself (docs/HOOKS.md, "A turn with nothing new").
+    `pre_edit_events`: the events before an edit, which a clone with no reservation answers in sh
+    (store/reservations.py, the signal)."""
     from git_korus_mail.core import advice
     from git_korus_mail.shell import sh_quote
     python, dirs = fast_start(helper)
     for name in (session_env, launch_env):
         if name is not None and not _ENV_NAME.match(name):
             raise ValueError(f"not an environment variable's name: {name!r}")
-    for event in (opening_event, end_event, *fast_events, *([prompt_event] if prompt_event else [])):
+    for event in (opening_event, end_event, *fast_events, *([prompt_event] if prompt_event else []),
+                  *pre_edit_events):
         if not _ENV_NAME.match(event.upper()):
             raise ValueError(f"not an event's name: {event!r}")  # it goes into sh words and JSON as it is
     pairs = [("client", sh_quote(client)),
@@ -203,7 +207,8 @@ def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: 
              ("fast_events", sh_quote(" ".join(fast_events))),
              ("opening_event", sh_quote(opening_event)),
              ("end_event", sh_quote(end_event)),
-             ("prompt_event", sh_quote(prompt_event))]
+             ("prompt_event", sh_quote(prompt_event)),
+             ("pre_edit_events", sh_quote(" ".join(pre_edit_events)))]
     return "".join(f"{name}={value}\n" for name, value in pairs)
 
 
@@ -234,10 +239,12 @@ class Stub:
 
     def __init__(self, name: str, client: str, *, opening_event: str, end_event: str,
                  session_env: "Optional[str]" = None, launch_env: "Optional[str]" = None,
-                 fast_events: "Sequence[str]" = (), prompt_event: str = "") -> None:
+                 fast_events: "Sequence[str]" = (), prompt_event: str = "",
+                 pre_edit_events: "Sequence[str]" = ()) -> None:
         self.name, self.client = name, client
         self.fast: "dict[str, Any]" = {"session_env": session_env, "launch_env": launch_env, "fast_events": tuple(fast_events),
-                     "opening_event": opening_event, "end_event": end_event, "prompt_event": prompt_event}
+                     "opening_event": opening_event, "end_event": end_event, "prompt_event": prompt_event,
+                     "pre_edit_events": tuple(pre_edit_events)}
 
     def path(self, root: "MailRoot") -> str:
         return os.path.join(root.path, HOOKS_SUBDIR, self.name)

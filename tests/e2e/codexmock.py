@@ -7,6 +7,8 @@ events and answers from a per-test script, one turn per agent request:
 - `text("...")` / a plain str: one assistant message;
 - `shell("cmd")`: one `exec_command` function call (Codex runs it and sends its output
   in the next request);
+- `patch("*** Begin Patch ...")`: one call of Codex's own editing tool, `apply_patch` (a
+  freeform tool: offered only to a model Codex knows, e.g. `model = "gpt-5.5"`);
 - a callable `f(request) -> turn`.
 
 A request with no tools is a side request (the terminal UI's thread title): answered with
@@ -30,7 +32,7 @@ SIDE_TEXT = "a title"
 
 @dataclass
 class Turn:
-    kind: str  # "text" or "shell"
+    kind: str  # "text", "shell" or "patch"
     text: str = ""
     cmd: str = ""
 
@@ -41,6 +43,10 @@ def text(s: str) -> Turn:
 
 def shell(cmd: str) -> Turn:
     return Turn("shell", cmd=cmd)
+
+
+def patch(text: str) -> Turn:
+    return Turn("patch", text=text)
 
 
 def as_turn(item: Any) -> Turn:
@@ -105,6 +111,11 @@ def frames(turn: Turn) -> bytes:
                 "call_id": "call_" + uuid.uuid4().hex[:12], "name": "exec_command",
                 "arguments": json.dumps({"cmd": turn.cmd})}
         out.append(_sse("response.output_item.added", {"output_index": 0, "item": dict(call, arguments="")}))
+        out.append(_sse("response.output_item.done", {"output_index": 0, "item": call}))
+    elif turn.kind == "patch":
+        call = {"type": "custom_tool_call", "id": "ctc_" + uuid.uuid4().hex[:12], "status": "completed",
+                "call_id": "call_" + uuid.uuid4().hex[:12], "name": "apply_patch", "input": turn.text}
+        out.append(_sse("response.output_item.added", {"output_index": 0, "item": dict(call, input="")}))
         out.append(_sse("response.output_item.done", {"output_index": 0, "item": call}))
     else:
         mid = "msg_" + uuid.uuid4().hex[:12]

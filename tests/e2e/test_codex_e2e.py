@@ -81,13 +81,13 @@ def test_codex_install_is_idempotent_trusted_checked_and_undone_byte_for_byte(cl
     exclude = clone.common_dir / "info" / "exclude"
     exclude_before = exclude.read_bytes() if exclude.exists() else None
     proc = cli("install", "--client", "codex", "--trust-codex-config", cwd=clone.main, env=env)
-    assert "trusted 5 hook(s) of ours" in proc.stdout, proc.stdout
+    assert "trusted 6 hook(s) of ours" in proc.stdout, proc.stdout  # 5 events, and PreToolUse (apply_patch)
     wired = [clone.main / ".codex" / "hooks.json", clone.web / ".codex" / "hooks.json"]
     assert all(p.is_file() for p in wired)
     assert not (clone.main / ".claude").exists()  # --client codex wires Codex only
     text = config.read_text()
     assert f'[projects."{clone.main}"]' in text and f'[projects."{clone.web}"]' in text
-    assert text.count("trusted_hash") == 5
+    assert text.count("trusted_hash") == 6  # 5 events, and PreToolUse (apply_patch)
     watched = (config, clone.main / ".codex", clone.web / ".codex", exclude, clone.mail_root / "hooks")
     first = snapshot(*watched)
     again = cli("install", "--client", "codex", cwd=clone.main, env=env)
@@ -125,7 +125,7 @@ def test_codex_user_scope_and_an_uninstall_after_the_config_changed(clone, codex
     cli("install", "--client", "codex", "--scope", "user", cwd=clone.main, env=env)
     hooks = json.loads((codex_home / "hooks.json").read_text())
     assert all(f"--repo '{clone.main}'" in g["hooks"][0]["command"] for gs in hooks["hooks"].values() for g in gs)
-    assert "[projects." not in config.read_text() and config.read_text().count("trusted_hash") == 5
+    assert "[projects." not in config.read_text() and config.read_text().count("trusted_hash") == 6
     cli("send", "--to", "../web", "to a user-scope codex", cwd=clone.main)
     codexmock.set_script(["ok"])
     codex.run("hi", cwd=clone.web).check()

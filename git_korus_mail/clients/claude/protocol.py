@@ -43,6 +43,12 @@ END_EVENT = "SessionEnd"
 # docs/HOOKS.md, "Questions".
 FAIL_EVENT = "StopFailure"
 EVENTS = SHOW_EVENTS + (CONSUME_EVENT, END_EVENT, FAIL_EVENT)
+# Before an edit (issue 29, reservations): PreToolUse for the tools that write files, each
+# naming its file in tool_input (file_path; notebook_path for NotebookEdit). Its
+# additionalContext reaches the model; permissionDecision "deny" refuses the tool with the
+# reason as its error (docs/HOOKS.md, "Before an edit").
+PRE_EDIT_EVENT = "PreToolUse"
+EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 OPENING_EVENT = "SessionStart"  # what install's self-test and doctor run the stub with
 TURN_EVENTS = ("UserPromptSubmit", "PostToolUse")  # a session that ran one must reach CONSUME_EVENT
 LOCAL_SETTINGS_NAME = ".claude/settings.local.json"  # where doctor points a person (install wires it)
@@ -250,3 +256,31 @@ def wake_facts(environ: "Mapping[str, str]", pid: int) -> "Tuple[Optional[str], 
     """(why Claude Code's process `pid` cannot be woken, or None; a check that it still can)."""
     from git_korus_mail.clients.claude.wakeable import wake_facts as facts
     return facts(environ, pid)
+
+
+def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
+    """The files an editing tool is about to write ([] for another tool), or None when the event
+    is no pre-edit event."""
+    if payload.event != PRE_EDIT_EVENT:
+        return None
+    tool = payload.raw.get("tool_name")
+    args = payload.raw.get("tool_input")
+    if tool not in EDIT_TOOLS or not isinstance(args, dict):
+        return []
+    found = [args.get(k) for k in ("file_path", "notebook_path")]
+    return [p for p in found if isinstance(p, str) and p and "\0" not in p]
+
+
+def pre_edit_output(text: str, block: bool) -> str:
+    """The answer before an edit of reserved paths: the tell as context, or (a `--block`
+    reservation) a refusal whose reason the model reads as the tool's error. The person is shown
+    one line either way (systemMessage)."""
+    out: "Dict[str, Any]" = {"hookEventName": PRE_EDIT_EVENT}
+    if block:
+        out["permissionDecision"] = "deny"
+        out["permissionDecisionReason"] = text
+    else:
+        out["additionalContext"] = text
+    first = text.split("\n", 1)[0]
+    return json.dumps({"hookSpecificOutput": out,
+                       "systemMessage": ("refused an edit: " if block else "") + first[:300]})

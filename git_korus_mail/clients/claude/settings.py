@@ -7,7 +7,7 @@ group is {"matcher"?: str, "hooks": [hook]}; hooks from .claude/settings.local.j
 in several files runs once.
 """
 
-from git_korus_mail.clients.claude.protocol import CONSUME_EVENT, EVENTS, WATCH_ARG
+from git_korus_mail.clients.claude.protocol import CONSUME_EVENT, EDIT_TOOLS, EVENTS, PRE_EDIT_EVENT, WATCH_ARG
 from git_korus_mail.wiring import hookdoc
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
@@ -49,6 +49,10 @@ def wanted_groups(stub: str, repo: "Optional[str]" = None, urgent: bool = False)
         if urgent and event == CONSUME_EVENT:
             group["hooks"].append(watch_hook(stub, repo))
         out[event] = group
+    # before an edit: only the editing tools (reservations; the stub answers in sh when none exist)
+    out[PRE_EDIT_EVENT] = {"matcher": "|".join(EDIT_TOOLS),
+                           "hooks": [{"type": "command", "command": hook_command(stub, PRE_EDIT_EVENT, repo),
+                                      "timeout": HOOK_TIMEOUT}]}
     return out
 
 

@@ -10,7 +10,7 @@ from git_korus_mail.wiring import stub as hookstub
 
 STUB = hookstub.Stub("claude-hook", "claude", session_env="CLAUDE_CODE_SESSION_ID", launch_env="CLAUDE_PID",
                      fast_events=("PostToolUse", "UserPromptSubmit", "Stop"), opening_event="SessionStart",
-                     end_event="Stop", prompt_event="UserPromptSubmit")
+                     end_event="Stop", prompt_event="UserPromptSubmit", pre_edit_events=("PreToolUse",))
 stub_path = STUB.path            # (root) -> the stub's path
 render_stub = STUB.render        # (helper, repo=None) -> its text, every value quoted for shell and JSON
 write_stub = STUB.write          # (root, helper, force=False, repo=None) -> (path, "current" or "written")

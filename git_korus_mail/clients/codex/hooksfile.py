@@ -13,6 +13,7 @@ Claude Code's settings use too); Codex's values stay here: its events and timeou
 import os
 
 from git_korus_mail.clients import hookfile
+from git_korus_mail.clients.codex import preedit
 from git_korus_mail.clients.codex.protocol import EVENTS, END_EVENT
 from git_korus_mail.wiring import hookdoc
 
@@ -34,7 +35,10 @@ def user_hooks_path() -> str:
 
 
 # Codex's values (clients/hookfile.HookFile): PostToolUse matches every tool; seconds
-FILE = hookfile.HookFile(STUB_TAIL, EVENTS, ("PostToolUse",), HOOK_TIMEOUT, {END_EVENT: END_TIMEOUT})
+# and before an edit (reservations, clients/codex/preedit.py) apply_patch only; with no reservation
+# in the clone the stub answers it in sh (hooks/hook.sh)
+FILE = hookfile.HookFile(STUB_TAIL, EVENTS, ("PostToolUse",), HOOK_TIMEOUT, {END_EVENT: END_TIMEOUT},
+                         matchers={preedit.PRE_EDIT_EVENT: preedit.MATCHER})
 # the names the wiring and the tests call (FILE has the rest)
 hook_command = hookfile.hook_command
 wanted_groups = FILE.wanted_groups

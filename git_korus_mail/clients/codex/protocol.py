@@ -132,3 +132,16 @@ def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Codex accepts at `event` and carries no fault;
     otherwise what is wrong (clients/hookjson.py: the same for every client)."""
     return hookjson.check_answer(event, stdout)
+
+
+# -- before an edit (issue 29, reservations): clients/codex/preedit.py; the drain finds these --
+def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
+    """The files an editing tool is about to write ([] for another tool); None: no pre-edit event."""
+    from git_korus_mail.clients.codex import preedit
+    return preedit.paths(payload.event, payload.raw)
+
+
+def pre_edit_output(text: str, block: bool) -> str:
+    """The answer before an edit of reserved paths (the tell, or the refusal of a --block one)."""
+    from git_korus_mail.clients.codex import preedit
+    return preedit.output(fit(text), block)

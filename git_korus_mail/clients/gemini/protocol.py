@@ -170,3 +170,16 @@ fault_output = ANSWERS.fault_output
 def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Gemini accepts at `event` and carries no fault."""
     return hookjson.check_answer(event, stdout)
+
+
+# -- before an edit (issue 29, reservations): clients/gemini/preedit.py; the drain finds these --
+def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
+    """The files an editing tool is about to write ([] for another tool); None: no pre-edit event."""
+    from git_korus_mail.clients.gemini import preedit
+    return preedit.paths(payload.event, payload.raw)
+
+
+def pre_edit_output(text: str, block: bool) -> str:
+    """The answer before an edit of reserved paths (the tell, or the refusal of a --block one)."""
+    from git_korus_mail.clients.gemini import preedit
+    return preedit.output(text, block)

@@ -10,6 +10,7 @@ install writes"). Timeouts are in milliseconds. The entries and the file are sha
 import os
 
 from git_korus_mail.clients import hookfile
+from git_korus_mail.clients.gemini import preedit
 from git_korus_mail.clients.gemini.protocol import EVENTS, END_EVENT
 from git_korus_mail.wiring import hookdoc
 
@@ -42,8 +43,10 @@ def _switched_off(doc: "Doc") -> "List[str]":
 
 
 # Gemini's values (clients/hookfile.HookFile): AfterTool matches every tool; milliseconds
+# and before an edit (reservations, clients/gemini/preedit.py) the editing tools only; with no
+# reservation in the clone the stub answers it in sh (hooks/hook.sh)
 FILE = hookfile.HookFile(STUB_TAIL, EVENTS, ("AfterTool",), HOOK_TIMEOUT_MS, {END_EVENT: END_TIMEOUT_MS},
-                         extra_check=_switched_off)
+                         extra_check=_switched_off, matchers={preedit.PRE_EDIT_EVENT: preedit.MATCHER})
 # the names the wiring and the tests call (FILE has the rest)
 hook_command = hookfile.hook_command
 wanted_groups = FILE.wanted_groups

@@ -8,11 +8,15 @@ The fault report is said at SessionStart (to the model and the person) and at Af
 a run ends (to the person: Gemini's stop hook). No fast-path key: Gemini 0.61.0 names the session
 in a hook's environment (GEMINI_SESSION_ID) but no variable names its process, so the stub has no
 launch to spell a stamp's name from and every event runs the drain (docs/HOOKS.md, "The fast
-path"; docs/CLIENTS.md, "Gemini CLI", "Launch")."""
+path"; docs/CLIENTS.md, "Gemini CLI", "Launch").
+
+Before an edit (BeforeTool, clients/gemini/preedit.py) the stub answers in sh while the clone holds no
+reservation (hooks/hook.sh, `pre_edit_events`)."""
 
 from git_korus_mail.wiring import stub as hookstub
 
-STUB = hookstub.Stub("gemini-hook", "gemini", opening_event="SessionStart", end_event="AfterAgent")
+STUB = hookstub.Stub("gemini-hook", "gemini", opening_event="SessionStart", end_event="AfterAgent",
+                     pre_edit_events=("BeforeTool",))
 stub_path = STUB.path            # (root) -> the stub's path
 render_stub = STUB.render        # (helper, repo=None) -> its text, every value quoted for shell and JSON
 write_stub = STUB.write          # (root, helper, force=False, repo=None) -> (path, "current" or "written")
