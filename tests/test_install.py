@@ -135,7 +135,7 @@ def test_stub_is_refreshed_when_it_differs(clone):
     good = stub.read_bytes()
     # a stub of the template before the shared one (hooks/claude-hook.sh, version 7), and an edited one
     older = good.replace(b"# git-korus-mail hook stub, ID: ", b"# git-korus-mail claude-hook template-version=7\n# ")
-    edited = good.replace(b"fast_events='PostToolUse'", b"fast_events=''")
+    edited = good.replace(b"\nfast_events='", b"\nfast_events='Bogus ")
     for stale in (older, edited):
         assert stale != good
         stub.write_bytes(stale)
