@@ -236,6 +236,26 @@ def test_hot_path_adds_no_costly_stdlib_module(clone, event):
     assert not needless, needless
 
 
+def test_a_show_of_one_plain_message_loads_no_drop_or_move_code(clone):
+    """The woken turn's prompt shows one message (issue 26: its drain is most of a wake under
+    load): with nothing dropped, expired or claimed, the show needs neither store/drops.py nor
+    store/moves.py, and its limits' notices cost a directory look."""
+    hook("SessionStart", clone.web, "s1")
+    hook("Stop", clone.web, "s1")
+    send(clone, "wake up")
+    payload = json.dumps({"session_id": "s1", "transcript_path": "", "cwd": str(clone.web),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "go on"})
+    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
+            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
+                          cwd=clone.web)
+    assert proc.returncode == 0, proc.stderr
+    assert "wake up" in context_of(json.loads(proc.stdout))  # it did show the message
+    added = set(proc.stderr.split())
+    assert "git_korus_mail.core.limits" in added  # the message was judged
+    assert not added & {"git_korus_mail.store.drops", "git_korus_mail.store.moves"}, sorted(added)
+
+
 def test_tool_calls_of_a_working_session_do_not_rewrite_presence(clone):
     """PostToolUse fires on every tool call; it must not cost a file write when nothing changed."""
     rec = box_dir(clone, clone.web) / "sessions" / "s1.json"

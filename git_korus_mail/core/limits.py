@@ -201,8 +201,11 @@ def tell(ctx: "DrainContext", judge: "Optional[Judge]", behind: int) -> "Tuple[L
     Drops are told once, from their notices (written with the move, so a drop by a concurrent
     drain is told too); the backlog once per session for each newer message held back."""
     lines: "List[str]" = []
-    from git_korus_mail.store import drops  # loaded where used (hot path)
-    notes, names = drops.drop_notices(ctx.box)
+    notes: "List[Dict[str, Any]]" = []
+    names: "List[str]" = []
+    if ctx.box.names("notices"):  # a drop writes its notice there: none, and drops.py (moves.py with it) stays unloaded (hot path)
+        from git_korus_mail.store import drops
+        notes, names = drops.drop_notices(ctx.box)
     if notes:
         lines.append(drop_line(notes, ctx.box.path_of(DROPPED)))
     extra: "Optional[Dict[str, Any]]" = None
