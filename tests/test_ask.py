@@ -356,8 +356,16 @@ def test_a_reply_stalled_before_its_link_never_publishes_the_answer_again(clone,
     the asker's next prompt again. The check and the link are now one decision under the answer's
     claim: the ask waits for the reply's link and consumes that."""
     from pausing import Paused
+    from helpers import PYTHON
     working(clone)  # a session at work there, so the ask waits (core/ask.py)
-    p = start_ask(clone, "stalled reply?", timeout=60)
+    # the reply must take the answer's claim before the ask looks: the ask's signal (which would
+    # wake it the moment the reply decides, and race the reply for the claim) is left out and its
+    # looks are a second apart, so the stall below always comes first
+    slow = ("import sys; from git_korus_mail.core import ask; from git_korus_mail.store import answers; "
+            "answers.open_signal = lambda root, qid: None; ask.POLL_FIRST = ask.POLL_MAX = 1.0; "
+            "from git_korus_mail.cli import main; sys.argv[0] = 'git-korus-mail'; sys.exit(main())")
+    p = subprocess.Popen([PYTHON, "-c", slow, "ask", f"--to={clone.web}", "--timeout=60", "--", "stalled reply?"],
+                         cwd=str(clone.main), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     qid = wait_question(clone)[0]
     hook("UserPromptSubmit", clone.web, S_WEB)
     r = Paused(tmp_path, ["reply", qid, "--", "the one answer"], clone.web, {"send:tmp-written": "r-linking"})
