@@ -448,14 +448,16 @@ def test_a_waiting_ask_is_woken_by_the_answer_itself_not_by_a_later_look(clone):
     from helpers import PYTHON
     working(clone)
     p = subprocess.Popen([PYTHON, "-c", _SLOW_POLLS, "ask", f"--to={clone.web}", "--timeout=600", "--", "ready?"],
-                         cwd=str(clone.main), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         cwd=str(clone.main), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: os.umask(0o477))  # a harsh umask: the FIFO is 0600 all the same
     try:
         qid = wait_question(clone)[0]
         deadline = time.time() + 20
         while not _signal_of(clone, qid).exists() and time.time() < deadline:
             time.sleep(0.02)  # the ask opens its signal once the question is queued
         import stat
-        assert stat.S_ISFIFO(os.lstat(_signal_of(clone, qid)).st_mode)  # pinned: waits/<id>.signal, a FIFO
+        st = os.lstat(_signal_of(clone, qid))
+        assert stat.S_ISFIFO(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600  # pinned: waits/<id>.signal, a FIFO
         assert reply(clone, qid, "yes").returncode == 0
         out, err = p.communicate(timeout=60)  # an hour's look would not come in time
     finally:

@@ -163,6 +163,7 @@ def open_signal(root: "MailRoot", qid: str) -> "Optional[int]":
         name = qid + SIGNAL_SUFFIX
         try:
             os.mkfifo(name, 0o600, dir_fd=d.fd)
+            os.chmod(name, 0o600, dir_fd=d.fd)  # the umask cut it; before the open, which needs the read bit
         except FileExistsError:
             pass  # `ask --again` after a killed ask: its FIFO serves again, once proved ours below
         fd = os.open(name, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
@@ -172,6 +173,11 @@ def open_signal(root: "MailRoot", qid: str) -> "Optional[int]":
     if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
         os.close(fd)
         return None
+    if stat.S_IMODE(st.st_mode) != 0o600:
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask: every file of the store is 0600 (tests/test_umask.py)
+        except OSError:
+            pass
     return fd
 
 
