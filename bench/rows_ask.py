@@ -7,6 +7,7 @@ line on the asker's stdout (median and p90), beside a plain `send` to the same w
 
 import re
 import subprocess
+import threading
 import time
 import uuid
 
@@ -28,6 +29,16 @@ def _round(world, env, main, web, session, n, stages=None):
     t0 = time.time()
     ask = subprocess.Popen([world.tool, "ask", f"--to={web}", "--timeout=60", "--", f"bench: ready ({n})?"], cwd=str(main),
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # the answer's first line is timed when it reaches the pipe, not after `reply` exits: ask
+    # prints it as soon as the answer record is there, while `reply` still publishes its mail
+    # (a reader thread in the bench only; the product is never tested with threads)
+    got = {}
+
+    def read_first():
+        got["line"] = ask.stdout.readline()
+        got["at"] = time.time()
+    reader = threading.Thread(target=read_first, daemon=True)
+    reader.start()
     qid = None
     for _ in range(2000):  # the recipient's tool calls, back to back
         m = QID.search(_drain(world, env, web, "PostToolUse", session).replace(b"\\\"", b"\""))
@@ -38,10 +49,11 @@ def _round(world, env, main, web, session, n, stages=None):
     if qid is None:
         ask.kill()
         raise RuntimeError("the question was never shown")
+    t_reply = time.time()
     subprocess.run([world.tool, "reply", qid, "--", "yes"], cwd=str(web), env=env, capture_output=True, check=True)
     t_replied = time.time()
-    first = ask.stdout.readline()
-    t1 = time.time()
+    reader.join(60)
+    first, t1 = got.get("line", b""), got.get("at", time.time())
     rest, err = ask.communicate(timeout=60)
     if ask.returncode != 0 or not first.startswith(b"status answered"):
         raise RuntimeError(f"ask said {first!r} {rest[:200]!r} {err[:200]!r} (exit {ask.returncode})")
@@ -49,13 +61,13 @@ def _round(world, env, main, web, session, n, stages=None):
     if stages is not None:
         from git_korus_mail.store.message import id_time
         built = id_time(qid)
-        for into, dt in zip(stages, (built - t0, t_shown - built, t_replied - t_shown, t1 - t_replied)):
+        for into, dt in zip(stages, (built - t0, t_shown - built, t1 - t_reply, t_replied - t_reply)):
             into.append(dt)
     return t1 - t0
 
 
 STAGES = ["ask spawned → question built (ask's start)", "built → a drain has shown it (drains back to back)",
-          "shown → `reply` exited (reply's whole process)", "reply exited → the answer on ask's stdout (ask's look, its delivery)"]
+          "`reply` spawned → the answer on ask's stdout", "`reply`'s whole process (for comparison)"]
 
 
 @guarded("8. ask round trip")

@@ -204,17 +204,26 @@ def main():
     ap.add_argument("--trials", type=int, default=12)
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--load", type=float, default=0.0,
+                    help="busy processes per core during the trials (issue 26's goal: 2, a load of twice the cores)")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="korus-bench-wake-"))
     world = World(base)
     api = MockAPI(log_path=str(base / "api.jsonl")).start()
     runner = Claude(claude_bin(), api, base / "claude-config", env={"PATH": world.env["PATH"]})
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(int(round(args.load * len(os.sched_getaffinity(0)))))]
+    loads = []
     try:
         queued, returned = [], []
         stages = [[] for _ in STAGES]
         lat = latency(world, runner, api, args.trials, queued, returned, stages)
+        loads.append(os.getloadavg()[0])
         plain, urgent = print_pairs(world, runner, api, args.pairs) if args.pairs else ([], [])
     finally:
+        for p in hogs:  # ours, ended by pid
+            p.kill()
+            p.wait()
         runner.cleanup()
         api.stop()
     ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
@@ -223,7 +232,9 @@ def main():
         "",
         f"Claude Code {subprocess.run([claude_bin(), '--version'], capture_output=True, text=True).stdout.strip()}, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end, "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
+        + (f" During the trials {len(hogs)} busy processes ran (`--load {args.load}`); load average "
+           f"{loads[0]:.1f} when they ended." if hogs and loads else ""),
         "",
         "| measure | n | median | p90 | max |",
         "|---|---|---|---|---|",

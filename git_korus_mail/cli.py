@@ -388,8 +388,8 @@ def main(argv: "Optional[Sequence[str]]" = None) -> int:
         # git's pre-commit hook (wiring/precommit.py), once the clone holds a reservation
         from git_korus_mail.commands import guard
         return guard.main(argv[1:])
-    import signal
-    signal.signal(signal.SIGINT, _interrupt_once)
+    from git_korus_mail.shell import on_sigint  # not `import signal` (enum): shell.on_sigint says why
+    on_sigint(_interrupt_once)
     try:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit: a closed pipe must reach the handler below
@@ -408,8 +408,8 @@ def _interrupt_once(signum: int, frame: object) -> None:
     """Ctrl-C reaches us twice when run as `git korus-mail`: from the terminal, and again from
     git, which forwards it to its child. The first stops the command; the second, arriving while
     the first is reported, must not end it with a traceback (issue 25), so it is ignored."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from git_korus_mail.shell import on_sigint
+    on_sigint("ignore")
     raise KeyboardInterrupt
 
 

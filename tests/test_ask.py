@@ -356,8 +356,16 @@ def test_a_reply_stalled_before_its_link_never_publishes_the_answer_again(clone,
     the asker's next prompt again. The check and the link are now one decision under the answer's
     claim: the ask waits for the reply's link and consumes that."""
     from pausing import Paused
+    from helpers import PYTHON
     working(clone)  # a session at work there, so the ask waits (core/ask.py)
-    p = start_ask(clone, "stalled reply?", timeout=60)
+    # the reply must take the answer's claim before the ask looks: the ask's signal (which would
+    # wake it the moment the reply decides, and race the reply for the claim) is left out and its
+    # looks are a second apart, so the stall below always comes first
+    slow = ("import sys; from git_korus_mail.core import ask; from git_korus_mail.store import answers; "
+            "answers.open_signal = lambda root, qid: None; ask.POLL_FIRST = ask.POLL_MAX = 1.0; "
+            "from git_korus_mail.cli import main; sys.argv[0] = 'git-korus-mail'; sys.exit(main())")
+    p = subprocess.Popen([PYTHON, "-c", slow, "ask", f"--to={clone.web}", "--timeout=60", "--", "stalled reply?"],
+                         cwd=str(clone.main), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     qid = wait_question(clone)[0]
     hook("UserPromptSubmit", clone.web, S_WEB)
     r = Paused(tmp_path, ["reply", qid, "--", "the one answer"], clone.web, {"send:tmp-written": "r-linking"})
@@ -422,3 +430,66 @@ def test_an_answer_whose_publisher_died_after_its_link_is_never_published_again(
     assert late.returncode != 0 and "already answered" in late.stdout + late.stderr, (late.stdout, late.stderr)
     assert answers_of(clone, qid) == []
     invariants.check(clone.mail_root)
+
+
+# -- the answer's signal (store/answers.py open_signal, issue 26): no poll's wait --------------
+_SLOW_POLLS = ("import sys; from git_korus_mail.core import ask; "
+               "ask.POLL_FIRST = ask.POLL_MAX = ask.SIGNAL_POLL = ask.ENDED_EVERY = 3600.0; "
+               "from git_korus_mail.cli import main; sys.argv[0] = 'git-korus-mail'; sys.exit(main())")
+
+
+def _signal_of(c, qid):
+    return c.mail_root / "waits" / (qid + ".signal")
+
+
+def test_a_waiting_ask_is_woken_by_the_answer_itself_not_by_a_later_look(clone):
+    """With every periodic look of the ask set to an hour, only the answerer's signal can end
+    its wait: the answer reaches stdout as soon as `reply` has decided it."""
+    from helpers import PYTHON
+    working(clone)
+    p = subprocess.Popen([PYTHON, "-c", _SLOW_POLLS, "ask", f"--to={clone.web}", "--timeout=600", "--", "ready?"],
+                         cwd=str(clone.main), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: os.umask(0o477))  # a harsh umask: the FIFO is 0600 all the same
+    try:
+        qid = wait_question(clone)[0]
+        deadline = time.time() + 20
+        while not _signal_of(clone, qid).exists() and time.time() < deadline:
+            time.sleep(0.02)  # the ask opens its signal once the question is queued
+        import stat
+        st = os.lstat(_signal_of(clone, qid))
+        assert stat.S_ISFIFO(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600  # pinned: waits/<id>.signal, a FIFO
+        assert reply(clone, qid, "yes").returncode == 0
+        out, err = p.communicate(timeout=60)  # an hour's look would not come in time
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, err
+    assert out.startswith("status answered (an explicit reply)") and out.endswith("\nyes\n")
+    assert not _signal_of(clone, qid).exists()  # closed with the wait
+    settle_and_check(clone)
+
+
+def test_a_killed_asks_signal_never_holds_up_the_answer_and_is_swept_with_its_wait(clone):
+    """A SIGKILLed ask leaves its FIFO with no reader: the answer is decided and published at
+    once all the same (the signal is never waited for), comes as mail, and the next ask's look
+    at the open waits removes the FIFO with the dead ask's wait."""
+    working(clone)
+    p = start_ask(clone, "are you there?", timeout=60)
+    qid = wait_question(clone)[0]
+    deadline = time.time() + 20
+    while not _signal_of(clone, qid).exists() and time.time() < deadline:
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=30)
+    assert _signal_of(clone, qid).exists()  # nobody reads it now
+    r = subprocess.run([__import__("helpers").PYTHON, "-m", "git_korus_mail", "reply", qid, "--", "yes"],
+                       cwd=str(clone.web), capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "yes" in context_of(hook("UserPromptSubmit", clone.main, S_MAIN)[0])  # the answer is mail
+    working(clone)
+    p2 = start_ask(clone, "and now?", timeout=1)  # looks at the open waits before it queues
+    p2.communicate(timeout=30)
+    assert not _signal_of(clone, qid).exists()
+    assert not (clone.mail_root / "waits" / (qid + ".json")).exists()
+    settle_and_check(clone)

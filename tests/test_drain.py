@@ -236,6 +236,26 @@ def test_hot_path_adds_no_costly_stdlib_module(clone, event):
     assert not needless, needless
 
 
+def test_a_show_of_one_plain_message_loads_no_drop_or_move_code(clone):
+    """The woken turn's prompt shows one message (issue 26: its drain is most of a wake under
+    load): with nothing dropped, expired or claimed, the show needs neither store/drops.py nor
+    store/moves.py, and its limits' notices cost a directory look."""
+    hook("SessionStart", clone.web, "s1")
+    hook("Stop", clone.web, "s1")
+    send(clone, "wake up")
+    payload = json.dumps({"session_id": "s1", "transcript_path": "", "cwd": str(clone.web),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "go on"})
+    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
+            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
+                          cwd=clone.web)
+    assert proc.returncode == 0, proc.stderr
+    assert "wake up" in context_of(json.loads(proc.stdout))  # it did show the message
+    added = set(proc.stderr.split())
+    assert "git_korus_mail.core.limits" in added  # the message was judged
+    assert not added & {"git_korus_mail.store.drops", "git_korus_mail.store.moves"}, sorted(added)
+
+
 def test_tool_calls_of_a_working_session_do_not_rewrite_presence(clone):
     """PostToolUse fires on every tool call; it must not cost a file write when nothing changed."""
     rec = box_dir(clone, clone.web) / "sessions" / "s1.json"
@@ -311,3 +331,72 @@ def test_codex_hands_the_core_the_facts_of_each_event():
                                                "hook_event_name": "UserPromptSubmit"}).encode())
     facts = protocol.drain_facts(prompt, {})
     assert (facts.phase, facts.run_start, facts.final_text) == ("show", True, None)
+
+
+# -- what one show reads (issue 26): what it can show, not a fixed count -----------------------
+def _queue(c, bodies):
+    """Queue `bodies` for web, oldest first, written with the product's own format code."""
+    from git_korus_mail.store import message
+    from git_korus_mail.store.files import MailRoot
+    from helpers import git
+    for name, value in (("backlog", "100000"), ("loop-seconds", "0"), ("rate", "100000/1")):
+        git("config", f"korus-mail.{name}", value, cwd=c.main)  # the batch is measured here, not the limits
+    root = MailRoot.open(str(c.mail_root.parent), create=True)
+    rk, sk = keys.key_for(str(c.web)), keys.key_for(str(c.main))
+    inbox = root.box(rk.name, create=True, path=rk.path).ensure_sub("inbox")
+    sender = {"path": sk.path, "branch": "main", "session": None}
+    ids = []
+    for body in bodies:
+        msg = message.build(body, rk.path, rk.name, sender, kind="note")
+        inbox.create_exclusive(msg["id"] + ".json", message.encode(msg), sync=False)
+        ids.append(msg["id"])
+    return ids
+
+
+_SHOWN = __import__("re").compile(r"\[mail \d+/\d+ [0-9a-f]{12} begin\]\nid (\S+) ")
+_NO_FLOOR = ("import sys; from git_korus_mail.core import drain_show; drain_show._block_floor = lambda view: 0; "
+             "from git_korus_mail.cli import main; sys.exit(main(['drain']))")
+
+
+def _shown_by(c, session, code=None):
+    payload = json.dumps({"session_id": session, "transcript_path": "", "cwd": str(c.web),
+                          "hook_event_name": "UserPromptSubmit", "prompt": session})
+    args = [sys.executable, "-c", code] if code else [sys.executable, "-m", "git_korus_mail", "drain"]
+    proc = subprocess.run(args, input=payload, capture_output=True, text=True, cwd=c.web)
+    assert proc.returncode == 0, proc.stderr
+    return _SHOWN.findall(context_of(json.loads(proc.stdout)) or "")
+
+
+_NOTE = "\n".join(["a line of an ordinary note, about ninety characters long, as agents write them"] * 5)
+MIXES = {
+    "short notes": ["ok"] * 80,
+    "ordinary notes": [_NOTE] * 60,
+    "long single lines": ["x" * 2000] * 20 + [_NOTE] * 20,
+    "many short lines": ["\n".join(["ab"] * 300)] * 30,
+    "lines past the line cap": ["\n".join(["v" * 1000] * 3)] * 20,
+    "lines just past the line cap": ["\n".join(["u" * 420] * 4)] * 20,
+    "one huge first": ["y" * 30000] + [_NOTE] * 40,
+    "mixed": [["ok", _NOTE, "z" * 700, "\n".join(["w" * 50] * 40), "q" * 5000][i % 5] for i in range(70)],
+    "non-ASCII": ["\u00e9\u4e2d\U0001F600 " * 60] * 40,
+}
+
+
+@pytest.mark.parametrize("mix", sorted(MIXES))
+def test_a_show_reads_what_it_can_show_and_shows_the_same_batch_oldest_first(clone, mix):
+    """A show stops reading once what it read fills the event (drain_show._block_floor, a lower
+    bound of each block's size): it shows exactly the batch it showed when it read a fixed 40,
+    the oldest first, and leaves the rest queued."""
+    ids = _queue(clone, MIXES[mix])
+    with_floor = _shown_by(clone, "s-floor")
+    without = _shown_by(clone, "s-count", _NO_FLOOR)
+    assert with_floor and with_floor == without, (len(with_floor), len(without))
+    assert with_floor == ids[:len(with_floor)]  # in order, from the oldest
+
+
+def test_a_show_of_1000_queued_shows_the_first_in_order_and_leaves_them_all_queued(clone):
+    ids = _queue(clone, [_NOTE] * 1000)
+    first = _shown_by(clone, "s-1000")
+    assert 5 <= len(first) < 40 and first == ids[:len(first)]
+    again = _shown_by(clone, "s-1000")  # the same session's next event: the next ones, in order
+    assert again == ids[len(first):len(first) + len(again)]
+    assert len(os.listdir(box_dir(clone, clone.web) / "inbox")) == 1000

@@ -64,3 +64,36 @@ def test_build_writes_the_optional_fields_only_when_given():
     ans = message.build("yes", "/r/main", "main-1", sender, kind="answer", in_reply_to=QID, thread=QID,
                         status="answered")
     assert message.parse(message.encode(ans), ans["id"])["status"] == "answered"
+
+
+GOOD_ID = "20261202T034547.810085Z-p14739-e9800abbd7437ef0"
+
+
+@pytest.mark.parametrize("bad", [
+    GOOD_ID.replace("2026", "2\u0663\u0662\u0666", 1),  # Arabic-Indic digits: str.isdigit() alone says yes
+    GOOD_ID.replace("1202", "12\u00b22", 1),  # a superscript two
+    GOOD_ID.replace("-p14739-", "-p-", 1),  # no pid
+    GOOD_ID.replace("-p14739-", "-p\uff11-", 1),  # a fullwidth one
+    GOOD_ID[:-16] + "E9800ABBD7437EF0",  # upper-case hex is not what new_id writes
+    GOOD_ID[:-16] + "e9800abbd7437ef ",
+    GOOD_ID[:-16] + "e9800abbd7437efg",
+    GOOD_ID[:-16] + "e980\u0660abbd7437ef0",
+    GOOD_ID.replace(".810085Z", ".81008 Z", 1),
+])
+def test_an_id_takes_ascii_digits_and_lowercase_hex_only(bad):
+    """valid_id checks each field with C string methods (issue 26: a drain checks every queued
+    name); each must still refuse exactly what the character sets refused."""
+    assert message.valid_id(GOOD_ID)
+    assert message.valid_id(message.new_id())
+    assert not message.valid_id(bad)
+    with pytest.raises(ValueError):
+        message.id_time(bad)
+
+
+@pytest.mark.parametrize("bad", ["2026-12-02T03:45:47.\u0661Z", "2026-12-0\u00b2T03:45:47Z",
+                                 "\u0662026-12-02T03:45:47.5Z", "2026-12-02T03:45:47.Z"])
+def test_a_stamp_takes_ascii_digits_only(bad):
+    from git_korus_mail.stamps import parse_stamp
+    assert parse_stamp("2026-12-02T03:45:47.810085Z") > 0
+    with pytest.raises(ValueError):
+        parse_stamp(bad)

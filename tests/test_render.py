@@ -118,6 +118,39 @@ def test_escape_line_respects_the_cap_exactly(line):
             assert text == full
 
 
+def _escape_char_by_char(line, cap):
+    """What render._escape gives, spelled out a character at a time (its loop, without the
+    fast path for printable ASCII): the reference the fast path must equal."""
+    out, used = [], 0
+    for ch in line:
+        o = ord(ch)
+        plain = (0x20 <= o < 0x7F or ch == "\t")
+        piece = ch if plain else (render._esc(ch) if render._needs_escape(ch) else ch)
+        width = len(piece) if piece != ch or ch <= "\uffff" else 2
+        if used + width > cap:
+            return None  # cut: the fast path never answers a cut line
+        out.append(piece)
+        used += width
+    return "".join(out)
+
+
+@pytest.mark.parametrize("line", ["plain words", "a\ttab and\ttwo", "", " ", "~" * 40, "del\x7f here",
+                                  "esc\x1b[31m red", "nul\x00", "bell\x07", "c1\x85", "nbsp\xa0", "café",
+                                  "cr\r", "vt\x0b ff\x0c", "zw\u200bj", "emoji \U0001F600"])
+def test_escape_of_printable_ascii_is_the_line_itself_and_anything_else_takes_the_loop(line):
+    """The fast path of printable ASCII (issue 26) equals the character loop at every cap: the
+    line itself when it fits, and every control or non-ASCII character still escaped."""
+    for cap in range(0, len(line) + 3):
+        ref = _escape_char_by_char(line, cap)
+        text, cut = render.escape_line(line, cap)
+        if ref is not None:
+            assert (text, cut) == (ref, False), (cap, text)
+    if any(render._needs_escape(ch) for ch in line):
+        assert render.escape_line(line, 1000)[0] != line  # escaped: never passed through raw
+    else:
+        assert render.escape_line(line, 1000) == (line, False)
+
+
 def test_escape_line_never_splits_an_escape():
     for cap in range(30, 80):
         text, cut = render.escape_line("\x1b" * 100, cap)

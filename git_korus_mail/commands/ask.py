@@ -6,7 +6,6 @@ one shown the question stopped running): it arrives later as ordinary mail; 3 th
 ended unanswered (status failed or stopped); 1 an error, nothing asked."""
 
 import os
-import signal
 import sys
 
 from git_korus_mail import clients
@@ -151,7 +150,8 @@ def _interrupted(q: ask.Question, short: str, out: "IO[str]") -> int:
     """Ctrl-C while waiting: the wait is closed, the question stays queued. Say its id, its state,
     and what to do next, in a few lines and never a traceback: git forwards the terminal's SIGINT
     to us too, so a second one must not break this report (it is ignored from here)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from git_korus_mail.shell import on_sigint  # not `import signal`: every ask would load enum
+    on_sigint("ignore")
     ask.abandon(q)
     seen = verdict.judge(q.target, q.id, q.msg.get("session"))
     out.flush()

@@ -54,6 +54,9 @@ MAX_TIMEOUT = 7 * 24 * 3600
 # average, where the former 100 ms ceiling added 50 ms to every round trip (issue 26, bench row 8)
 POLL_FIRST, POLL_MAX = 0.005, 0.02
 ENDED_EVERY = 0.5  # seconds between looks at the question's own state while waiting
+# with the answer's signal (store/answers.py open_signal), a look at least this often all the
+# same: an answerer of an older version writes no signal
+SIGNAL_POLL = 0.25
 QUEUED_PATIENCE = 10.0  # seconds a delivered answer's ask waits for its mail to be queued
 ENDED = {"dropped": "the receiver's limits dropped the question", "expired": "it expired unanswered",
          "cancelled": "its sender cancelled it"}
@@ -244,6 +247,16 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
     checked = time.time()
     if q.nobody is not None and answers.answer_of(q.target, q.id) is None:
         return _left_queued(q, q.nobody)
+    # opened before the first look: an answer decided after that look signals this descriptor
+    signal = answers.open_signal(q.root, q.id) if sleep is time.sleep else None
+    try:
+        return _wait(q, sleep, signal, delay, checked)
+    finally:
+        answers.close_signal(signal)
+
+
+def _wait(q: Question, sleep: "Callable[[float], None]", signal: "Optional[int]", delay: float,
+          checked: float) -> "Optional[Dict[str, Any]]":
     while True:
         rec = answers.answer_of(q.target, q.id)
         if rec is not None:
@@ -261,6 +274,11 @@ def wait(q: Question, sleep: "Callable[[float], None]" = time.sleep) -> "Optiona
         if left <= 0:
             answers.close_wait(q.root, q.id)
             return None
+        if signal is not None:
+            # woken by the answerer's signal at once; else a look when the ended checks are due
+            if not answers.await_signal(signal, min(SIGNAL_POLL, left, max(0.0, checked + ENDED_EVERY - time.time()))):
+                sleep(min(delay, left))  # the descriptor failed: the looks alone, as without one
+            continue
         sleep(min(delay, left))
         delay = min(delay * 1.5, POLL_MAX)
 

@@ -242,6 +242,11 @@ def _load_batch(ctx: "DrainContext", candidates: "List[str]", marks: "LaunchMark
     seen_path = box.path_of("seen")
     # enough to fill one event even when every message is small
     want = render.EVENT_CAP // 200
+    # ... and no more than can fill it: reading stops once the floors of the blocks read (each
+    # at most what its block can take, see _block_floor) cover the most room an event has, so a
+    # drain reads what it can show, not a fixed count (issue 26: 40 read to show 11)
+    room = render.EVENT_CAP - len(render.PREAMBLE) - 160
+    floors = 0
     # The backlog judges what this session can read (docs/DESIGN.md, "Limits"): a message's place
     # counts the queued mail before it, less what is for another session (a `session` filter):
     # that is never shown here, so it never holds back what is. Known from this launch's skip
@@ -255,7 +260,7 @@ def _load_batch(ctx: "DrainContext", candidates: "List[str]", marks: "LaunchMark
         others += i + SKIP_SUFFIX in marked
     gone = 0  # of the messages examined so far, those no longer queued (or not this session's): they free their place
     for msg_id in candidates:
-        if len(batch) >= want or examined >= MAX_MESSAGES_EXAMINED or read >= READ_BUDGET:
+        if len(batch) >= want or examined >= MAX_MESSAGES_EXAMINED or read >= READ_BUDGET or floors >= room:
             break
         examined += 1
         try:
@@ -307,10 +312,27 @@ def _load_batch(ctx: "DrainContext", candidates: "List[str]", marks: "LaunchMark
             gone += 1  # not this session's to read: it takes no place in its backlog
             continue
         msg, view = render.trim(msg)  # the body is let go here: one event holds a few KB per message
+        if batch:  # the first block may be cut to any size: it counts nothing
+            floors += _block_floor(view) + 2
         batch.append((msg, os.path.join(inbox_path, msg_id + MSG_SUFFIX),
                       os.path.join(seen_path, msg_id + MSG_SUFFIX), view))
     behind = sum(1 for i in candidates[examined:] if position[i] - gone >= judge.limits.backlog)
     return batch, skipped, examined, behind
+
+
+HEADER_FLOOR = 150  # units: a block's frame, id, sender and kind lines take more than this
+
+
+def _block_floor(view: "BodyView") -> int:
+    """Fewer units than the block of a message with this body takes when render_batch shows it
+    after another (core/render.py). Each line of the view is at least its prefix, its newline
+    and its text: whole (escapes only lengthen it), or cut at LINE_CAP to within its cut note of
+    that (LINE_CAP - 50). A block cut for want of room is shown after another only at
+    MESSAGE_CAP, which it then fills to within a line and the cut note (MESSAGE_CAP - LINE_CAP - 100)."""
+    from git_korus_mail.core import render
+    line_floor = render.LINE_CAP - 50
+    body = sum(len(render.BODY_PREFIX) + min(raw_len, line_floor) + 1 for _start, raw_len, _span in view.lines)
+    return min(HEADER_FLOOR + body, render.MESSAGE_CAP - render.LINE_CAP - 100)
 
 
 def _quarantine(ctx: "DrainContext", name: str, reason: str) -> None:

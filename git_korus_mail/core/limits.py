@@ -70,6 +70,7 @@ class Judge:
         self.limits: Limits = read(common_dir, faults)
         self._ids: "Optional[List[Tuple[str, str]]]" = None  # (id, state), sorted by id
         self._known: "Dict[str, Known]" = {}
+        self._times: "Dict[str, float]" = {}  # id -> its send time, parsed once (_earlier)
         self.dropped: "Dict[str, str]" = {}  # id -> what drops.drop returned
         self.held_back: "List[Tuple[str, Optional[str]]]" = []  # (id, sender path), oldest first
 
@@ -133,17 +134,23 @@ class Judge:
                 except MailError:
                     continue  # a refused state (a symlink): it counts nothing; its move reports it
             self._ids = sorted(pairs)
-        end = bisect.bisect_left(self._ids, (msg_id, ""))
+        ids, times = self._ids, self._times
         out: "List[Tuple[str, float]]" = []
         last = None
-        for i, _sub in reversed(self._ids[:end]):
+        # walked back from this message by index, each id's time parsed once for the whole show:
+        # judging a batch costs what the batch and its window hold, not the queue (issue 26)
+        for at in range(bisect.bisect_left(ids, (msg_id, "")) - 1, -1, -1):
+            i = ids[at][0]
             if i == last:
                 continue  # listed in two states (a move under way): one message
             last = i
-            try:
-                age = t - id_time(i)
-            except ValueError:
-                continue  # not a message id: nothing we count
+            sent = times.get(i)
+            if sent is None:
+                try:
+                    sent = times[i] = id_time(i)
+                except ValueError:
+                    continue  # not a message id: nothing we count
+            age = t - sent
             if age > window:
                 break
             out.append((i, age))
@@ -194,8 +201,11 @@ def tell(ctx: "DrainContext", judge: "Optional[Judge]", behind: int) -> "Tuple[L
     Drops are told once, from their notices (written with the move, so a drop by a concurrent
     drain is told too); the backlog once per session for each newer message held back."""
     lines: "List[str]" = []
-    from git_korus_mail.store import drops  # loaded where used (hot path)
-    notes, names = drops.drop_notices(ctx.box)
+    notes: "List[Dict[str, Any]]" = []
+    names: "List[str]" = []
+    if ctx.box.names("notices"):  # a drop writes its notice there: none, and drops.py (moves.py with it) stays unloaded (hot path)
+        from git_korus_mail.store import drops
+        notes, names = drops.drop_notices(ctx.box)
     if notes:
         lines.append(drop_line(notes, ctx.box.path_of(DROPPED)))
     extra: "Optional[Dict[str, Any]]" = None

@@ -106,6 +106,11 @@ def _esc(ch: str) -> str:
 def _escape(line: str, cap: int, full_len: "Optional[int]" = None) -> "tuple[str, int, bool]":
     """(text, characters of `line` shown, cut?) with units(text) <= cap, the cut note included.
     `full_len`: the length of the whole line when `line` is only its start (see body_view)."""
+    if len(line) <= cap and line.isascii() and (line.isprintable() or line.replace("\t", " ").isprintable()):
+        # printable ASCII and tabs: nothing to escape and one unit a character, so the loop
+        # below would give the line back whole; in C, not a call per character (issue 26:
+        # a show of 11 messages called _needs_escape 8,000 times)
+        return line, len(line), False
     out: "list[str]" = []
     used = 0
     for ch in line:

@@ -48,6 +48,7 @@ def decide(box: "Box", qid: str, record: "Dict[str, Any]") -> "Optional[Dict[str
     except FileExistsError:
         return answer_of(box, qid) or {}
     crash.point("answer:decided")
+    _signal(box.root, qid)
     return None
 
 
@@ -141,6 +142,87 @@ def close_wait(root: "MailRoot", qid: str) -> None:
     d = root.dir.open_sub(WAITS)
     if d is not None:
         d.unlink_quiet(qid + MSG_SUFFIX)
+        d.unlink_quiet(qid + SIGNAL_SUFFIX)
+
+
+# -- the answer's signal: how a waiting ask learns at once that its answer was decided ---------
+# `mail/waits/<question id>.signal` is a FIFO the ask holds open (read and write, so it never
+# reads an end of file) while it waits; `decide` writes a byte to it after the answer record is
+# linked. A wake-up only: the answer is the record, which the ask reads as before, and an ask
+# that sees no signal (none made, an answerer of an older version, a killed ask's leftover)
+# still looks every SIGNAL_POLL seconds (issue 26: the answer reaches stdout without a poll's wait).
+SIGNAL_SUFFIX = ".signal"
+
+
+def open_signal(root: "MailRoot", qid: str) -> "Optional[int]":
+    """A file descriptor that becomes readable when the answer to `qid` is decided, or None
+    where one cannot be made (the caller then only polls). Close it with `close_signal`."""
+    import os
+    import stat
+    try:
+        d = root.dir.ensure_sub(WAITS)
+        name = qid + SIGNAL_SUFFIX
+        try:
+            os.mkfifo(name, 0o600, dir_fd=d.fd)
+            os.chmod(name, 0o600, dir_fd=d.fd)  # the umask cut it; before the open, which needs the read bit
+        except FileExistsError:
+            pass  # `ask --again` after a killed ask: its FIFO serves again, once proved ours below
+        fd = os.open(name, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
+    except (OSError, MailError, NotImplementedError):
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
+        os.close(fd)
+        return None
+    if stat.S_IMODE(st.st_mode) != 0o600:
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask: every file of the store is 0600 (tests/test_umask.py)
+        except OSError:
+            pass
+    return fd
+
+
+def await_signal(fd: int, timeout: float) -> bool:
+    """Wait up to `timeout` seconds for the signal on `fd` (open_signal), and empty it so the
+    next wait blocks again. False when the descriptor cannot be waited on."""
+    import os
+    import select
+    try:
+        ready, _w, _x = select.select([fd], [], [], timeout)
+        if ready:
+            os.read(fd, 4096)
+    except (OSError, ValueError):  # ValueError: a descriptor past select's limit
+        return False
+    return True
+
+
+def close_signal(fd: "Optional[int]") -> None:
+    if fd is not None:
+        import os
+        os.close(fd)
+
+
+def _signal(root: "MailRoot", qid: str) -> None:
+    """Wake the ask waiting on `qid`, if one holds its signal open: never blocks, never fails
+    the answer (no FIFO, no reader, a full pipe or anything else there is only no wake-up)."""
+    import os
+    import stat
+    d = root.dir.open_sub(WAITS)
+    if d is None:
+        return
+    try:
+        # O_NONBLOCK: with no reader (the ask was killed) the open fails at once (ENXIO)
+        fd = os.open(qid + SIGNAL_SUFFIX, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     dir_fd=d.fd)
+    except OSError:
+        return
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):  # a regular file of that name is not written to
+            os.write(fd, b"!")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[str, Any]]":
@@ -161,6 +243,7 @@ def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[st
             continue
         if claims.owner_is_dead(rec.get("owner"), root):
             d.unlink_quiet(name)
+            d.unlink_quiet(name[:-len(MSG_SUFFIX)] + SIGNAL_SUFFIX)  # a killed ask's FIFO goes with its wait
             continue
         deadline = rec.get("deadline")
         if isinstance(deadline, (int, float)) and deadline < now:

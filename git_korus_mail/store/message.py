@@ -30,7 +30,7 @@ MAX_TTL_MINUTES = 10 * 365 * 24 * 60
 # Shapes checked with plain string tests rather than `re`, which costs the hook hot path
 # several milliseconds to import. Each check is whole-string: nothing may ride along.
 _DIGITS = frozenset("0123456789")
-_HEX = frozenset("0123456789abcdef")
+_HEX_CHARS = "0123456789abcdef"  # for str.strip: what is left after it is not lowercase hex
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 _KIND_REST = _LOWER | _DIGITS | {"-"}
 
@@ -45,7 +45,9 @@ STATUSES = ("done", "failed", "stopped", "answered")
 
 
 def _digits(s: str) -> bool:
-    return bool(s) and all(c in _DIGITS for c in s)
+    # str methods run in C: a drain checks every queued name (1,000 queued: ~10x faster than a
+    # loop over characters, issue 26). isdigit() alone admits non-ASCII digits such as U+0663
+    return s.isdigit() and s.isascii()
 
 
 def valid_kind(s: "Any") -> bool:
@@ -59,7 +61,7 @@ def valid_id(s: "Any") -> bool:
         return False
     pid, sep, rand = s[25:].partition("-")
     return (_digits(s[:8]) and _digits(s[9:15]) and _digits(s[16:22]) and sep == "-"
-            and _digits(pid) and len(pid) <= 10 and len(rand) == 16 and all(c in _HEX for c in rand))
+            and _digits(pid) and len(pid) <= 10 and len(rand) == 16 and not rand.strip(_HEX_CHARS))
 
 
 class Invalid(Exception):
