@@ -56,6 +56,17 @@ def consume(m, session):
     return context_of(answer) or ""
 
 
+def fate_in_status(m, msg_id):
+    """The row of `msg_id` in `m`'s status (from its web worktree), its wrapped lines joined."""
+    lines = m.cli("status", cwd=m.web, check=True).stdout.splitlines()
+    i = next(i for i, x in enumerate(lines) if msg_id in x)
+    return " ".join(" ".join(lines[i:i + 2]).split())
+
+
+def words(text):
+    return " ".join(text.split())
+
+
 def check_both(w):
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
@@ -87,6 +98,9 @@ def test_mail_goes_across_is_consumed_once_and_its_fate_comes_back(world):
     assert fate and fate["state"] == "consumed" and fate["session"] == "s-vm", w.laptop.sent(msg_id)
     shown = w.laptop.cli("remote", check=True).stdout
     assert f"{msg_id} -> vm:" in shown and "consumed by s-vm on vm" in shown, shown
+    # the sender's status: consumed by that session on that clone (its path is a path there)
+    line = fate_in_status(w.laptop, msg_id)
+    assert f"{msg_id} to vm:web consumed" in line and line.endswith("by session s-vm on vm"), line
     check_both(w)
 
 
@@ -166,6 +180,7 @@ def test_a_sender_cut_off_keeps_its_mail_in_the_outbox_and_sends_it_after_the_he
     assert refused.returncode == 1 and "wait in the outbox" in refused.stderr and w.laptop.outbox() == [msg_id]
     # the relay dies during the outage: what it held in memory is gone, the outbox on disk is not
     w.laptop.stop_relay(signal.SIGKILL)
+    assert "to vm:web in the outbox" in fate_in_status(w.laptop, msg_id)
     w.laptop.cli("remote", check=True)  # a fresh relay
     w.server.start()  # the same port and store: the heal
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 20), "not delivered after the heal"
@@ -176,13 +191,15 @@ def test_a_sender_cut_off_keeps_its_mail_in_the_outbox_and_sends_it_after_the_he
 
 
 KILLED_WHERE = {"relay:published": "laptop", "relay:sent-recorded": "laptop", "relay:inbox-published": "vm",
-                "relay:received-marked": "vm", "relay:fate-published": "vm"}
+                "relay:received-marked": "vm", "relay:fate-published": "vm", "relay:delivery-decided": "vm"}
+# steps of a cancel, each killed by its own test below
+KILLED_IN_CANCEL = {"relay:cancel-decided": "test_relay_killed_after_deciding_a_cancel"}
 
 
 def killed_at(w, step):
     """The relay of the machine that takes `step` is SIGKILLed there (KORUS_MAIL_CRASH_AT); then
     restarted (by `remote`), and the mail is delivered and consumed exactly once."""
-    assert set(KILLED_WHERE) == set(local.STEPS)
+    assert set(KILLED_WHERE) | set(KILLED_IN_CANCEL) == set(local.STEPS)
     # both relays start armed: only the one that takes the step ever reaches it
     join(w, env={"KORUS_MAIL_CRASH_AT": step})
     victim = getattr(w, KILLED_WHERE[step])
@@ -209,7 +226,7 @@ def killed_at(w, step):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", local.STEPS)
+@pytest.mark.parametrize("step", sorted(KILLED_WHERE))
 def test_relay_killed_at_step(world, step):
     killed_at(world, step)
 
@@ -268,4 +285,96 @@ def test_a_box_the_store_refuses_keeps_the_mail_on_the_server_until_it_is_mended
     box.unlink()   # mended: the server gives the unacked message again, after the ack wait
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 20), w.vm.state()
     assert "held while the box is refused" in consume(w.vm, "s-vm")
+    check_both(w)
+
+
+# -- cancel across machines (docs/RELAY.md, "Cross-machine decisions") ------------------------
+def cancel(m, msg_id, check=True):
+    return m.cli("cancel", msg_id, cwd=m.web, check=check)
+
+
+def settled(m):
+    """The server holds nothing for `m` any more, taken or not (its relay is up)."""
+    return wait_for(lambda: m.state().get("pending") == 0 and m.state().get("connected"), 20)
+
+
+def everywhere(m, msg_id):
+    """Every state of `m`'s web box that holds `msg_id`."""
+    return [sub for sub in ("inbox", "seen", "cancelled", "expired", "dropped") if msg_id in m.ids(m.web, sub)]
+
+
+def test_a_cancel_of_mail_in_transit_wins_against_its_delivery(world):
+    """The mail is on the server, the receiving relay down: the cancel's create-only put is
+    first, and the receiving relay, back, never puts the mail in an inbox."""
+    w = world
+    join(w)
+    w.vm.stop_relay(signal.SIGKILL)
+    msg_id = sent_id(send(w.laptop, "vm:web", "cancel me on the way"))
+    assert wait_for(lambda: w.laptop.outbox() == [] and w.laptop.sent(msg_id), 10)
+    out = words(cancel(w.laptop, msg_id).stdout)
+    assert out.startswith(f"cancelled {msg_id} to vm:"), out
+    w.vm.cli("remote", check=True)  # the receiving relay is back
+    assert settled(w.vm), w.vm.state()
+    assert everywhere(w.vm, msg_id) == [] and "cancel me" not in consume(w.vm, "s-vm")
+    assert f"{msg_id} to vm:web cancelled" in fate_in_status(w.laptop, msg_id)
+    again = cancel(w.laptop, msg_id)
+    assert again.returncode == 0 and "cancelled" in again.stdout
+    check_both(w)
+
+
+def test_a_cancel_of_delivered_mail_is_decided_by_the_receivers_claim(world):
+    """Delivered first: the cancel goes across and the receiving clone withdraws it (its local
+    claim decides against a consume); the fate comes back. Once consumed, a cancel is refused."""
+    w = world
+    join(w)
+    first = sent_id(send(w.laptop, "vm:web", "delivered, then cancelled"))
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [first])
+    out = words(cancel(w.laptop, first).stdout)
+    assert out.startswith(f"cancelled {first}") or out.startswith(f"cancel of {first} sent to vm:"), out
+    assert wait_for(lambda: ((w.laptop.sent(first) or {}).get("fate") or {}).get("state") == "cancelled", 10)
+    assert everywhere(w.vm, first) == ["cancelled"]
+    assert "delivered, then cancelled" not in consume(w.vm, "s-vm")
+    second = sent_id(send(w.laptop, "vm:web", "consumed before the cancel"))
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [second])
+    assert "consumed before the cancel" in consume(w.vm, "s-vm")
+    assert wait_for(lambda: ((w.laptop.sent(second) or {}).get("fate") or {}).get("state") == "consumed", 10)
+    refused = cancel(w.laptop, second, check=False)
+    assert refused.returncode == 1 and "consumed already on vm, by session s-vm" in refused.stderr, refused.stderr
+    assert everywhere(w.vm, second) == ["seen"]
+    check_both(w)
+
+
+@pytest.mark.slow
+def test_a_cancel_while_the_link_is_down_waits_and_is_decided_after_the_heal(world):
+    w = world
+    join(w)
+    w.server.stop()
+    assert wait_for(lambda: w.laptop.state().get("connected") is False, 10)
+    msg_id = sent_id(send(w.laptop, "vm:web", "never to arrive"))
+    out = cancel(w.laptop, msg_id).stdout
+    assert "waits in this clone's relay" in words(out) and "not decided yet" in out, out
+    w.server.start()
+    assert wait_for(lambda: ((w.laptop.sent(msg_id) or {}).get("fate") or {}).get("state") == "cancelled", 20)
+    assert w.laptop.outbox() == [] and settled(w.vm)
+    assert everywhere(w.vm, msg_id) == []
+    check_both(w)
+
+
+@pytest.mark.slow
+def test_relay_killed_after_deciding_a_cancel(world):
+    """The sender's relay dies between its create-only "cancelled" put and its record: the request
+    is still on disk, the next relay finds its own decision, and the mail never arrives."""
+    w = world
+    join(w, env={"KORUS_MAIL_CRASH_AT": "relay:cancel-decided"})
+    w.vm.stop_relay(signal.SIGKILL)
+    pid = w.laptop.relay_pid()
+    msg_id = sent_id(send(w.laptop, "vm:web", "cancelled by a dying relay"))
+    assert wait_for(lambda: w.laptop.outbox() == [] and w.laptop.sent(msg_id), 10)
+    out = cancel(w.laptop, msg_id).stdout
+    assert "waits in this clone's relay" in words(out), out
+    assert wait_for(lambda: _dead(pid), 10), "the relay never reached relay:cancel-decided"
+    w.laptop.cli("remote", check=True)
+    assert wait_for(lambda: ((w.laptop.sent(msg_id) or {}).get("fate") or {}).get("state") == "cancelled", 10)
+    w.vm.cli("remote", check=True)
+    assert settled(w.vm) and everywhere(w.vm, msg_id) == []
     check_both(w)

@@ -150,7 +150,8 @@ def _send_remote(clone: "Clone", args: SendArgs, remote: "List[Dict[str, Any]]",
     sender_session, sender_launch = clients.sender_of(os.environ)
     root = clone.mail_root(create=True)
     sender = core_send.sender_record(clone, sender_session, sender_launch)
-    results = address.queue(clone.common_dir, root, remote, body, args.kind, ttl, sender, args.session, args.wake)
+    results = address.queue(clone.common_dir, root, remote, body, args.kind, ttl, sender, args.session, args.wake,
+                            own_box=clone.own_box(create=True))
     how = address.link_words(clone.common_dir)
     if args.json:
         import json  # only here: a plain send never pays for it

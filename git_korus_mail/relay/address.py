@@ -71,17 +71,24 @@ def envelope(conf: "Dict[str, Any]", target: "Dict[str, Any]", msg: "Dict[str, A
 
 
 def queue(common_dir: str, root: "Any", targets: "List[Dict[str, Any]]", body: str, kind: str, ttl: int,
-          sender: "Dict[str, Any]", session: "Optional[str]", wake: bool) -> "List[Dict[str, Any]]":
+          sender: "Dict[str, Any]", session: "Optional[str]", wake: bool, own_box: "Any" = None,
+          fields: "Optional[Dict[str, Any]]" = None) -> "List[Dict[str, Any]]":
     """One message per remote target into this clone's outbox (the relay publishes it, now or
-    once the link is back), then the relay started if none runs. Results as send's."""
-    from git_korus_mail.store import message
+    once the link is back), then the relay started if none runs. Results as send's. Each is
+    indexed in the sender's sent records like local mail (store/sent.py, with `remote`), so
+    `status` shows its fate and `cancel` finds it."""
+    from git_korus_mail.store import message, sent
     conf = local.load_config(common_dir)
     assert conf is not None  # resolve() found it
     results = []
     for t in targets:
+        thread = fields or {}
         msg = message.build(body, t["path"], t["key"], sender, kind=kind, ttl_minutes=ttl, session=session,
-                            wake=None if wake else False)
+                            wake=None if wake else False, in_reply_to=thread.get("in_reply_to"),
+                            thread=thread.get("thread"))
         local.queue(common_dir, envelope(conf, t, msg))
+        sent.record(root, own_box, msg, t["key"], t["path"], str(sender.get("path") or ""),
+                    remote={"label": t["label"], "clone": t["clone"], "name": t["name"]})
         root.journal("relay-queued", id=msg["id"], to=f"{t['label']}:{t['path']}", box=t["key"])
         results.append({"to": t["dest"], "ok": True, "id": msg["id"], "path": t["path"], "box": t["key"],
                         "remote": t["label"], "session": session, "expires_at": msg["expires_at"],
@@ -98,3 +105,31 @@ def link_words(common_dir: str) -> str:
     why = f" ({state['error']})" if state.get("error") else ""
     return (f"the link is down{why}: it waits in this clone's outbox and leaves when the link is back "
             f"(git korus-mail remote)")
+
+
+FINAL = ("consumed", "cancelled", "expired", "dropped")
+
+
+def cancel(common_dir: str, rec: "Dict[str, Any]", by: str, seconds: float = 5.0) -> "Dict[str, Any]":
+    """`cancel` of mail sent to another clone: a request to this clone's relay, which decides it
+    with a create-only put against the delivery (docs/RELAY.md, "Cross-machine decisions"). The
+    command never touches the network: it waits up to `seconds` for the outcome the relay
+    records, and otherwise says it waits. Returns the fate as far as known, with "request":
+    "decided" (a final fate), "asked" (delivered there first: the receiving clone's claim
+    decides it against a consume), or "waiting" (not decided yet, e.g. the link is down)."""
+    msg_id = rec["id"]
+    fate = local.remote_fate(common_dir, msg_id)
+    if fate["state"] in FINAL:
+        return dict(fate, request="decided")
+    local.request_cancel(common_dir, msg_id, by)
+    local.start(common_dir)
+    end = time.monotonic() + seconds
+    while True:
+        fate = local.remote_fate(common_dir, msg_id)
+        if fate["state"] in FINAL:
+            return dict(fate, request="decided")
+        if time.monotonic() >= end:
+            break
+        time.sleep(0.05)
+    asked = (local.read_entry(common_dir, local.SENT, msg_id) or {}).get("cancel") == "asked"
+    return dict(fate, request="asked" if asked else "waiting")

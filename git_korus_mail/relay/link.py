@@ -23,7 +23,7 @@ import time
 import nats
 from nats.errors import NoServersError, TimeoutError as NatsTimeout
 from nats.js import api
-from nats.js.errors import NoKeysError
+from nats.js.errors import KeyWrongLastSequenceError, NoKeysError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
@@ -136,15 +136,74 @@ class Relay:
 
     # -- outgoing ------------------------------------------------------------------------
     async def pump_outbox(self) -> None:
+        """The outbox and the cancels, in one task: a cancel is decided before its mail is
+        published in the same round, never while that publish is under way."""
         while not self.stopping:
+            cancels = local.cancel_ids(self.common_dir)
             ids = local.outbox_ids(self.common_dir)
-            if not ids or not self.link_up():
+            if not (ids or cancels) or not self.link_up():
                 await asyncio.sleep(POLL)
                 continue
+            for msg_id in cancels:
+                if not await self.decide_cancel(msg_id):
+                    break
+            waiting = set(local.cancel_ids(self.common_dir))
             for msg_id in ids:
+                if msg_id in waiting:
+                    continue  # its cancel is not decided yet: never published meanwhile
                 if not await self.publish_one(msg_id):
                     break
             await asyncio.sleep(POLL)
+
+    async def decide(self, msg_id: str, decision: "Dict[str, Any]") -> "Dict[str, Any]":
+        """The one cross-machine decision about mail in transit: a create-only put of
+        fate.<id> (docs/RELAY.md, "Cross-machine decisions"). The sender's relay puts
+        "cancelled", the receiver's "delivered" before its inbox publish; what is there already
+        won, and is returned (also our own decision, taken before a crash)."""
+        key = f"fate.{msg_id}"
+        try:
+            await self.kv.create(key, json.dumps(decision, sort_keys=True).encode())
+            return decision
+        except KeyWrongLastSequenceError:
+            entry = await self.kv.get(key)
+            won = json.loads(entry.value.decode())
+            return won if isinstance(won, dict) else {"state": "unknown"}
+
+    async def decide_cancel(self, msg_id: str) -> bool:
+        """A sender's cancel of mail for another clone. Won here (decided before the delivery):
+        it is never published, or never put in an inbox there. Lost (delivered first): the
+        cancel goes to the receiving relay, whose local claim decides it against a consume;
+        its outcome comes back as the message's fate."""
+        req = local.read_entry(self.common_dir, local.CANCELS, msg_id) or {}
+        env = local.read_entry(self.common_dir, local.OUTBOX, msg_id)
+        rec = local.read_entry(self.common_dir, local.SENT, msg_id)
+        to_clone = (rec or {}).get("to_clone") or (env or {}).get("to_clone")
+        mine = {"state": "cancelled", "clone": self.conf["clone"], "by": req.get("by"), "at": utc_stamp(time.time())}
+        try:
+            won = await self.decide(msg_id, mine)
+        except Exception as exc:  # noqa: BLE001 - the request stays; decided at the next round
+            self.error = f"cancel {msg_id}: {exc or type(exc).__name__}"
+            return False
+        base = rec or {"id": msg_id, "to_clone": to_clone, "to_label": (env or {}).get("to_label")}
+        if won.get("state") == "cancelled":
+            crash.point("relay:cancel-decided")
+            fate = {"state": "cancelled", "at": won.get("at"), "detail": "decided before its delivery"}
+            local.mark(self.common_dir, local.SENT, msg_id, {**base, "fate": fate}, replace=True)
+            local.remove_entry(self.common_dir, local.OUTBOX, msg_id)
+            self.root.journal("relay-cancelled", id=msg_id, by=req.get("by"), how="before its delivery")
+        elif to_clone:
+            cancel = {"v": local.FORMAT, "type": "cancel", "id": msg_id, "from_clone": self.conf["clone"],
+                      "from_label": self.conf["label"], "by": req.get("by")}
+            try:
+                await self.js.publish(names.subject_to(self.ns, str(to_clone)), local.encode(cancel), timeout=3,
+                                      headers={"Nats-Msg-Id": f"cancel-{msg_id}"})
+            except Exception as exc:  # noqa: BLE001 - the request stays; sent at the next round
+                self.error = f"cancel {msg_id}: {exc or type(exc).__name__}"
+                return False
+            local.mark(self.common_dir, local.SENT, msg_id, {**base, "cancel": "asked"}, replace=True)
+            self.root.journal("relay-cancel-asked", id=msg_id, by=req.get("by"), to=str(to_clone))
+        local.remove_entry(self.common_dir, local.CANCELS, msg_id)
+        return True
 
     async def publish_one(self, msg_id: str) -> bool:
         env = local.read_entry(self.common_dir, local.OUTBOX, msg_id)
@@ -185,10 +244,10 @@ class Relay:
                 continue
             for m in msgs:
                 self.last_ok = time.time()
-                if self.take_one(m.data):
+                if await self.take_one(m.data):
                     await m.ack()
 
-    def take_one(self, data: bytes) -> bool:
+    async def take_one(self, data: bytes) -> bool:
         """Put one incoming envelope where it belongs; True when it may be acked."""
         try:
             env = json.loads(data.decode("utf-8"))
@@ -198,12 +257,14 @@ class Relay:
             return True
         if kind == "fate":
             return self.take_fate(env)
+        if kind == "cancel":
+            return await self.take_cancel(env)
         if kind != "mail":
             self.root.journal("relay-refused", why=f"unknown type {str(kind)[:20]!r}")
             return True
-        return self.deliver(env)
+        return await self.deliver(env)
 
-    def deliver(self, env: "Dict[str, Any]") -> bool:
+    async def deliver(self, env: "Dict[str, Any]") -> bool:
         from git_korus_mail.errors import MailError
         from git_korus_mail.store import message
         raw = env.get("msg")
@@ -234,6 +295,16 @@ class Relay:
         from git_korus_mail.store import records  # loaded where used
         state, _ = records.fate(box, msg_id)
         if state == "gone":
+            # the delivery against a cancel of the sender's: decided once, across machines
+            won = await self.decide(msg_id, {"state": "delivered", "clone": self.conf["clone"],
+                                             "at": utc_stamp(now)})
+            if won.get("state") == "cancelled":
+                local.mark(self.common_dir, local.RECEIVED, msg_id,
+                           {"id": msg_id, "box": key, "from_clone": env.get("from_clone"), "received_at": now,
+                            "fate": {"state": "cancelled", "detail": "cancelled by its sender before delivery"}})
+                self.root.journal("relay-cancelled", id=msg_id, box=key, how="before its delivery")
+                return True
+            crash.point("relay:delivery-decided")
             try:
                 from git_korus_mail.store import publish  # loaded where used
                 publish.publish(box, msg, message.encode(msg))
@@ -281,6 +352,32 @@ class Relay:
                     break
                 crash.point("relay:fate-published")
                 local.mark(self.common_dir, local.RECEIVED, msg_id, {**rec, "fate": fate}, replace=True)
+
+    async def take_cancel(self, env: "Dict[str, Any]") -> bool:
+        """The sender's cancel of mail delivered here: the local claim decides it against a
+        consume (moves.cancel), and the fate goes back as any fate does. True when it may be acked."""
+        from git_korus_mail.store import moves
+        msg_id = str(env.get("id"))
+        rec = local.read_entry(self.common_dir, local.RECEIVED, msg_id)
+        if rec is None:
+            # delivered (decided) but not yet in an inbox: its mail comes again after the ack
+            # wait, and so does this cancel; anything else names no mail of ours
+            try:
+                won = json.loads((await self.kv.get(f"fate.{msg_id}")).value.decode())
+            except nats.js.errors.KeyNotFoundError:
+                return True
+            except Exception:  # noqa: BLE001 - asked again after the ack wait
+                return False
+            return not (isinstance(won, dict) and won.get("state") == "delivered"
+                        and won.get("clone") == self.conf["clone"])
+        if rec.get("from_clone") != env.get("from_clone"):
+            self.root.journal("relay-refused", id=msg_id[:64], why="a cancel from another clone than its sender")
+            return True
+        box = self.root.box(str(rec.get("box")))
+        if box is None:
+            return True
+        result = moves.cancel(box, msg_id, by=f"{env.get('from_label')}: {env.get('by')}")
+        return result != "held"  # held: a consume holds its claim now; asked again after the ack wait
 
     def take_fate(self, env: "Dict[str, Any]") -> bool:
         msg_id = str(env.get("id"))

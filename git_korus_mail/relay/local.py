@@ -21,6 +21,7 @@ LOG = "relay.log"
 OUTBOX = "outbox"       # <id>.json: an envelope waiting for the server's ack
 SENT = "sent"           # <id>.json: published (the server acked it); its fate when it came back
 RECEIVED = "received"   # <id>.json: put into a local inbox (the redelivery guard), and its fate sent back
+CANCELS = "cancels"     # <id>.json: a sender's cancel of mail for another clone, until the relay decides it
 SUFFIX = ".json"
 FORMAT = 1
 
@@ -59,7 +60,7 @@ def load_config(common_dir: str) -> "Optional[Dict[str, Any]]":
 def ensure(common_dir: str) -> str:
     d = relay_dir(common_dir)
     os.makedirs(os.path.join(common_dir, "mail"), mode=0o700, exist_ok=True)
-    for sub in ("", "tmp", OUTBOX, SENT, RECEIVED):
+    for sub in ("", "tmp", OUTBOX, SENT, RECEIVED, CANCELS):
         try:
             os.mkdir(os.path.join(d, sub) if sub else d, 0o700)
         except FileExistsError:
@@ -165,6 +166,17 @@ def remove_entry(common_dir: str, sub: str, msg_id: str) -> None:
         pass
 
 
+def request_cancel(common_dir: str, msg_id: str, by: str) -> None:
+    """`cancel` of mail sent to another clone: a request the relay decides with a create-only
+    put (docs/RELAY.md, "Cross-machine decisions"); a second request for one id is the first."""
+    ensure(common_dir)
+    write_whole(common_dir, CANCELS, msg_id + SUFFIX, encode({"id": msg_id, "by": by, "at": time.time()}))
+
+
+def cancel_ids(common_dir: str) -> "List[str]":
+    return _ids(common_dir, CANCELS)
+
+
 def sent_ids(common_dir: str) -> "List[str]":
     return _ids(common_dir, SENT)
 
@@ -255,4 +267,29 @@ STEPS = (
     "relay:inbox-published",  # incoming mail linked into the inbox; no received marker yet
     "relay:received-marked",  # received marker written; the server not yet acked
     "relay:fate-published",   # a fate sent back to the sender; the marker not yet updated
+    "relay:delivery-decided",  # the receiver's create-only "delivered" put; not yet in the inbox
+    "relay:cancel-decided",   # the sender's create-only "cancelled" put; not yet recorded
 )
+
+
+# -- what became of mail sent to another clone (status, cancel) ------------------------------
+def remote_fate(common_dir: str, msg_id: str) -> "Dict[str, Any]":
+    """The fate of mail this clone sent to another, as far as this clone knows it, offline: in
+    the outbox; on the server (acked, no fate back yet); or the fate the other clone's relay
+    sent back (consumed: by which session, when; expired, cancelled, dropped), or a cancel
+    decided here (docs/RELAY.md, "Cross-machine decisions")."""
+    rec = read_entry(common_dir, SENT, msg_id)
+    fate = rec.get("fate") if rec is not None else None
+    if isinstance(fate, dict) and isinstance(fate.get("state"), str):
+        out = {k: fate.get(k) for k in ("state", "session", "at", "rule", "detail") if fate.get(k) is not None}
+        if isinstance(fate.get("shown_at"), str):
+            out["shown_at"] = fate["shown_at"]
+        return out
+    if read_entry(common_dir, OUTBOX, msg_id) is not None:
+        return {"state": "outbox", "detail": "in this clone's outbox: it leaves when the link is up"}
+    if rec is not None:
+        from git_korus_mail.stamps import utc_stamp
+        at = rec.get("published_at")
+        return {"state": "on-server", "detail": "on the server for the other clone; no fate back yet",
+                "at": utc_stamp(at) if isinstance(at, (int, float)) else None}
+    return {"state": "missing", "detail": "neither in this clone's outbox nor among the relay's sent records"}
