@@ -83,12 +83,17 @@ def test_mail_goes_across_is_consumed_once_and_its_fate_comes_back(world):
     arrived = json.loads((w.vm.box(w.vm.web) / "inbox" / f"{msg_id}.json").read_text())
     assert arrived["from"]["clone"].startswith("laptop:") and arrived["body"] == "hello from the laptop"
     assert arrived["from"]["path"] == f"laptop:{os.path.realpath(w.laptop.web)}"
-    # the same path may be a worktree here too: a reply is refused, never put in a local box
+    # a reply goes back across to the box that sent it, never into a box here that shares its path
     boxes_before = sorted(p.name for p in (w.vm.mail / "box").iterdir())
-    replied = w.vm.cli("reply", msg_id, "--", "back to you?", cwd=w.vm.web)
-    assert replied.returncode == 1 and "laptop:" in replied.stderr, replied.stderr
+    replied = w.vm.cli("reply", msg_id, "--", "back to you", cwd=w.vm.web, check=True)
+    reply_id = sent_id(replied)
+    assert words(replied.stdout) == f"replied {reply_id} -> laptop:web in reply to {msg_id}", replied.stdout
     assert sorted(p.name for p in (w.vm.mail / "box").iterdir()) == boxes_before
-    assert w.vm.ids(w.vm.api, "inbox") == []
+    assert w.vm.ids(w.vm.api, "inbox") == [] and w.vm.ids(w.vm.web, "inbox") == [msg_id]
+    assert wait_for(lambda: w.laptop.ids(w.laptop.web, "inbox") == [reply_id]), "the reply never came back"
+    back = json.loads((w.laptop.box(w.laptop.web) / "inbox" / f"{reply_id}.json").read_text())
+    assert (back["kind"], back["in_reply_to"], back["body"]) == ("reply", msg_id, "back to you")
+    assert back["from"]["path"] == f"vm:{os.path.realpath(w.vm.web)}"
     ctx = consume(w.vm, "s-vm")
     assert "hello from the laptop" in ctx
     assert w.vm.ids(w.vm.web, "seen") == [msg_id] and w.vm.ids(w.vm.web, "inbox") == []

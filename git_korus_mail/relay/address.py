@@ -91,7 +91,7 @@ def queue(common_dir: str, root: "Any", targets: "List[Dict[str, Any]]", body: s
                     remote={"label": t["label"], "clone": t["clone"], "name": t["name"]})
         root.journal("relay-queued", id=msg["id"], to=f"{t['label']}:{t['path']}", box=t["key"])
         results.append({"to": t["dest"], "ok": True, "id": msg["id"], "path": t["path"], "box": t["key"],
-                        "remote": t["label"], "session": session, "expires_at": msg["expires_at"],
+                        "remote": t["label"], "name": t["name"], "session": session, "expires_at": msg["expires_at"],
                         "warnings": []})
     local.start(common_dir)
     return results
@@ -133,3 +133,25 @@ def cancel(common_dir: str, rec: "Dict[str, Any]", by: str, seconds: float = 5.0
         time.sleep(0.05)
     asked = (local.read_entry(common_dir, local.SENT, msg_id) or {}).get("cancel") == "asked"
     return dict(fate, request="asked" if asked else "waiting")
+
+
+def sender_of(common_dir: str, original: "Dict[str, Any]") -> "Dict[str, Any]":
+    """The box on another clone that sent `original` (a `reply` to mail that came across): its
+    clone from `from.clone` (set by the receiving relay, docs/RELAY.md), its box from that
+    clone's directory entry, offline. A target as `resolve` makes, or one with "error"."""
+    sender = original.get("from") or {}
+    label, _, cid = str(sender.get("clone") or "").partition(":")
+    path = str(sender.get("path") or "")
+    if path.startswith(label + ":"):
+        path = path[len(label) + 1:]
+    dest = f"{label}:{path}"
+    peer = (local.load_peers(common_dir) or {}).get(cid)
+    if not isinstance(peer, dict):
+        return {"dest": dest, "error": f"{original['id']}: its sender's clone {label} ({cid}) is not in this "
+                                       f"clone's directory (git korus-mail remote shows the link)"}
+    for w in peer.get("worktrees") or ():
+        if isinstance(w, dict) and w.get("path") == path:
+            return {"dest": dest, "clone": cid, "label": str(peer.get("label") or label), "key": str(w["key"]),
+                    "path": path, "name": str(w.get("name"))}
+    return {"dest": dest, "error": f"{original['id']}: its sender's worktree {path} is no longer a worktree "
+                                   f"of {label}"}
