@@ -174,7 +174,9 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     for name in _ls(live):
         assert LIVE_NAME.match(name), f"live/{name}: not a life lock's name"
         _read(os.path.join(live, name))  # a regular file
-        if idle and not name.startswith(f"{os.getpid()}-"):  # probing our own lock would drop it
+        if idle and not name.startswith(f"{os.getpid()}-") and not name.startswith(f"{_relay_pid(mail_root)}-"):
+            # (probing our own lock would drop it; the clone's relay, docs/RELAY.md, is a daemon
+            # that takes claims through the store: its lock is held as long as it runs)
             assert not _locked(os.path.join(live, name)), f"live/{name}: its life lock is held while idle"
 
     # -- pruned: ids the journal says retention removed ------------------------------
@@ -394,3 +396,14 @@ def ids(summary, state):
     for info in summary.values():
         out |= info[state]
     return out
+
+
+def _relay_pid(mail_root):
+    """The pid of the clone's running relay (mail/relay/lock, docs/RELAY.md), or None."""
+    try:
+        with open(os.path.join(mail_root, "relay", "lock")) as f:
+            pid = int(f.read().strip() or 0)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return pid if b"git_korus_mail.relay.link" in f.read() else None
+    except (OSError, ValueError):
+        return None

@@ -383,3 +383,55 @@ def test_relay_killed_after_deciding_a_cancel(world):
     w.vm.cli("remote", check=True)
     assert settled(w.vm) and everywhere(w.vm, msg_id) == []
     check_both(w)
+
+
+# -- @<session name> across the namespace; who and list show the other clones ------------------
+def test_a_session_name_is_resolved_across_the_namespace_and_who_and_list_show_the_other_clone(world):
+    from test_who import S1, S2, FakeClaude
+    w = world
+    join(w)
+    reviewer = FakeClaude(w.base / "vm-claude")
+    here = None
+    try:
+        reviewer.register(S1, w.vm.web, "reviewer")
+        reviewer.hook("SessionStart", w.vm.web, S1)  # its name reaches vm's presence record
+        assert wait_for(lambda: any(s.get("name") == "reviewer" for p in w.laptop.peers().values()
+                                    for s in p.get("sessions") or ()), 10), w.laptop.peers()
+        proc = send(w.laptop, "@reviewer", "for the reviewer, wherever it runs")
+        msg_id = sent_id(proc)
+        assert words(proc.stdout).startswith(f"queued {msg_id} -> vm:"), proc.stdout
+        assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id])
+        arrived = json.loads((w.vm.box(w.vm.web) / "inbox" / f"{msg_id}.json").read_text())
+        assert arrived["session"] == S1  # for that session, as a local @name is
+        who = words(w.laptop.cli("who", check=True).stdout)
+        assert "vm: another clone, as its relay said" in who and f"reviewer {S1} idle" in who, who
+        assert "in vm:web" in who
+        listed = words(w.laptop.cli("list", check=True).stdout)
+        assert "vm: another clone" in listed and f"vm:web {os.path.realpath(w.vm.web)}" in listed, listed
+        # unknown everywhere, and a name two clones both run: refused before anything is queued
+        unknown = send(w.laptop, "@nobody", "lost?", check=False)
+        assert unknown.returncode == 1 and "no session is named nobody" in unknown.stderr, unknown.stderr
+        here = FakeClaude(w.base / "laptop-claude")
+        here.register(S2, w.laptop.api, "reviewer")
+        here.hook("SessionStart", w.laptop.api, S2)
+        both = send(w.laptop, "@reviewer", "which one?", check=False)
+        assert both.returncode == 1 and "2 sessions are named reviewer across the clones" in words(both.stderr), \
+            both.stderr
+        assert f"{S1} on vm:web (idle)" in words(both.stderr) and S2 in both.stderr
+        assert w.laptop.outbox() == [] and w.laptop.ids(w.laptop.api, "inbox") == []
+        assert w.vm.ids(w.vm.web, "inbox") == [msg_id]
+    finally:
+        for fake in (reviewer, here):
+            if fake is not None:
+                fake.sigkill()
+    # the launches' wake watchers hold their life locks until they see their launch gone
+    assert wait_for(lambda: _holds(w), 10)
+    check_both(w)
+
+
+def _holds(w):
+    try:
+        check_both(w)
+        return True
+    except AssertionError:
+        return False

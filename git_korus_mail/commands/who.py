@@ -14,7 +14,7 @@ SURFACES = {"terminal": "terminal", "sdk": "-p/SDK", "editor": "editor"}
 
 TYPE_CHECKING = False  # mypy reads the block below
 if TYPE_CHECKING:
-    from typing import IO, Any, Dict, Optional
+    from typing import IO, Any, Dict, List, Optional
 
     from git_korus_mail.core.clone import Clone
 
@@ -28,14 +28,34 @@ class WhoArgs:
 
 def run(clone: "Clone", args: WhoArgs, out: "IO[str]") -> int:
     data = roster.collect(clone, clients.sessions, activity=clients.last_activity)
+    from git_korus_mail.relay import address  # no nats: one stat when no remote is configured
+    others = address.other_clones(clone.common_dir)
     if args.json:
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(json.dumps(dict(data, other_clones=others) if others else data, indent=2) + "\n")
         return 0
     now = time.time()
     out.write(f"sessions as of {data['as_of']}\n")
     if not data["sessions"]:
         out.write("  none: no hook of this clone has run yet (git korus-mail install wires them)\n")
-        return 0
+    _here(data, now, out)
+    _others(others, out)
+    return 0
+
+
+def _others(others: "List[Dict[str, Any]]", out: "IO[str]") -> None:
+    """Other clones' sessions, as their relays last said (docs/RELAY.md): never asked now, so
+    `who` never waits on the network; the age says how old the word is."""
+    for c in others:
+        out.write(f"{ui.bold(safe(c['label']))}: another clone, as its relay said {human_age(c['age'])} ago\n")
+        names = {str(w.get('key')): str(w.get('name')) for w in c["worktrees"]}
+        if not c["sessions"]:
+            out.write("  no named session seen there\n")
+        for s in c["sessions"]:
+            out.write(f"  {safe(s.get('name'))}  {safe(s.get('session'))}  {safe(s.get('state'))} as of "
+                      f"{safe(s.get('as_of'))}  in {safe(c['label'])}:{safe(names.get(str(s.get('box')), '?'))}\n")
+
+
+def _here(data: "Dict[str, Any]", now: float, out: "IO[str]") -> None:
     shared = {w["box"]: w["shared"] for w in data["worktrees"]}
     current: object = object()
     for s in data["sessions"]:
@@ -47,7 +67,6 @@ def run(clone: "Clone", args: WhoArgs, out: "IO[str]") -> int:
         out.write(f"  {safe(s['name'] or '-')}  {safe(s['session'])}  {ui.bold(state_text(s, now))}"
                   f"  {safe(SURFACES.get(s['surface'], s['surface'] or 'surface unknown'))}"
                   f"  config {safe(_root(s))}\n")
-    return 0
 
 
 def _root(s: "Row") -> str:

@@ -83,7 +83,8 @@ def queue(common_dir: str, root: "Any", targets: "List[Dict[str, Any]]", body: s
     results = []
     for t in targets:
         thread = fields or {}
-        msg = message.build(body, t["path"], t["key"], sender, kind=kind, ttl_minutes=ttl, session=session,
+        only = t.get("session", session)  # `@<name>`: the mail is for that session
+        msg = message.build(body, t["path"], t["key"], sender, kind=kind, ttl_minutes=ttl, session=only,
                             wake=None if wake else False, in_reply_to=thread.get("in_reply_to"),
                             thread=thread.get("thread"))
         local.queue(common_dir, envelope(conf, t, msg))
@@ -91,7 +92,7 @@ def queue(common_dir: str, root: "Any", targets: "List[Dict[str, Any]]", body: s
                     remote={"label": t["label"], "clone": t["clone"], "name": t["name"]})
         root.journal("relay-queued", id=msg["id"], to=f"{t['label']}:{t['path']}", box=t["key"])
         results.append({"to": t["dest"], "ok": True, "id": msg["id"], "path": t["path"], "box": t["key"],
-                        "remote": t["label"], "name": t["name"], "session": session, "expires_at": msg["expires_at"],
+                        "remote": t["label"], "name": t["name"], "session": only, "expires_at": msg["expires_at"],
                         "warnings": []})
     local.start(common_dir)
     return results
@@ -155,3 +156,72 @@ def sender_of(common_dir: str, original: "Dict[str, Any]") -> "Dict[str, Any]":
                     "path": path, "name": str(w.get("name"))}
     return {"dest": dest, "error": f"{original['id']}: its sender's worktree {path} is no longer a worktree "
                                    f"of {label}"}
+
+
+LIVE = ("working", "idle", "waiting", "not responding")  # core/roster.LIVE_STATES, as the directory says them
+
+
+def sessions_named(common_dir: str, name: str) -> "List[Dict[str, Any]]":
+    """The sessions of other clones named `name`, as their relays last said (relay/peers.json,
+    offline): targets as `resolve` makes, each with the session, its state and how old the
+    directory's word is. Empty with no remote."""
+    if not local.configured(common_dir):
+        return []
+    conf = local.load_config(common_dir) or {}
+    out = []
+    for cid, peer in sorted((local.load_peers(common_dir) or {}).items()):
+        if not isinstance(peer, dict) or cid == conf.get("clone"):
+            continue
+        wts = {str(w.get("key")): w for w in peer.get("worktrees") or () if isinstance(w, dict)}
+        for s in peer.get("sessions") or ():
+            if not isinstance(s, dict) or s.get("name") != name or str(s.get("box")) not in wts:
+                continue
+            w = wts[str(s.get("box"))]
+            label = str(peer.get("label"))
+            out.append({"dest": f"@{name}", "clone": cid, "label": label, "key": str(w["key"]),
+                        "path": str(w["path"]), "name": str(w.get("name")), "session": str(s.get("session")),
+                        "state": str(s.get("state")), "as_of": s.get("as_of"),
+                        "directory_age": time.time() - float(peer.get("updated") or 0)})
+    return out
+
+
+def by_session_name(dest: str, remote: "List[Dict[str, Any]]", local_hits: "List[Dict[str, Any]]"
+                    ) -> "Optional[Dict[str, Any]]":
+    """`@<name>` across the namespace: None when only this clone has it (the local rule decides),
+    else the one remote target, or a refusal naming every candidate (a running session wins
+    over stopped ones, as locally; two running anywhere are ambiguous)."""
+    if not remote:
+        return None
+    live_remote = [t for t in remote if t["state"] in LIVE]
+    live_local = [s for s in local_hits if s.get("state") in LIVE]
+    pool_remote, pool_local = (live_remote, live_local) if (live_remote or live_local) else (remote, local_hits)
+    if len(pool_remote) == 1 and not pool_local:
+        t = pool_remote[0]
+        if t["state"] not in LIVE:
+            return {"dest": dest, "error": f"{dest}: session {dest[1:]} on {t['label']}:{t['name']} is "
+                                           f"{t['state']} (as its relay last said): mail {t['label']}:{t['name']} "
+                                           f"instead, or wait for it to run again"}
+        return t
+    listed = "; ".join([f"{t['session']} on {t['label']}:{t['name']} ({t['state']})" for t in pool_remote]
+                       + [f"{s.get('session')} here in {s.get('worktree')} ({s.get('state')})" for s in pool_local])
+    n = len(pool_remote) + len(pool_local)
+    return {"dest": dest, "error": f"{dest}: {n} sessions are named {dest[1:]} across the clones: {listed}; "
+                                   f"say --to <label>:<worktree>"}
+
+
+def other_clones(common_dir: str) -> "List[Dict[str, Any]]":
+    """The other clones of the namespace as their relays last said (relay/peers.json): for `who`
+    and `list`, offline, each with the age of that word. Empty with no remote."""
+    if not local.configured(common_dir):
+        return []
+    conf = local.load_config(common_dir) or {}
+    out = []
+    for cid, peer in sorted((local.load_peers(common_dir) or {}).items(), key=lambda kv: str(kv[1].get("label"))
+                            if isinstance(kv[1], dict) else ""):
+        if not isinstance(peer, dict) or cid == conf.get("clone"):
+            continue
+        out.append({"clone": cid, "label": str(peer.get("label")),
+                    "age": max(0.0, time.time() - float(peer.get("updated") or 0)),
+                    "worktrees": [w for w in peer.get("worktrees") or () if isinstance(w, dict)],
+                    "sessions": [s for s in peer.get("sessions") or () if isinstance(s, dict)]})
+    return out

@@ -38,6 +38,7 @@ POLL = 0.02          # the outbox's poll: a send waits at most this long for the
 FATE_POLL = 0.25     # how often received mail's fate is looked at
 DIRECTORY_EVERY = 1.0  # a new clone or worktree reaches the others within about this
 STATE_EVERY = 1.0
+SESSIONS_EVERY = 3.0   # this clone's named sessions (the roster) are read again at most this often
 ACK_WAIT = 3.0       # a message this relay took but never acked (killed) is redelivered after this
 
 
@@ -50,6 +51,19 @@ def worktrees_of(common_dir: str) -> "list[Dict[str, str]]":
         k = keys.key_of_root(wt.path)
         out.append({"name": wt.name, "path": wt.path, "key": k.name})
     return out
+
+
+def sessions_of(common_dir: str) -> "list[Dict[str, Any]]":
+    """The named sessions our hooks saw in this clone, for the other clones' `who` and `@<name>`
+    (docs/RELAY.md, "Directory"). Read from the presence records only: the clients' registries
+    are the clients' business (the relay is under them), so a state here is what the last hook
+    event said, and its `as_of` says when."""
+    from git_korus_mail.core import roster
+    from git_korus_mail.core.clone import Clone
+    clone = Clone(repo_opt=common_dir, cwd=common_dir)
+    rows = roster.collect(clone, lambda _root, _client: [])["sessions"]
+    return [{k: r.get(k) for k in ("name", "session", "box", "worktree", "state", "as_of")}
+            for r in rows if r.get("name") and r.get("hooks") and r.get("box")]
 
 
 class Relay:
@@ -66,6 +80,8 @@ class Relay:
         self.connected_since: "Optional[float]" = None
         self.last_ok: "Optional[float]" = None
         self.stopping = False
+        self.named: "list[Dict[str, Any]]" = []
+        self.sessions_at = -SESSIONS_EVERY
         from git_korus_mail.store.files import MailRoot
         root = MailRoot.open(common_dir, create=True)
         assert root is not None  # for mypy: create=True makes the root or raises
@@ -388,6 +404,13 @@ class Relay:
         return True
 
     # -- the directory and the state ----------------------------------------------------------
+    def sessions(self) -> "list[Dict[str, Any]]":
+        """This clone's named sessions, read again at most every SESSIONS_EVERY seconds."""
+        if time.monotonic() - self.sessions_at >= SESSIONS_EVERY:
+            self.named = sessions_of(self.common_dir)
+            self.sessions_at = time.monotonic()
+        return self.named
+
     async def keep_directory(self) -> None:
         while not self.stopping:
             if self.link_up():
@@ -398,7 +421,8 @@ class Relay:
             await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)
 
     async def publish_directory(self) -> None:
-        me = {"label": self.conf["label"], "worktrees": worktrees_of(self.common_dir), "updated": time.time()}
+        me = {"label": self.conf["label"], "worktrees": worktrees_of(self.common_dir),
+              "sessions": self.sessions(), "updated": time.time()}
         await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
         peers: "Dict[str, Any]" = {}
         try:
