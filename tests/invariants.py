@@ -346,7 +346,10 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
                 # mail for another clone (docs/RELAY.md): its box is there; here it is in the
                 # relay's outbox, or the relay's sent records (published, or decided cancelled)
                 relay = os.path.join(mail_root, "relay")
-                assert any(os.path.exists(os.path.join(relay, sub, name)) for sub in ("outbox", "sent")), (
+                relay_pruned = {i for r in recs if r.get("event") == "relay-pruned" and isinstance(r.get("ids"), list)
+                                for i in r["ids"]}
+                assert rec["id"] in relay_pruned or any(os.path.exists(os.path.join(relay, sub, name))
+                                                        for sub in ("outbox", "sent")), (
                     f"{os.path.relpath(d, mail_root)}/{name}: mail for {rec['remote'].get('label')} is neither "
                     f"in the relay's outbox nor among its sent records")
                 continue

@@ -38,6 +38,7 @@ POLL = 0.02          # the outbox's poll: a send waits at most this long for the
 FATE_POLL = 0.25     # how often received mail's fate is looked at
 DIRECTORY_EVERY = 1.0  # a new clone or worktree reaches the others within about this
 STATE_EVERY = 1.0
+PRUNE_EVERY = 3600.0   # relay/sent and relay/received are pruned at start and then hourly
 SESSIONS_EVERY = 3.0   # this clone's named sessions (the roster) are read again at most this often
 ACK_WAIT = 3.0       # a message this relay took but never acked (killed) is redelivered after this
 
@@ -91,7 +92,7 @@ class Relay:
     async def run(self) -> None:
         tasks = [asyncio.ensure_future(self.supervised(t)) for t in (
             self.keep_connected, self.pump_outbox, self.take_incoming, self.send_fates, self.keep_directory,
-            self.keep_state)]
+            self.keep_state, self.keep_pruned)]
         try:
             while not self.stopping:
                 await asyncio.sleep(0.1)
@@ -200,7 +201,8 @@ class Relay:
         except Exception as exc:  # noqa: BLE001 - the request stays; decided at the next round
             self.error = f"cancel {msg_id}: {exc or type(exc).__name__}"
             return False
-        base = rec or {"id": msg_id, "to_clone": to_clone, "to_label": (env or {}).get("to_label")}
+        base = rec or {"id": msg_id, "to_clone": to_clone, "to_label": (env or {}).get("to_label"),
+                       "expires_at": ((env or {}).get("msg") or {}).get("expires_at")}
         if won.get("state") == "cancelled":
             crash.point("relay:cancel-decided")
             fate = {"state": "cancelled", "at": won.get("at"), "detail": "decided before its delivery"}
@@ -238,6 +240,7 @@ class Relay:
         local.mark(self.common_dir, local.SENT, msg_id,
                    {"id": msg_id, "to_clone": env["to_clone"], "to_label": env["to_label"],
                     "box": env["msg"]["to"]["key"], "path": env["msg"]["to"]["path"], "published_at": time.time(),
+                    "expires_at": env["msg"].get("expires_at"),
                     "seq": ack.seq, "duplicate": bool(ack.duplicate)})
         crash.point("relay:sent-recorded")
         local.remove_entry(self.common_dir, local.OUTBOX, msg_id)
@@ -441,6 +444,16 @@ class Relay:
             self.pending = int(info.num_pending) + int(info.num_ack_pending)
         except Exception:  # noqa: BLE001 - the lag is a report, never a failure
             self.pending = None
+
+    async def keep_pruned(self) -> None:
+        """relay/sent and relay/received by the store's retention (relay/retention.py): at start,
+        then every PRUNE_EVERY seconds; nothing of it touches the network."""
+        from git_korus_mail.core.retention import keep_days
+        from git_korus_mail.relay import retention
+        while not self.stopping:
+            days, _problem = keep_days(self.common_dir)
+            retention.prune(self.common_dir, self.root, days)
+            await asyncio.sleep(PRUNE_EVERY)
 
     async def keep_state(self) -> None:
         while not self.stopping:

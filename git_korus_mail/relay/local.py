@@ -146,6 +146,10 @@ def outbox_ids(common_dir: str) -> "List[str]":
     return _ids(common_dir, OUTBOX)
 
 
+def ids_of(common_dir: str, sub: str) -> "List[str]":
+    return _ids(common_dir, sub)
+
+
 def _ids(common_dir: str, sub: str) -> "List[str]":
     try:
         names = os.listdir(_path(common_dir, sub))
@@ -269,6 +273,7 @@ STEPS = (
     "relay:fate-published",   # a fate sent back to the sender; the marker not yet updated
     "relay:delivery-decided",  # the receiver's create-only "delivered" put; not yet in the inbox
     "relay:cancel-decided",   # the sender's create-only "cancelled" put; not yet recorded
+    "relay:prune-journaled",  # relay-pruned journaled; its records not yet removed (relay/retention.py)
 )
 
 
