@@ -85,7 +85,7 @@ def _remove(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
     common = clone.common_dir
     conf = local.load_config(common)
     if conf is None:
-        if os.path.isdir(local.relay_dir(common)):
+        if local.present(common):
             _stop(common)
             _wipe(common)
             out.write("remote removed (its configuration was unreadable; the server was not told)\n")
@@ -122,8 +122,7 @@ def _stop(common: str) -> None:
 
 
 def _wipe(common: str) -> None:
-    import shutil
-    shutil.rmtree(local.relay_dir(common), ignore_errors=True)
+    local.wipe(common)
 
 
 def _show(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:

@@ -1,9 +1,10 @@
 """The relay's own files, `<common>/mail/relay/` (docs/RELAY.md, "On disk"): no nats here.
 
-Like mail/hooks/ (install's), this directory is not mail state: no box is in it, and the store
-never reads it. The relay reaches boxes only through the store's interface. Every file that
-must not tear (an outbox entry, a received marker) is written whole in relay/tmp/ and
-hard-linked into place, as the store publishes (docs/STORE.md, "A hard link never replaces").
+This directory is not mail state: no box is in it, and no reader of mail looks at it. Its
+files are still opened, written and removed only by the store (store/relayfiles.py, docs/STORE.md:
+the store owns every byte under mail/); this module names them and says what they hold. Every
+file that must not tear (an outbox entry, a received marker) is written whole in relay/tmp/
+and linked into place, as the store publishes (docs/STORE.md, "A hard link never replaces").
 """
 
 import errno
@@ -11,6 +12,8 @@ import fcntl
 import json
 import os
 import time
+
+from git_korus_mail.store import relayfiles
 
 RELAY = "relay"
 CONFIG = "config.json"
@@ -31,80 +34,44 @@ if TYPE_CHECKING:
 
 
 def relay_dir(common_dir: str) -> str:
-    return os.path.join(common_dir, "mail", RELAY)
+    """Its path, for the words a person reads."""
+    return relayfiles.path(common_dir)
 
 
 def configured(common_dir: str) -> bool:
     """One stat: the whole cost of a clone with no remote (send's `<label>:<worktree>` check)."""
-    return os.path.exists(os.path.join(relay_dir(common_dir), CONFIG))
+    return relayfiles.exists(common_dir, CONFIG)
 
 
-def _path(common_dir: str, *parts: str) -> str:
-    return os.path.join(relay_dir(common_dir), *parts)
+def present(common_dir: str) -> bool:
+    """Is there a relay directory at all (`remote remove` of an unreadable configuration)?"""
+    return relayfiles.exists(common_dir, "")
 
 
-def load_small(path: str) -> "Optional[Any]":
+def wipe(common_dir: str) -> None:
+    """`remote remove`: the whole directory, through the store."""
+    relayfiles.remove_all(common_dir)
+
+
+def load_small(common_dir: str, sub: str, name: str) -> "Optional[Any]":
     """A small JSON file of ours, or None when absent or damaged (read as absent)."""
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read(1024 * 1024).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
+    return relayfiles.read(common_dir, sub, name)
 
 
 def load_config(common_dir: str) -> "Optional[Dict[str, Any]]":
-    conf = load_small(_path(common_dir, CONFIG))
+    conf = load_small(common_dir, "", CONFIG)
     return conf if isinstance(conf, dict) and conf.get("v") == FORMAT else None
 
 
 def ensure(common_dir: str) -> str:
-    d = relay_dir(common_dir)
-    os.makedirs(os.path.join(common_dir, "mail"), mode=0o700, exist_ok=True)
-    for sub in ("", "tmp", OUTBOX, SENT, RECEIVED, CANCELS):
-        try:
-            os.mkdir(os.path.join(d, sub) if sub else d, 0o700)
-        except FileExistsError:
-            pass
-    return d
-
-
-def _staged(common_dir: str, data: bytes) -> str:
-    tmp = _path(common_dir, "tmp", f"{os.getpid()}-{os.urandom(6).hex()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return tmp
+    relayfiles.ensure(common_dir, ["tmp", OUTBOX, SENT, RECEIVED, CANCELS])
+    return relay_dir(common_dir)
 
 
 def write_whole(common_dir: str, sub: str, name: str, data: bytes, replace: bool = False) -> bool:
     """`data` at relay/<sub>/<name>, never torn. Exclusive unless `replace`: False when the name
     exists already (the first writer won)."""
-    tmp = _staged(common_dir, data)
-    dest = _path(common_dir, sub, name) if sub else _path(common_dir, name)
-    try:
-        if replace:
-            os.replace(tmp, dest)
-            return True
-        try:
-            os.link(tmp, dest)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        if not replace:
-            os.unlink(tmp)
-        _fsync_dir(os.path.dirname(dest))
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    return relayfiles.write(common_dir, sub, name, data, replace=replace)
 
 
 def encode(obj: "Any") -> bytes:
@@ -121,7 +88,7 @@ def save_state(common_dir: str, state: "Dict[str, Any]") -> None:
 
 
 def load_state(common_dir: str) -> "Optional[Dict[str, Any]]":
-    st = load_small(_path(common_dir, STATE))
+    st = load_small(common_dir, "", STATE)
     return st if isinstance(st, dict) else None
 
 
@@ -130,7 +97,7 @@ def save_peers(common_dir: str, peers: "Dict[str, Any]") -> None:
 
 
 def load_peers(common_dir: str) -> "Optional[Dict[str, Any]]":
-    p = load_small(_path(common_dir, PEERS))
+    p = load_small(common_dir, "", PEERS)
     return p if isinstance(p, dict) else None
 
 
@@ -151,23 +118,17 @@ def ids_of(common_dir: str, sub: str) -> "List[str]":
 
 
 def _ids(common_dir: str, sub: str) -> "List[str]":
-    try:
-        names = os.listdir(_path(common_dir, sub))
-    except FileNotFoundError:
-        return []
+    names = relayfiles.names(common_dir, sub)
     return sorted(n[:-len(SUFFIX)] for n in names if n.endswith(SUFFIX) and not n.startswith("."))
 
 
 def read_entry(common_dir: str, sub: str, msg_id: str) -> "Optional[Dict[str, Any]]":
-    entry = load_small(_path(common_dir, sub, msg_id + SUFFIX))
+    entry = load_small(common_dir, sub, msg_id + SUFFIX)
     return entry if isinstance(entry, dict) else None
 
 
 def remove_entry(common_dir: str, sub: str, msg_id: str) -> None:
-    try:
-        os.unlink(_path(common_dir, sub, msg_id + SUFFIX))
-    except FileNotFoundError:
-        pass
+    relayfiles.remove(common_dir, sub, msg_id + SUFFIX)
 
 
 def request_cancel(common_dir: str, msg_id: str, by: str) -> None:
@@ -198,7 +159,7 @@ def take_lock(common_dir: str) -> "Optional[int]":
     """The relay's lock (flock on relay/lock, dropped by the kernel when the process dies), or
     None when another relay holds it. The holder writes its pid in the file, for `remote`."""
     ensure(common_dir)
-    fd = os.open(_path(common_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = relayfiles.open_fd(common_dir, LOCK, os.O_RDWR | os.O_CREAT)
     for attempt in range(50):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -217,9 +178,8 @@ def take_lock(common_dir: str) -> "Optional[int]":
 
 def running_pid(common_dir: str) -> "Optional[int]":
     """The pid of the relay that holds the lock now, or None when none runs."""
-    path = _path(common_dir, LOCK)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = relayfiles.open_fd(common_dir, LOCK, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
@@ -244,7 +204,7 @@ def start(common_dir: str, python: "Optional[str]" = None) -> "Optional[int]":
     if running_pid(common_dir) is not None:
         return None
     ensure(common_dir)
-    log = os.open(_path(common_dir, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log = relayfiles.open_fd(common_dir, LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         proc = subprocess.Popen([python or sys.executable, "-m", "git_korus_mail.relay.link", common_dir],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,

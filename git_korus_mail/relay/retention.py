@@ -52,13 +52,14 @@ def prune(common_dir: str, root: "Any", keep_days: int, now: "Optional[float]" =
     now = time.time() if now is None else now
     keep = keep_days * DAY
     due: "Dict[str, List[str]]" = {local.SENT: [], local.RECEIVED: []}
-    for sub, rule in ((local.SENT, lambda r, i: _sent_due(r, i, now, keep)),
-                      (local.RECEIVED, lambda r, i: _received_due(r, now, keep))):
+    for sub in (local.SENT, local.RECEIVED):
         for msg_id in local.ids_of(common_dir, sub):
             if sum(len(v) for v in due.values()) >= limit:
                 break
             rec = local.read_entry(common_dir, sub, msg_id)
-            if rec is not None and rule(rec, msg_id):
+            if rec is None:
+                continue
+            if _sent_due(rec, msg_id, now, keep) if sub == local.SENT else _received_due(rec, now, keep):
                 due[sub].append(msg_id)
     if not any(due.values()):
         return due
