@@ -23,11 +23,11 @@ import time
 import nats
 from nats.errors import NoServersError, TimeoutError as NatsTimeout
 from nats.js import api
-from nats.js.errors import KeyWrongLastSequenceError, NoKeysError
+from nats.js.errors import NoKeysError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
-from git_korus_mail.relay import local, names
+from git_korus_mail.relay import decisions, directory, local, names
 from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream
 
 TYPE_CHECKING = False
@@ -41,30 +41,6 @@ STATE_EVERY = 1.0
 PRUNE_EVERY = 3600.0   # relay/sent and relay/received are pruned at start and then hourly
 SESSIONS_EVERY = 3.0   # this clone's named sessions (the roster) are read again at most this often
 ACK_WAIT = 3.0       # a message this relay took but never acked (killed) is redelivered after this
-
-
-def worktrees_of(common_dir: str) -> "list[Dict[str, str]]":
-    from git_korus_mail.core import gitrepo, keys
-    out = []
-    for wt in gitrepo.list_worktrees(common_dir):
-        if wt.prunable:
-            continue
-        k = keys.key_of_root(wt.path)
-        out.append({"name": wt.name, "path": wt.path, "key": k.name})
-    return out
-
-
-def sessions_of(common_dir: str) -> "list[Dict[str, Any]]":
-    """The named sessions our hooks saw in this clone, for the other clones' `who` and `@<name>`
-    (docs/RELAY.md, "Directory"). Read from the presence records only: the clients' registries
-    are the clients' business (the relay is under them), so a state here is what the last hook
-    event said, and its `as_of` says when."""
-    from git_korus_mail.core import roster
-    from git_korus_mail.core.clone import Clone
-    clone = Clone(repo_opt=common_dir, cwd=common_dir)
-    rows = roster.collect(clone, lambda _root, _client: [])["sessions"]
-    return [{k: r.get(k) for k in ("name", "session", "box", "worktree", "state", "as_of")}
-            for r in rows if r.get("name") and r.get("hooks") and r.get("box")]
 
 
 class Relay:
@@ -162,7 +138,7 @@ class Relay:
                 await asyncio.sleep(POLL)
                 continue
             for msg_id in cancels:
-                if not await self.decide_cancel(msg_id):
+                if not await decisions.decide_cancel(self, msg_id):
                     break
             waiting = set(local.cancel_ids(self.common_dir))
             for msg_id in ids:
@@ -171,57 +147,6 @@ class Relay:
                 if not await self.publish_one(msg_id):
                     break
             await asyncio.sleep(POLL)
-
-    async def decide(self, msg_id: str, decision: "Dict[str, Any]") -> "Dict[str, Any]":
-        """The one cross-machine decision about mail in transit: a create-only put of
-        fate.<id> (docs/RELAY.md, "Cross-machine decisions"). The sender's relay puts
-        "cancelled", the receiver's "delivered" before its inbox publish; what is there already
-        won, and is returned (also our own decision, taken before a crash)."""
-        key = f"fate.{msg_id}"
-        try:
-            await self.kv.create(key, json.dumps(decision, sort_keys=True).encode())
-            return decision
-        except KeyWrongLastSequenceError:
-            entry = await self.kv.get(key)
-            won = json.loads(entry.value.decode())
-            return won if isinstance(won, dict) else {"state": "unknown"}
-
-    async def decide_cancel(self, msg_id: str) -> bool:
-        """A sender's cancel of mail for another clone. Won here (decided before the delivery):
-        it is never published, or never put in an inbox there. Lost (delivered first): the
-        cancel goes to the receiving relay, whose local claim decides it against a consume;
-        its outcome comes back as the message's fate."""
-        req = local.read_entry(self.common_dir, local.CANCELS, msg_id) or {}
-        env = local.read_entry(self.common_dir, local.OUTBOX, msg_id)
-        rec = local.read_entry(self.common_dir, local.SENT, msg_id)
-        to_clone = (rec or {}).get("to_clone") or (env or {}).get("to_clone")
-        mine = {"state": "cancelled", "clone": self.conf["clone"], "by": req.get("by"), "at": utc_stamp(time.time())}
-        try:
-            won = await self.decide(msg_id, mine)
-        except Exception as exc:  # noqa: BLE001 - the request stays; decided at the next round
-            self.error = f"cancel {msg_id}: {exc or type(exc).__name__}"
-            return False
-        base = rec or {"id": msg_id, "to_clone": to_clone, "to_label": (env or {}).get("to_label"),
-                       "expires_at": ((env or {}).get("msg") or {}).get("expires_at")}
-        if won.get("state") == "cancelled":
-            crash.point("relay:cancel-decided")
-            fate = {"state": "cancelled", "at": won.get("at"), "detail": "decided before its delivery"}
-            local.mark(self.common_dir, local.SENT, msg_id, {**base, "fate": fate}, replace=True)
-            local.remove_entry(self.common_dir, local.OUTBOX, msg_id)
-            self.root.journal("relay-cancelled", id=msg_id, by=req.get("by"), how="before its delivery")
-        elif to_clone:
-            cancel = {"v": local.FORMAT, "type": "cancel", "id": msg_id, "from_clone": self.conf["clone"],
-                      "from_label": self.conf["label"], "by": req.get("by")}
-            try:
-                await self.js.publish(names.subject_to(self.ns, str(to_clone)), local.encode(cancel), timeout=3,
-                                      headers={"Nats-Msg-Id": f"cancel-{msg_id}"})
-            except Exception as exc:  # noqa: BLE001 - the request stays; sent at the next round
-                self.error = f"cancel {msg_id}: {exc or type(exc).__name__}"
-                return False
-            local.mark(self.common_dir, local.SENT, msg_id, {**base, "cancel": "asked"}, replace=True)
-            self.root.journal("relay-cancel-asked", id=msg_id, by=req.get("by"), to=str(to_clone))
-        local.remove_entry(self.common_dir, local.CANCELS, msg_id)
-        return True
 
     async def publish_one(self, msg_id: str) -> bool:
         env = local.read_entry(self.common_dir, local.OUTBOX, msg_id)
@@ -277,7 +202,7 @@ class Relay:
         if kind == "fate":
             return self.take_fate(env)
         if kind == "cancel":
-            return await self.take_cancel(env)
+            return await decisions.take_cancel(self, env)
         if kind != "mail":
             self.root.journal("relay-refused", why=f"unknown type {str(kind)[:20]!r}")
             return True
@@ -315,7 +240,7 @@ class Relay:
         state, _ = records.fate(box, msg_id)
         if state == "gone":
             # the delivery against a cancel of the sender's: decided once, across machines
-            won = await self.decide(msg_id, {"state": "delivered", "clone": self.conf["clone"],
+            won = await decisions.decide(self, msg_id, {"state": "delivered", "clone": self.conf["clone"],
                                              "at": utc_stamp(now)})
             if won.get("state") == "cancelled":
                 local.mark(self.common_dir, local.RECEIVED, msg_id,
@@ -372,32 +297,6 @@ class Relay:
                 crash.point("relay:fate-published")
                 local.mark(self.common_dir, local.RECEIVED, msg_id, {**rec, "fate": fate}, replace=True)
 
-    async def take_cancel(self, env: "Dict[str, Any]") -> bool:
-        """The sender's cancel of mail delivered here: the local claim decides it against a
-        consume (moves.cancel), and the fate goes back as any fate does. True when it may be acked."""
-        from git_korus_mail.store import moves
-        msg_id = str(env.get("id"))
-        rec = local.read_entry(self.common_dir, local.RECEIVED, msg_id)
-        if rec is None:
-            # delivered (decided) but not yet in an inbox: its mail comes again after the ack
-            # wait, and so does this cancel; anything else names no mail of ours
-            try:
-                won = json.loads((await self.kv.get(f"fate.{msg_id}")).value.decode())
-            except nats.js.errors.KeyNotFoundError:
-                return True
-            except Exception:  # noqa: BLE001 - asked again after the ack wait
-                return False
-            return not (isinstance(won, dict) and won.get("state") == "delivered"
-                        and won.get("clone") == self.conf["clone"])
-        if rec.get("from_clone") != env.get("from_clone"):
-            self.root.journal("relay-refused", id=msg_id[:64], why="a cancel from another clone than its sender")
-            return True
-        box = self.root.box(str(rec.get("box")))
-        if box is None:
-            return True
-        result = moves.cancel(box, msg_id, by=f"{env.get('from_label')}: {env.get('by')}")
-        return result != "held"  # held: a consume holds its claim now; asked again after the ack wait
-
     def take_fate(self, env: "Dict[str, Any]") -> bool:
         msg_id = str(env.get("id"))
         rec = local.read_entry(self.common_dir, local.SENT, msg_id)
@@ -410,7 +309,7 @@ class Relay:
     def sessions(self) -> "list[Dict[str, Any]]":
         """This clone's named sessions, read again at most every SESSIONS_EVERY seconds."""
         if time.monotonic() - self.sessions_at >= SESSIONS_EVERY:
-            self.named = sessions_of(self.common_dir)
+            self.named = directory.sessions_of(self.common_dir)
             self.sessions_at = time.monotonic()
         return self.named
 
@@ -424,7 +323,7 @@ class Relay:
             await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)
 
     async def publish_directory(self) -> None:
-        me = {"label": self.conf["label"], "worktrees": worktrees_of(self.common_dir),
+        me = {"label": self.conf["label"], "worktrees": directory.worktrees_of(self.common_dir),
               "sessions": self.sessions(), "updated": time.time()}
         await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
         peers: "Dict[str, Any]" = {}
