@@ -183,6 +183,8 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     recs = journal(mail_root)
     pruned = {i for r in recs if r.get("event") == "pruned" and isinstance(r.get("ids"), list) for i in r["ids"]}
     summary.pruned = pruned
+    summary.relay_pruned = {i for r in recs if r.get("event") == "relay-pruned" and isinstance(r.get("ids"), list)
+                            for i in r["ids"]}
 
     # -- boxes ------------------------------------------------------------------
     all_ids = {}
@@ -346,9 +348,7 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
                 # mail for another clone (docs/RELAY.md): its box is there; here it is in the
                 # relay's outbox, or the relay's sent records (published, or decided cancelled)
                 relay = os.path.join(mail_root, "relay")
-                relay_pruned = {i for r in recs if r.get("event") == "relay-pruned" and isinstance(r.get("ids"), list)
-                                for i in r["ids"]}
-                assert rec["id"] in relay_pruned or any(os.path.exists(os.path.join(relay, sub, name))
+                assert rec["id"] in summary.relay_pruned or any(os.path.exists(os.path.join(relay, sub, name))
                                                         for sub in ("outbox", "sent")), (
                     f"{os.path.relpath(d, mail_root)}/{name}: mail for {rec['remote'].get('label')} is neither "
                     f"in the relay's outbox nor among its sent records")
@@ -369,11 +369,16 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
 def _check_answers(boxes, summary):
     """I6, from plain reads: answer records against the answer messages on disk."""
     answering = {}  # question id -> [answer message ids found in any state of any box]
+    across = {}     # the same, for answers that came from another clone
     for bname in _ls(boxes):
         for sub in STATES:
             for name in _ls(os.path.join(boxes, bname, sub)):
                 msg = json.loads(_read(os.path.join(boxes, bname, sub, name))[0])
-                if msg.get("kind") == "answer":
+                if msg.get("kind") == "answer" and ":" in str((msg.get("from") or {}).get("clone") or ""):
+                    # the answer to a question asked of another clone (docs/RELAY.md): decided
+                    # there, once; here it must be one message in one state
+                    across.setdefault(msg.get("in_reply_to"), []).append(msg["id"])
+                elif msg.get("kind") == "answer":
                     answering.setdefault(msg.get("in_reply_to"), []).append(msg["id"])
     decided = {}
     for bname in _ls(boxes):
@@ -382,6 +387,14 @@ def _check_answers(boxes, summary):
             qid = name[:-5]
             assert rec.get("question") == qid and isinstance(rec.get("message"), dict), f"{bname}/answers/{name}"
             msg = rec["message"]
+            if isinstance(rec.get("across"), dict):
+                # the asker is on another clone: its answer went into this clone's relay outbox,
+                # then the relay's sent records (or was pruned from them)
+                relay = os.path.join(os.path.dirname(boxes), "relay")
+                assert msg["id"] in summary.relay_pruned or any(
+                    os.path.exists(os.path.join(relay, sub, msg["id"] + ".json")) for sub in ("outbox", "sent")), (
+                    f"{bname}/answers/{name}: its answer {msg['id']} for another clone never left (lost)")
+                continue
             asker = summary.get(msg["to"]["key"])
             if msg["id"] in summary.pruned and (asker is None or not any(msg["id"] in asker[s] for s in STATES)):
                 decided[qid] = None  # delivered, then pruned after its retention
@@ -391,6 +404,8 @@ def _check_answers(boxes, summary):
             decided[qid] = msg["id"]
     for qid, found in answering.items():
         assert found == [decided.get(qid)], f"question {qid}: answers {found}, decided {decided.get(qid)} (doubled?)"
+    for qid, found in across.items():
+        assert len(found) == 1, f"question {qid} asked of another clone: answers {found} here (doubled?)"
 
 
 def ids(summary, state):

@@ -86,6 +86,10 @@ def run(clone: "Clone", args: AskArgs, out: "IO[str]") -> int:
     else:
         body = send.read_body(args.question)
         send.check_body(body)
+        across = _across(clone, str(args.to))
+        if across is not None:  # a worktree on another clone (docs/RELAY.md)
+            from git_korus_mail.commands import ask_across
+            return ask_across.run(clone, across, body, timeout, session, sender_launch, args.json, out)
         q = ask.ask(clone, str(args.to), body, timeout, session, launch.tag if launch is not None else None,
                     roster=lambda: _sessions(clone),
                     sender_launch=sender_launch)
@@ -140,6 +144,21 @@ def run(clone: "Clone", args: AskArgs, out: "IO[str]") -> int:
     for w in ask.delivered(q, rec, session, launch):
         sys.stderr.write(f"git korus-mail: warning: {w}\n")
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
+
+
+def _across(clone: "Clone", dest: str) -> "Optional[Dict[str, Any]]":
+    """The target on another clone `dest` names (as send resolves it), or None for a local one;
+    MailError, nothing asked, when it names no box there."""
+    if ":" not in dest and not dest.startswith("@"):
+        return None
+    from git_korus_mail.commands.send import _remote
+    from git_korus_mail.errors import MailError
+    remote, _local = _remote(clone, [dest])
+    if not remote:
+        return None
+    if "error" in remote[0]:
+        raise MailError(f"nothing asked: {remote[0]['error']}")
+    return remote[0]
 
 
 def ids_short(msg_id: str) -> str:

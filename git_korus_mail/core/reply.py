@@ -65,11 +65,9 @@ def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
 def _reply_across(clone: "Clone", original: "Message", body: str, session: "Optional[str]",
                   sender_launch: "Optional[str]") -> "Tuple[bool, Dict[str, Any]]":
     """A reply to mail from another clone goes back across, through this clone's outbox
-    (docs/RELAY.md), to the box that sent it; never into a box here that shares its path."""
+    (docs/RELAY.md), to the box that sent it; never into a box here that shares its path. (A
+    question from there is answered by answer.give, which sends its answer across the same way.)"""
     from git_korus_mail.relay import address  # no nats: the outbox and the directory are files
-    if original.get("kind") == message.KIND_QUESTION:
-        raise MailError(f"{original['id']}: answering a question from another clone is not built yet "
-                        f"(docs/RELAY.md); send the answer as a note")
     target = address.sender_of(clone.common_dir, dict(original))
     if "error" in target:
         raise MailError(target["error"])

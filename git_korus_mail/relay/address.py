@@ -225,3 +225,22 @@ def other_clones(common_dir: str) -> "List[Dict[str, Any]]":
                     "worktrees": [w for w in peer.get("worktrees") or () if isinstance(w, dict)],
                     "sessions": [s for s in peer.get("sessions") or () if isinstance(s, dict)]})
     return out
+
+
+def queue_built(common_dir: str, root: "Any", target: "Dict[str, Any]", msg: "Dict[str, Any]") -> bool:
+    """A message built already (the answer to a question from another clone, core/answer.py)
+    into this clone's outbox, once: False when it is there or was published already. It starts
+    no relay: the drain calls this at a hook event, and the relay that runs takes it (or the
+    next `remote` or remote send starts one)."""
+    from git_korus_mail.errors import MailError
+    conf = local.load_config(common_dir)
+    if conf is None:
+        raise MailError("this clone's remote configuration is unreadable (git korus-mail remote)")
+    if local.read_entry(common_dir, local.SENT, msg["id"]) is not None:
+        return False
+    try:
+        local.queue(common_dir, envelope(conf, target, msg))
+    except FileExistsError:
+        return False
+    root.journal("relay-queued", id=msg["id"], to=f"{target['label']}:{msg['to']['path']}", box=msg["to"]["key"])
+    return True

@@ -1,0 +1,58 @@
+"""`ask --to <label>:<worktree>` (or `@<name>` of a session on another clone): the question
+goes across and `ask` waits for its answer as mail (relay/asking.py, docs/RELAY.md). Exit
+status as commands/ask.py's: 0 answered, 2 no answer in time (it arrives later as mail),
+3 answered with status failed or stopped."""
+
+import sys
+
+from git_korus_mail.commands.text import safe, wrap
+from git_korus_mail.store import message
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any, Dict, Optional
+
+    from git_korus_mail.core.clone import Clone
+
+
+def run(clone: "Clone", target: "Dict[str, Any]", body: str, timeout: int, session: "Optional[str]",
+        sender_launch: "Optional[str]", as_json: bool, out: "IO[str]") -> int:
+    from git_korus_mail.core import send as core_send
+    from git_korus_mail.relay import address, asking
+    root = clone.mail_root(create=True)
+    assert root is not None  # create=True makes it or raises
+    sender = core_send.sender_record(clone, session, sender_launch)
+    [r] = address.queue(clone.common_dir, root, [target], body, message.KIND_QUESTION, message.DEFAULT_TTL_MINUTES,
+                        dict(sender), None, True, own_box=clone.own_box(create=True))
+    qid, where = r["id"], f"{target['label']}:{target['name']}"
+    root.journal("asked", id=qid, box=target["key"], timeout=timeout, to=where)
+    if not as_json:
+        sys.stderr.write(f"asked {qid} of {where}; waiting up to {timeout}s for its answer "
+                         f"({address.link_words(clone.common_dir)})\n")
+    answer = asking.wait(root, clone.own_key.name, qid, timeout)
+    if answer is None:
+        line = (f"no answer to question {qid} within {timeout}s; the answer will arrive later as "
+                f"ordinary mail (it is on another clone: {where})")
+        if as_json:
+            import json
+            out.write(json.dumps({"question": qid, "status": "timeout", "timeout": timeout, "note": line},
+                                 indent=2) + "\n")
+        else:
+            out.write("\n".join(wrap(line, indent=2)) + "\n")
+        return 2
+    by = answer.get("from") or {}
+    status = answer.get("status")
+    if as_json:
+        import json
+        out.write(json.dumps({"question": qid, "status": status, "by": by, "at": answer.get("sent_at"),
+                              "answer_id": answer.get("id"), "body": answer.get("body")}, indent=2) + "\n")
+    else:
+        # the answerer's path is a path on its own clone, and its clone the relay's word
+        # (docs/RELAY.md, "Trust"): shown as unverified, as a local sender is
+        out.write(f"status {safe(status)} · answer to question {safe(qid)} · from (unverified) {safe(by.get('path'))}"
+                  f" · session {safe(by.get('session'))} · at {safe(answer.get('sent_at'))}\n")
+        for line in str(answer.get("body", "")).split("\n"):
+            out.write(safe(line) + "\n")
+    out.flush()  # only now is the answer the asker's
+    asking.delivered(root, clone.own_key.name, answer, session, qid)
+    return 0 if status in ("answered", "done") else 3
