@@ -487,7 +487,13 @@ def test_an_ask_across_gets_the_automatic_answer_and_an_explicit_reply_back_as_m
     assert asking.returncode == 0 and out.startswith(f"status answered · answer to question {second}"), (out, err)
     assert out.endswith("\nexplicitly: nothing\n"), out
     assert w.laptop.ids(w.laptop.web, "inbox") == []
-    # the questions' own fates came back: consumed by s-vm on vm
+    # the questions' own fates came back: consumed by s-vm on vm; status shows each answered
     assert wait_for(lambda: ((w.laptop.sent(second) or {}).get("fate") or {}).get("state") == "consumed", 10)
+    status = w.laptop.cli("status", "--json", cwd=w.laptop.web, check=True).stdout
+    asked = {q["id"]: q for q in json.loads(status)["questions"]["asked"]}
+    assert (asked[qid]["state"], asked[qid]["answer"]["session"]) == ("done", "s-vm"), asked
+    assert asked[second]["state"] == "answered" and asked[second]["answer"]["by"] == f"vm:{os.path.realpath(w.vm.web)}"
+    text = words(w.laptop.cli("status", cwd=w.laptop.web, check=True).stdout)
+    assert f"{second} to vm:web answered answer by vm:" in text, text
     assert wait_for(lambda: settled(w.vm) and settled(w.laptop))
     check_both(w)

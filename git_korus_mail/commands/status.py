@@ -112,9 +112,14 @@ def _questions(d: "Report", out: "IO[str]") -> None:
         block(out, "questions asked from this worktree, newest first", now)
         for a in q["asked"]:
             ans = a["answer"]
-            detail = (f" {safe(ans.get('how'))} by {relative(ans.get('by'), d['this']['path'])}"
+            remote = bool(a.get("remote"))
+
+            def there(p: object, remote: bool = remote) -> str:
+                # asked of another clone: its paths are paths there (docs/RELAY.md)
+                return safe(p) if remote else relative(p, d['this']['path'])
+            detail = (f" {safe(ans.get('how') or 'answer')} by {there(ans.get('by'))}"
                       f" {clock(ans.get('at'), now)}" if ans else "")
-            row(out, f"{safe(a['id'])}  to {relative(a.get('to'), d['this']['path'])}  ", safe(a["state"]), detail,
+            row(out, f"{safe(a['id'])}  to {there(a.get('to'))}  ", safe(a["state"]), detail,
                 colour=ui.bold)
     if q["received"]:
         block(out, "questions this worktree was asked, newest first", now)

@@ -256,11 +256,26 @@ class Relay:
                 pass  # queued already: a publish of ours killed after its link
             crash.point("relay:inbox-published")
             self.root.journal("relay-received", id=msg_id, box=key, sender=f"{env.get('from_label')}")
+        if msg.get("kind") == message.KIND_ANSWER and isinstance(msg.get("in_reply_to"), str):
+            self.note_answer(msg, env)
         local.mark(self.common_dir, local.RECEIVED, msg_id,
                    {"id": msg_id, "box": key, "from_clone": env.get("from_clone"), "received_at": now,
                     "fate": None})
         crash.point("relay:received-marked")
         return True
+
+    def note_answer(self, msg: "Dict[str, Any]", env: "Dict[str, Any]") -> None:
+        """An answer to a question asked from here, noted on the question's sent record, so
+        `status` shows it answered (docs/RELAY.md, "Questions across machines"). Once: a
+        redelivery finds it noted."""
+        qid = str(msg["in_reply_to"])
+        rec = local.read_entry(self.common_dir, local.SENT, qid)
+        if rec is None or rec.get("answer") is not None or rec.get("to_clone") != env.get("from_clone"):
+            return
+        by = msg.get("from") or {}
+        local.mark(self.common_dir, local.SENT, qid, {**rec, "answer": {
+            "status": msg.get("status"), "at": msg.get("sent_at"), "by": by.get("path"),
+            "session": by.get("session"), "answer_id": msg["id"]}}, replace=True)
 
     # -- fates -----------------------------------------------------------------------------
     async def send_fates(self) -> None:
