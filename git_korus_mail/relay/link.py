@@ -27,7 +27,7 @@ from nats.js.errors import NoKeysError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
-from git_korus_mail.relay import decisions, directory, local, names
+from git_korus_mail.relay import decisions, directory, local, names, returns
 from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream
 
 TYPE_CHECKING = False
@@ -200,7 +200,7 @@ class Relay:
             self.root.journal("relay-refused", why="not JSON")
             return True
         if kind == "fate":
-            return self.take_fate(env)
+            return returns.take_fate(self.common_dir, env)
         if kind == "cancel":
             return await decisions.take_cancel(self, env)
         if kind != "mail":
@@ -257,25 +257,12 @@ class Relay:
             crash.point("relay:inbox-published")
             self.root.journal("relay-received", id=msg_id, box=key, sender=f"{env.get('from_label')}")
         if msg.get("kind") == message.KIND_ANSWER and isinstance(msg.get("in_reply_to"), str):
-            self.note_answer(msg, env)
+            returns.note_answer(self.common_dir, dict(msg), env)
         local.mark(self.common_dir, local.RECEIVED, msg_id,
                    {"id": msg_id, "box": key, "from_clone": env.get("from_clone"), "received_at": now,
                     "fate": None})
         crash.point("relay:received-marked")
         return True
-
-    def note_answer(self, msg: "Dict[str, Any]", env: "Dict[str, Any]") -> None:
-        """An answer to a question asked from here, noted on the question's sent record, so
-        `status` shows it answered (docs/RELAY.md, "Questions across machines"). Once: a
-        redelivery finds it noted."""
-        qid = str(msg["in_reply_to"])
-        rec = local.read_entry(self.common_dir, local.SENT, qid)
-        if rec is None or rec.get("answer") is not None or rec.get("to_clone") != env.get("from_clone"):
-            return
-        by = msg.get("from") or {}
-        local.mark(self.common_dir, local.SENT, qid, {**rec, "answer": {
-            "status": msg.get("status"), "at": msg.get("sent_at"), "by": by.get("path"),
-            "session": by.get("session"), "answer_id": msg["id"]}}, replace=True)
 
     # -- fates -----------------------------------------------------------------------------
     async def send_fates(self) -> None:
@@ -311,14 +298,6 @@ class Relay:
                     break
                 crash.point("relay:fate-published")
                 local.mark(self.common_dir, local.RECEIVED, msg_id, {**rec, "fate": fate}, replace=True)
-
-    def take_fate(self, env: "Dict[str, Any]") -> bool:
-        msg_id = str(env.get("id"))
-        rec = local.read_entry(self.common_dir, local.SENT, msg_id)
-        if rec is None:
-            return True  # a fate of mail this clone did not send (or forgot): nothing to record
-        local.mark(self.common_dir, local.SENT, msg_id, {**rec, "fate": env.get("fate")}, replace=True)
-        return True
 
     # -- the directory and the state ----------------------------------------------------------
     def sessions(self) -> "list[Dict[str, Any]]":
@@ -366,7 +345,16 @@ class Relay:
         from git_korus_mail.relay import retention
         while not self.stopping:
             days, _problem = keep_days(self.common_dir)
-            retention.prune(self.common_dir, self.root, days)
+            gone = retention.prune(self.common_dir, self.root, days)
+            # a pruned redelivery guard is older than the stream's max age: the server can no
+            # longer give that message, so its cross-machine decision is done with too
+            for msg_id in gone[local.RECEIVED]:
+                if not self.link_up():
+                    break
+                try:
+                    await self.kv.delete(f"fate.{msg_id}")
+                except Exception:  # noqa: BLE001 - a key left behind costs a few bytes, no mail
+                    break
             await asyncio.sleep(PRUNE_EVERY)
 
     async def keep_state(self) -> None:
