@@ -477,6 +477,17 @@ def test_an_ask_across_gets_the_automatic_answer_and_an_explicit_reply_back_as_m
     # the answer's mail is settled in the asker's box: consumed by the ask, never shown again
     [aid] = w.laptop.ids(w.laptop.web, "seen")
     assert w.laptop.ids(w.laptop.web, "inbox") == [] and aid != qid
+    again = w.laptop.cli("ask", f"--again={qid}", cwd=w.laptop.web)
+    assert again.returncode == 0 and again.stdout == out, (again.stdout, again.stderr)
+    # no answer in time: exit 2; once it came, `ask --again` prints it and settles it
+    late = w.laptop.cli("ask", "--to", "vm:web", "--timeout=1", "--", "answer later?", cwd=w.laptop.web)
+    assert late.returncode == 2 and "the answer will arrive later as ordinary mail" in words(late.stdout), late
+    third = question_id(w.vm, "answer later?")
+    hook("UserPromptSubmit", w.vm.web, "s-vm", extra={"prompt": "go"})
+    hook("Stop", w.vm.web, "s-vm", extra={"last_assistant_message": "later, then"})
+    again = w.laptop.cli("ask", f"--again={third}", "--timeout=30", cwd=w.laptop.web)
+    assert again.returncode == 0 and again.stdout.endswith("\nlater, then\n"), (again.stdout, again.stderr)
+    assert w.laptop.ids(w.laptop.web, "inbox") == []
     # an explicit reply to the next question wins over the automatic answer
     asking = ask_in_background(w.laptop, "vm:web", "and the second?")
     second = question_id(w.vm, "and the second?")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def run(clone: "Clone", target: "Dict[str, Any]", body: str, timeout: int, session: "Optional[str]",
         sender_launch: "Optional[str]", as_json: bool, out: "IO[str]") -> int:
     from git_korus_mail.core import send as core_send
-    from git_korus_mail.relay import address, asking
+    from git_korus_mail.relay import address
     root = clone.mail_root(create=True)
     assert root is not None  # create=True makes it or raises
     sender = core_send.sender_record(clone, session, sender_launch)
@@ -29,6 +29,27 @@ def run(clone: "Clone", target: "Dict[str, Any]", body: str, timeout: int, sessi
     if not as_json:
         sys.stderr.write(f"asked {qid} of {where}; waiting up to {timeout}s for its answer "
                          f"({address.link_words(clone.common_dir)})\n")
+    return _await(clone, root, qid, where, timeout, session, as_json, out)
+
+
+def again(clone: "Clone", rec: "Dict[str, Any]", timeout: int, session: "Optional[str]", as_json: bool,
+          out: "IO[str]") -> int:
+    """`ask --again` of a question asked of another clone: its answer, when it came already
+    (consumed by an earlier ask, or queued), or a new wait for it."""
+    from git_korus_mail.relay import asking
+    root = clone.mail_root()
+    assert root is not None  # a sent record was found in it
+    remote = rec["remote"]
+    where = f"{remote.get('label')}:{remote.get('name')}"
+    came = asking.came(root, clone.own_key.name, clone.common_dir, str(rec["id"]))
+    if came is not None:
+        return _print(root, clone, came, str(rec["id"]), session, as_json, out, settle=False)
+    return _await(clone, root, str(rec["id"]), where, timeout, session, as_json, out)
+
+
+def _await(clone: "Clone", root: "Any", qid: str, where: str, timeout: int, session: "Optional[str]",
+           as_json: bool, out: "IO[str]") -> int:
+    from git_korus_mail.relay import asking
     answer = asking.wait(root, clone.own_key.name, qid, timeout)
     if answer is None:
         line = (f"no answer to question {qid} within {timeout}s; the answer will arrive later as "
@@ -40,6 +61,12 @@ def run(clone: "Clone", target: "Dict[str, Any]", body: str, timeout: int, sessi
         else:
             out.write("\n".join(wrap(line, indent=2)) + "\n")
         return 2
+    return _print(root, clone, answer, qid, session, as_json, out, settle=True)
+
+
+def _print(root: "Any", clone: "Clone", answer: "Dict[str, Any]", qid: str, session: "Optional[str]",
+           as_json: bool, out: "IO[str]", settle: bool) -> int:
+    from git_korus_mail.relay import asking
     by = answer.get("from") or {}
     status = answer.get("status")
     if as_json:
@@ -54,5 +81,6 @@ def run(clone: "Clone", target: "Dict[str, Any]", body: str, timeout: int, sessi
         for line in str(answer.get("body", "")).split("\n"):
             out.write(safe(line) + "\n")
     out.flush()  # only now is the answer the asker's
-    asking.delivered(root, clone.own_key.name, answer, session, qid)
+    if settle or answer.get("_queued"):
+        asking.delivered(root, clone.own_key.name, answer, session, qid)
     return 0 if status in ("answered", "done") else 3

@@ -52,3 +52,21 @@ def delivered(root: "Any", key: str, answer: "Dict[str, Any]", session: "Optiona
     got = moves.consume(box, str(answer["id"]), session or "ask", obs)
     root.journal("answer-delivered", id=qid, answer=answer.get("id"), to="ask")
     return got
+
+
+def came(root: "Any", key: str, common_dir: str, qid: str) -> "Optional[Dict[str, Any]]":
+    """The answer to `qid` if it came already: queued in box `key` (marked `_queued`, to be
+    settled), or consumed there (its id noted on the question's relay record), else None."""
+    from git_korus_mail.relay import local
+    queued = wait(root, key, qid, 0)
+    if queued is not None:
+        return dict(queued, _queued=True)
+    noted = (local.read_entry(common_dir, local.SENT, qid) or {}).get("answer")
+    box = root.box(key)
+    if not isinstance(noted, dict) or box is None:
+        return None
+    try:
+        msg, _ = box.load(str(noted.get("answer_id")), "seen")
+    except (OSError, ValueError, message.Invalid):
+        return None
+    return dict(msg)
