@@ -183,8 +183,10 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     recs = journal(mail_root)
     pruned = {i for r in recs if r.get("event") == "pruned" and isinstance(r.get("ids"), list) for i in r["ids"]}
     summary.pruned = pruned
-    summary.relay_pruned = {i for r in recs if r.get("event") == "relay-pruned" and isinstance(r.get("ids"), list)
-                            for i in r["ids"]}
+    # the relay's records of mail for other clones: pruned by retention, or forgotten with the
+    # relay's directory when the remote was removed (docs/RELAY.md)
+    summary.relay_pruned = {i for r in recs if r.get("event") in ("relay-pruned", "relay-forgotten")
+                            and isinstance(r.get("ids"), list) for i in r["ids"]}
 
     # -- boxes ------------------------------------------------------------------
     all_ids = {}

@@ -60,7 +60,10 @@ def fate_in_status(m, msg_id):
     """The row of `msg_id` in `m`'s status (from its web worktree), its wrapped lines joined."""
     lines = m.cli("status", cwd=m.web, check=True).stdout.splitlines()
     i = next(i for i, x in enumerate(lines) if msg_id in x)
-    return " ".join(" ".join(lines[i:i + 2]).split())
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("    "):  # its wrapped lines
+        j += 1
+    return " ".join(" ".join(lines[i:j]).split())
 
 
 def words(text):
@@ -128,6 +131,8 @@ def test_an_address_that_names_no_box_is_refused_before_anything_is_queued(world
 def test_one_relay_per_clone_and_remove_undoes_everything(world):
     w = world
     join(w)
+    sent_before = sent_id(send(w.laptop, "vm:web", "sent before the remote is removed"))
+    assert wait_for(lambda: w.laptop.outbox() == [] and w.laptop.sent(sent_before), 10)
     first = w.laptop.relay_pid()
     again = __import__("subprocess").run([__import__("sys").executable, "-m", "git_korus_mail.relay.link",
                                           str(w.laptop.common)], capture_output=True, timeout=30)
@@ -139,6 +144,8 @@ def test_one_relay_per_clone_and_remove_undoes_everything(world):
     proc = send(w.vm, "laptop:web", "anyone?", check=False)
     assert proc.returncode == 1 and "no clone is labelled laptop" in proc.stderr
     assert "no remote" in w.laptop.cli("remote", check=True).stdout
+    # what the relay knew of that mail went with it: status says so, never a fate it cannot know
+    assert "missing" in fate_in_status(w.laptop, sent_before) and "forgotten" in fate_in_status(w.laptop, sent_before)
     # the label is free again, for this clone or another
     w.laptop.cli("remote", "add", w.server.url, "--label", "laptop", check=True)
     check_both(w)

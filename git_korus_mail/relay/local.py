@@ -257,4 +257,5 @@ def remote_fate(common_dir: str, msg_id: str) -> "Dict[str, Any]":
         at = rec.get("published_at")
         return {"state": "on-server", "detail": "on the server for the other clone; no fate back yet",
                 "at": utc_stamp(at) if isinstance(at, (int, float)) else None}
-    return {"state": "missing", "detail": "neither in this clone's outbox nor among the relay's sent records"}
+    return {"state": "missing", "detail": "not among the relay's records (pruned after its retention, or "
+                                          "forgotten when this clone's remote was removed)"}
