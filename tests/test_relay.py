@@ -396,12 +396,12 @@ def test_relay_killed_after_deciding_a_cancel(world):
 
 
 # -- @<session name> across the namespace; who and list show the other clones ------------------
-def test_a_session_name_is_resolved_across_the_namespace_and_who_and_list_show_the_other_clone(world):
-    from test_who import S1, S2, FakeClaude
+def test_a_session_name_is_resolved_across_the_namespace_and_who_and_list_show_the_other_clones(world):
+    from test_who import S1, S2, S3, FakeClaude
     w = world
     join(w)
     reviewer = FakeClaude(w.base / "vm-claude")
-    here = None
+    here = other = desk = None
     try:
         reviewer.register(S1, w.vm.web, "reviewer")
         reviewer.hook("SessionStart", w.vm.web, S1)  # its name reaches vm's presence record
@@ -430,18 +430,39 @@ def test_a_session_name_is_resolved_across_the_namespace_and_who_and_list_show_t
         assert f"{S1} on vm:web (idle)" in words(both.stderr) and S2 in both.stderr
         assert w.laptop.outbox() == [] and w.laptop.ids(w.laptop.api, "inbox") == []
         assert w.vm.ids(w.vm.web, "inbox") == [msg_id]
+        # a third clone of the origin, where a session is named reviewer too: two other clones
+        # run the name, and the one here has ended
+        here.sigkill()
+        desk = Machine(w.base, "desk", w.origin)
+        desk.cli("remote", "add", w.server.url, "--label", "desk", check=True)
+        other = FakeClaude(w.base / "desk-claude")
+        other.register(S3, desk.web, "reviewer")
+        other.hook("SessionStart", desk.web, S3)
+        assert wait_for(lambda: any(s.get("name") == "reviewer" for p in w.laptop.peers().values()
+                                    if p.get("label") == "desk" for s in p.get("sessions") or ()), 10)
+        three = send(w.laptop, "@reviewer", "which clone?", check=False)
+        assert three.returncode == 1 and "2 sessions are named reviewer across the clones" in words(three.stderr)
+        assert f"{S1} on vm:web (idle)" in words(three.stderr) and f"{S3} on desk:web (idle)" in words(three.stderr)
+        who = words(w.laptop.cli("who", check=True).stdout)
+        assert "vm: another clone" in who and "desk: another clone" in who and "in desk:web" in who, who
+        assert w.laptop.outbox() == [] and desk.ids(desk.web, "inbox") == []
     finally:
-        for fake in (reviewer, here):
+        for fake in (reviewer, here, other):
             if fake is not None:
                 fake.sigkill()
+        if desk is not None:
+            desk.stop_relay(signal.SIGKILL)
     # the launches' wake watchers hold their life locks until they see their launch gone
-    assert wait_for(lambda: _holds(w), 10)
+    assert wait_for(lambda: _holds(w, desk), 10)
     check_both(w)
+    invariants.check(desk.mail)
 
 
-def _holds(w):
+def _holds(w, *more):
     try:
         check_both(w)
+        for m in more:
+            invariants.check(m.mail)
         return True
     except AssertionError:
         return False
