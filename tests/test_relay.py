@@ -536,3 +536,29 @@ def test_an_ask_across_gets_the_automatic_answer_and_an_explicit_reply_back_as_m
     assert f"{second} to vm:web answered answer by vm:" in text, text
     assert wait_for(lambda: settled(w.vm) and settled(w.laptop))
     check_both(w)
+
+
+def test_mail_from_another_clone_wakes_an_idle_session_there(world, tmp_path):
+    """The wake tier needs nothing of the relay: the relay's publish into the inbox is the event
+    the idle session's watcher waits for, as a local send's is (tests/test_wake.py)."""
+    from install_fixtures import install
+    from test_wake import armed, fake_claude, start_watcher
+    w = world
+    join(w)
+    install(w.vm.api, "--urgent")
+    vm = SimpleNamespace(main=w.vm.api, web=w.vm.web, mail_root=w.vm.mail)
+    cc = fake_claude(tmp_path)
+    try:
+        env = {"CLAUDE_PID": str(cc.pid), "CLAUDE_CODE_SESSION_ID": "s-idle"}
+        hook("SessionStart", w.vm.web, "s-idle", env=env)
+        watcher = start_watcher(vm, w.vm.web, cc, "s-idle")
+        assert wait_for(armed(vm, w.vm.web, "s-idle", cc), 15), "the watcher never armed"
+        msg_id = sent_id(send(w.laptop, "vm:web", "wake up over there"))
+        out, err = watcher.communicate(timeout=20)
+        assert watcher.returncode == 2 and err.decode().startswith("1 new message(s) from laptop:"), (out, err)
+        answer, _ = hook("UserPromptSubmit", w.vm.web, "s-idle", env=env, extra={"prompt": "woken"})
+        assert "wake up over there" in (context_of(answer) or "") and msg_id in w.vm.ids(w.vm.web, "inbox")
+    finally:
+        cc.kill()
+        cc.wait()
+    assert wait_for(lambda: _holds(w), 10)
