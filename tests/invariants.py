@@ -175,13 +175,19 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     for name in _ls(live):
         assert LIVE_NAME.match(name), f"live/{name}: not a life lock's name"
         _read(os.path.join(live, name))  # a regular file
-        if idle and not name.startswith(f"{os.getpid()}-"):  # probing our own lock would drop it
+        if idle and not name.startswith(f"{os.getpid()}-") and not name.startswith(f"{_relay_pid(mail_root)}-"):
+            # (probing our own lock would drop it; the clone's relay, docs/RELAY.md, is a daemon
+            # that takes claims through the store: its lock is held as long as it runs)
             assert not _locked(os.path.join(live, name)), f"live/{name}: its life lock is held while idle"
 
     # -- pruned: ids the journal says retention removed ------------------------------
     recs = journal(mail_root)
     pruned = {i for r in recs if r.get("event") == "pruned" and isinstance(r.get("ids"), list) for i in r["ids"]}
     summary.pruned = pruned
+    # the relay's records of mail for other clones: pruned by retention, or forgotten with the
+    # relay's directory when the remote was removed (docs/RELAY.md)
+    summary.relay_pruned = {i for r in recs if r.get("event") in ("relay-pruned", "relay-forgotten")
+                            and isinstance(r.get("ids"), list) for i in r["ids"]}
 
     # -- boxes ------------------------------------------------------------------
     all_ids = {}
@@ -341,6 +347,15 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
     for d in sent_dirs:
         for name in _ls(d):
             rec = json.loads(_read(os.path.join(d, name))[0])
+            if isinstance(rec.get("remote"), dict):
+                # mail for another clone (docs/RELAY.md): its box is there; here it is in the
+                # relay's outbox, or the relay's sent records (published, or decided cancelled)
+                relay = os.path.join(mail_root, "relay")
+                assert rec["id"] in summary.relay_pruned or any(os.path.exists(os.path.join(relay, sub, name))
+                                                        for sub in ("outbox", "sent")), (
+                    f"{os.path.relpath(d, mail_root)}/{name}: mail for {rec['remote'].get('label')} is neither "
+                    f"in the relay's outbox nor among its sent records")
+                continue
             box, hops = rec.get("box"), 0
             while box in summary and not any(rec["id"] in summary[box][s] for s in STATES) and hops < 16:
                 box, hops = forwards.get((box, rec["id"])), hops + 1
@@ -370,11 +385,16 @@ def _check_reservations(mail_root):
 def _check_answers(boxes, summary):
     """I6, from plain reads: answer records against the answer messages on disk."""
     answering = {}  # question id -> [answer message ids found in any state of any box]
+    across = {}     # the same, for answers that came from another clone
     for bname in _ls(boxes):
         for sub in STATES:
             for name in _ls(os.path.join(boxes, bname, sub)):
                 msg = json.loads(_read(os.path.join(boxes, bname, sub, name))[0])
-                if msg.get("kind") == "answer":
+                if msg.get("kind") == "answer" and ":" in str((msg.get("from") or {}).get("clone") or ""):
+                    # the answer to a question asked of another clone (docs/RELAY.md): decided
+                    # there, once; here it must be one message in one state
+                    across.setdefault(msg.get("in_reply_to"), []).append(msg["id"])
+                elif msg.get("kind") == "answer":
                     answering.setdefault(msg.get("in_reply_to"), []).append(msg["id"])
     decided = {}
     for bname in _ls(boxes):
@@ -383,6 +403,14 @@ def _check_answers(boxes, summary):
             qid = name[:-5]
             assert rec.get("question") == qid and isinstance(rec.get("message"), dict), f"{bname}/answers/{name}"
             msg = rec["message"]
+            if isinstance(rec.get("across"), dict):
+                # the asker is on another clone: its answer went into this clone's relay outbox,
+                # then the relay's sent records (or was pruned from them)
+                relay = os.path.join(os.path.dirname(boxes), "relay")
+                assert msg["id"] in summary.relay_pruned or any(
+                    os.path.exists(os.path.join(relay, sub, msg["id"] + ".json")) for sub in ("outbox", "sent")), (
+                    f"{bname}/answers/{name}: its answer {msg['id']} for another clone never left (lost)")
+                continue
             asker = summary.get(msg["to"]["key"])
             if msg["id"] in summary.pruned and (asker is None or not any(msg["id"] in asker[s] for s in STATES)):
                 decided[qid] = None  # delivered, then pruned after its retention
@@ -392,6 +420,8 @@ def _check_answers(boxes, summary):
             decided[qid] = msg["id"]
     for qid, found in answering.items():
         assert found == [decided.get(qid)], f"question {qid}: answers {found}, decided {decided.get(qid)} (doubled?)"
+    for qid, found in across.items():
+        assert len(found) == 1, f"question {qid} asked of another clone: answers {found} here (doubled?)"
 
 
 def ids(summary, state):
@@ -400,3 +430,14 @@ def ids(summary, state):
     for info in summary.values():
         out |= info[state]
     return out
+
+
+def _relay_pid(mail_root):
+    """The pid of the clone's running relay (mail/relay/lock, docs/RELAY.md), or None."""
+    try:
+        with open(os.path.join(mail_root, "relay", "lock")) as f:
+            pid = int(f.read().strip() or 0)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return pid if b"git_korus_mail.relay.link" in f.read() else None
+    except (OSError, ValueError):
+        return None

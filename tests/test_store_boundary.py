@@ -105,3 +105,33 @@ def test_the_audit_runner_is_the_command(clone, tmp_path):
     assert a.run("--version", cwd=clone.main).stdout == subprocess.run(
         [PYTHON, "-m", "git_korus_mail", "--version"], capture_output=True, text=True).stdout
     assert sys.executable  # (pytest's interpreter runs the helpers above)
+
+
+def test_the_relays_files_are_reached_only_through_the_store(clone, tmp_path):
+    """mail/relay/ (docs/RELAY.md, "On disk") is under the mail root: what commands do with a
+    remote configured (queue into the outbox, read the directory, ask a cancel, show the link
+    and fates, prune) goes through store/relayfiles.py. The relay's lock is held here, so no
+    relay process starts; nothing here touches the network."""
+    import time
+    from git_korus_mail.relay import local
+    common = str(clone.mail_root.parent)
+    local.save_config(common, {"url": "nats://127.0.0.1:9", "label": "laptop", "clone": "aaaaaaaaaaaa",
+                               "namespace": "0123456789abcdef", "origin": "/nowhere", "roots": []})
+    local.save_peers(common, {"bbbbbbbbbbbb": {"label": "vm", "updated": time.time(), "sessions": [],
+                                               "worktrees": [{"name": "web", "path": "/far/web",
+                                                              "key": "web-0123456789abcdef01234567"}]}})
+    assert local.take_lock(common) is not None
+    a = Audited(clone, tmp_path / "breaches.log")
+    out = a.run("send", "--to", "vm:web", "--", "across", cwd=clone.web)
+    assert out.returncode == 0 and "waits in this clone's outbox" in " ".join(out.stdout.split()), out.stderr
+    msg_id = out.stdout.split()[1]
+    for args in (["status"], ["who"], ["list"], ["remote"], ["cancel", msg_id]):
+        proc = a.run(*args, cwd=clone.web)
+        assert "Traceback" not in proc.stderr, (args, proc.stderr)
+    probe = tmp_path / "prune.py"
+    probe.write_text("from git_korus_mail.relay import retention\n"
+                     "from git_korus_mail.store.files import MailRoot\n"
+                     f"retention.prune({common!r}, MailRoot.open({common!r}), 0, now=4e9)\n")
+    assert a.run("--as", "relay/pruner.py", str(probe), cwd=clone.main).returncode == 0
+    assert local.cancel_ids(common) == [msg_id] and local.outbox_ids(common) == [msg_id]
+    assert not a.breaches(), "\n".join(a.breaches())

@@ -81,10 +81,18 @@ def run(clone: "Clone", args: AskArgs, out: "IO[str]") -> int:
     session, sender_launch = clients.sender_of(os.environ)
     launch = clients.command_launch(os.environ)
     if args.again is not None:
+        asked = _asked_across(clone, args.again)
+        if asked is not None:  # a question asked of another clone (docs/RELAY.md)
+            from git_korus_mail.commands import ask_across
+            return ask_across.again(clone, asked, timeout, session, args.json, out)
         q = ask.again(clone, args.again, timeout, launch.tag if launch is not None else None)
     else:
         body = send.read_body(args.question)
         send.check_body(body)
+        across = _across(clone, str(args.to))
+        if across is not None:  # a worktree on another clone (docs/RELAY.md)
+            from git_korus_mail.commands import ask_across
+            return ask_across.run(clone, across, body, timeout, session, sender_launch, args.json, out)
         q = ask.ask(clone, str(args.to), body, timeout, session, launch.tag if launch is not None else None,
                     roster=lambda: _sessions(clone),
                     sender_launch=sender_launch)
@@ -139,6 +147,42 @@ def run(clone: "Clone", args: AskArgs, out: "IO[str]") -> int:
     for w in ask.delivered(q, rec, session, launch):
         sys.stderr.write(f"git korus-mail: warning: {w}\n")
     return 0 if rec.get("status") in ("answered", "done") else EXIT_UNANSWERED
+
+
+def _across(clone: "Clone", dest: str) -> "Optional[Dict[str, Any]]":
+    """The target on another clone `dest` names (as send resolves it), or None for a local one;
+    MailError, nothing asked, when it names no box there."""
+    if ":" not in dest and not dest.startswith("@"):
+        return None
+    from git_korus_mail.commands.send import _remote
+    from git_korus_mail.errors import MailError
+    remote, _local = _remote(clone, [dest])
+    if not remote:
+        return None
+    if "error" in remote[0]:
+        raise MailError(f"nothing asked: {remote[0]['error']}")
+    return remote[0]
+
+
+def _asked_across(clone: "Clone", text: str) -> "Optional[Dict[str, Any]]":
+    """The sent record of the question `text` names when it was asked of another clone, else None
+    (then core/ask.again finds it, or says there is none)."""
+    from git_korus_mail.core import ids
+    from git_korus_mail.errors import MailError
+    from git_korus_mail.store import sent
+    root = clone.mail_root()
+    if root is None:
+        return None
+    own, shared = clone.own_box(), not clone.in_worktree()
+    try:
+        found = ids.one(ids.IdText(text, "status lists the questions asked from here"),
+                        sent.ids(root, own, clone.own_key.path, shared=shared))
+    except MailError:  # an ambiguous or bad id: core/ask.again says so in its words
+        return None
+    rec = sent.find(root, own, clone.own_key.path, shared, found) if found is not None else None
+    if rec is None or not isinstance(rec.get("remote"), dict) or rec.get("kind") != "question":
+        return None
+    return rec
 
 
 def ids_short(msg_id: str) -> str:

@@ -25,7 +25,15 @@ class CancelArgs:
 def run(clone: "Clone", args: CancelArgs, out: "IO[str]") -> int:
     r = retract.cancel(clone, args.id, session=clients.session_of(os.environ))
     # the path as seen from here (`../web`), as status writes one: the line then fits
-    to = relative(r["to"], os.getcwd()) if r.get("to") else safe(r["box"])
+    to = relative(r["to"], os.getcwd()) if r.get("to") else safe(r.get("remote_to") or r["box"])
+    if r["result"] == "asked":
+        out.write(f"cancel of {r['id']} sent to {to}\n  it was delivered there first: that clone withdraws it "
+                  f"unless a session consumed it already; status shows which\n")
+        return 0
+    if r["result"] == "waiting":
+        out.write(f"cancel of {r['id']} to {to} waits in this clone's relay\n  not decided yet (the link is "
+                  f"down or slow): it is decided when the link is back; status shows the outcome\n")
+        return 0
     if r["result"] == "already-cancelled":
         out.write(f"{r['id']} to {to} was cancelled already\n")
         return 0

@@ -24,8 +24,10 @@ class ListArgs:
 
 def run(clone: "Clone", args: ListArgs, out: "IO[str]") -> int:
     data = report.collect_list(clone)
+    from git_korus_mail.relay import address  # no nats: one stat when no remote is configured
+    others = address.other_clones(clone.common_dir)
     if args.json:
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(json.dumps(dict(data, other_clones=others) if others else data, indent=2) + "\n")
         return 0
     out.write(f"boxes as of {data['as_of']}  (delivery {data['delivery']})\n")
     for row in data["boxes"]:
@@ -60,4 +62,10 @@ def run(clone: "Clone", args: ListArgs, out: "IO[str]") -> int:
         if len(sessions) < len(row["sessions"]):
             n = len(row["sessions"]) - len(sessions)
             out.write(f"    {more(n, 'session' if n == 1 else 'sessions')}\n")
+    for c in others:
+        # as that clone's relay last said (docs/RELAY.md): `list` never asks the network
+        out.write(f"{ui.bold(safe(c['label']))}: another clone, as its relay said {human_age(c['age'])} ago "
+                  f"(mail it as {safe(c['label'])}:<worktree>)\n")
+        for w in c["worktrees"]:
+            out.write(f"  {safe(c['label'])}:{safe(w.get('name'))}  {safe(w.get('path'))}\n")
     return 0

@@ -95,9 +95,9 @@ def _remove(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
     common = clone.common_dir
     conf = local.load_config(common)
     if conf is None:
-        if os.path.isdir(local.relay_dir(common)):
+        if local.present(common):
             _stop(common)
-            _wipe(common)
+            _wipe(clone)
             out.write("remote removed (its configuration was unreadable; the server was not told)\n")
             return 0
         raise MailError("no remote is configured for this clone")
@@ -108,7 +108,7 @@ def _remove(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
                         f"or remove with --force")
     _stop(common)
     why = _link().teardown(conf)
-    _wipe(common)
+    _wipe(clone)
     out.write(f"remote removed: {conf['label']} left namespace {conf['namespace']}"
               + (f"; {len(waiting)} unsent message(s) dropped" if waiting else "") + "\n")
     if why is not None:
@@ -131,9 +131,16 @@ def _stop(common: str) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _wipe(common: str) -> None:
-    import shutil
-    shutil.rmtree(local.relay_dir(common), ignore_errors=True)
+def _wipe(clone: "Clone") -> None:
+    """The relay's directory goes. What its records knew of mail sent to other clones goes with
+    it: the ids are journaled first (`relay-forgotten`), so the sender's own sent records of that
+    mail are told forgotten, not lost (status; tests/invariants.py)."""
+    common = clone.common_dir
+    ids = sorted(set(local.ids_of(common, local.SENT)) | set(local.outbox_ids(common)))
+    root = clone.mail_root()
+    if ids and root is not None:
+        root.journal("relay-forgotten", ids=ids, why="remote removed")
+    local.wipe(common)
 
 
 def _show(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:

@@ -45,7 +45,10 @@ def run(clone: "Clone", args: ReplyArgs, out: "IO[str]") -> int:
                          f"{safe(by.get('session'))} at {safe(what.get('at'))})\n")
         return 1
     if ok:
-        out.write(f"replied {safe(what['id'])} -> {relative(what['path'], os.getcwd())}\n"
+        # to another clone: its path is a path there (docs/RELAY.md), named by label and worktree
+        to = (f"{safe(what['remote'])}:{safe(what.get('name'))}" if what.get("remote")
+              else relative(what['path'], os.getcwd()))
+        out.write(f"replied {safe(what['id'])} -> {to}\n"
                   f"  in reply to {safe(what.get('in_reply_to') or args.id)}\n")
         return 0
     sys.stderr.write(f"git korus-mail: not queued: {safe(what.get('error'))}\n")

@@ -127,12 +127,22 @@ def _sessions(clone: "Clone") -> "List[Dict[str, Any]]":
 def _remote(clone: "Clone", dests: "Sequence[str]") -> "Tuple[List[Dict[str, Any]], List[str]]":
     """(remote destinations resolved, the local ones): `<label>:<worktree>` names another clone's
     box only when this clone has a remote (docs/RELAY.md); otherwise nothing changes."""
-    if not any(":" in d for d in dests):
+    if not any(":" in d or d.startswith("@") for d in dests):
         return [], list(dests)
     from git_korus_mail.relay import address  # no nats: one stat when no remote is configured
     remote: "List[Dict[str, Any]]" = []
     rest: "List[str]" = []
     for d in dests:
+        if d.startswith("@") and len(d) > 1:
+            # `@<name>` is namespace-wide (docs/RELAY.md): this clone's sessions and the others'
+            there = address.sessions_named(clone.common_dir, d[1:])
+            here = [s for s in _sessions(clone) if s.get("name") == d[1:] and s.get("hooks")] if there else []
+            hit = address.by_session_name(d, there, here)
+            if hit is None:
+                rest.append(d)
+            else:
+                remote.append(hit)
+            continue
         r = address.resolve(clone.common_dir, d)
         if r is None:
             rest.append(d)
@@ -150,7 +160,8 @@ def _send_remote(clone: "Clone", args: SendArgs, remote: "List[Dict[str, Any]]",
     sender_session, sender_launch = clients.sender_of(os.environ)
     root = clone.mail_root(create=True)
     sender = core_send.sender_record(clone, sender_session, sender_launch)
-    results = address.queue(clone.common_dir, root, remote, body, args.kind, ttl, sender, args.session, args.wake)
+    results = address.queue(clone.common_dir, root, remote, body, args.kind, ttl, sender, args.session, args.wake,
+                            own_box=clone.own_box(create=True))
     how = address.link_words(clone.common_dir)
     if args.json:
         import json  # only here: a plain send never pays for it

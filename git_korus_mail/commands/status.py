@@ -85,8 +85,11 @@ def _sent(d: "Report", out: "IO[str]") -> None:
         state, detail = text(f, d["sent_as_of"]) if text else (safe(f["state"]), "")
         if f.get("moved_to"):
             detail += f" (moved to box {safe(f['moved_to'][-1])})"
-        row(out, f"{safe(rec['id'])}  to {relative(rec.get('path'), d['this']['path'])}  ", state, detail,
-            colour=ui.bold)
+        remote = rec.get("remote")
+        # mail for another clone: its path is a directory on that machine, never one here
+        to = (f"{safe(remote.get('label'))}:{safe(remote.get('name') or rec.get('path'))}" if isinstance(remote, dict)
+              else relative(rec.get('path'), d['this']['path']))
+        row(out, f"{safe(rec['id'])}  to {to}  ", state, detail, colour=ui.bold)
     if total > shown:
         n = total - shown
         row(out, more(n, "message" if n == 1 else "messages"))
@@ -112,9 +115,14 @@ def _questions(d: "Report", out: "IO[str]") -> None:
         block(out, "questions asked from this worktree, newest first", now)
         for a in q["asked"]:
             ans = a["answer"]
-            detail = (f" {safe(ans.get('how'))} by {relative(ans.get('by'), d['this']['path'])}"
+            remote = bool(a.get("remote"))
+
+            def there(p: object, remote: bool = remote) -> str:
+                # asked of another clone: its paths are paths there (docs/RELAY.md)
+                return safe(p) if remote else relative(p, d['this']['path'])
+            detail = (f" {safe(ans.get('how') or 'answer')} by {there(ans.get('by'))}"
                       f" {clock(ans.get('at'), now)}" if ans else "")
-            row(out, f"{safe(a['id'])}  to {relative(a.get('to'), d['this']['path'])}  ", safe(a["state"]), detail,
+            row(out, f"{safe(a['id'])}  to {there(a.get('to'))}  ", safe(a["state"]), detail,
                 colour=ui.bold)
     if q["received"]:
         block(out, "questions this worktree was asked, newest first", now)
@@ -142,7 +150,9 @@ SECTIONS: "List[Callable[[Report, IO[str]], None]]" = [_header, _box, _sent, _qu
 
 # -- one sent message's fate in a few words: (state, detail) ------------------------------------
 def _consumed(f: "Record", now: str) -> "Tuple[str, str]":
-    return "consumed", f" {ago(f.get('at'), now)} by session {session(f.get('session'))}"
+    # `on`: another clone consumed it; its relay sent this fate back (docs/RELAY.md, "Fates back")
+    where = f" on {safe(f['on'])}" if f.get("on") else ""
+    return "consumed", f" {ago(f.get('at'), now)} by session {session(f.get('session'))}{where}"
 
 
 def _shown(f: "Record", now: str) -> "Tuple[str, str]":
@@ -161,6 +171,9 @@ FATE_TEXT: "Dict[str, Callable[[Record, str], Tuple[str, str]]]" = {
     "dropped": lambda f, now: (f"dropped: {safe(f.get('rule') or 'a limit')}", f" at {clock(f.get('at'), now)}"),
     "quarantined": lambda f, now: ("quarantined", f": {safe(f.get('reason'))}"),
     "missing": lambda f, now: ("missing", f" ({safe(f.get('detail'))})"),
+    # mail for another clone, before its fate comes back (docs/RELAY.md)
+    "outbox": lambda f, now: ("in the outbox", f" ({safe(f.get('detail'))})"),
+    "on-server": lambda f, now: ("on the server", f" for {safe(f.get('on'))}, {ago(f.get('at'), now)}; no fate back yet"),
 }
 
 

@@ -15,7 +15,7 @@ SURFACES = {"terminal": "terminal", "sdk": "-p/SDK", "editor": "editor"}
 
 TYPE_CHECKING = False  # mypy reads the block below
 if TYPE_CHECKING:
-    from typing import IO, Any, Dict, Optional
+    from typing import IO, Any, Dict, List, Optional
 
     from git_korus_mail.core.clone import Clone
 
@@ -31,8 +31,13 @@ def run(clone: "Clone", args: WhoArgs, out: "IO[str]") -> int:
     from git_korus_mail.commands import reserve
     data = roster.collect(clone, clients.sessions, activity=clients.last_activity)
     held = reserve.held_now(clone)  # issue 29: who is changing which paths
+    from git_korus_mail.relay import address  # no nats: one stat when no remote is configured
+    others = address.other_clones(clone.common_dir)
     if args.json:
-        out.write(json.dumps(dict(data, reservations=[r.record() for r in held]), indent=2) + "\n")
+        extra: "Dict[str, Any]" = {"reservations": [r.record() for r in held]}
+        if others:
+            extra["other_clones"] = others
+        out.write(json.dumps(dict(data, **extra), indent=2) + "\n")
         return 0
     now = time.time()
     out.write(f"sessions as of {data['as_of']}\n")
@@ -43,7 +48,21 @@ def run(clone: "Clone", args: WhoArgs, out: "IO[str]") -> int:
         out.write(f"\nreservations: {len(held)}\n")
         for line in reserve.lines(held, os.getcwd()):
             out.write(line + "\n")
+    _others(others, out)
     return 0
+
+
+def _others(others: "List[Dict[str, Any]]", out: "IO[str]") -> None:
+    """Other clones' sessions, as their relays last said (docs/RELAY.md): never asked now, so
+    `who` never waits on the network; the age says how old the word is."""
+    for c in others:
+        out.write(f"{ui.bold(safe(c['label']))}: another clone, as its relay said {human_age(c['age'])} ago\n")
+        names = {str(w.get('key')): str(w.get('name')) for w in c["worktrees"]}
+        if not c["sessions"]:
+            out.write("  no named session seen there\n")
+        for s in c["sessions"]:
+            out.write(f"  {safe(s.get('name'))}  {safe(s.get('session'))}  {safe(s.get('state'))} as of "
+                      f"{safe(s.get('as_of'))}  in {safe(c['label'])}:{safe(names.get(str(s.get('box')), '?'))}\n")
 
 
 def _sessions(data: "Dict[str, Any]", out: "IO[str]", now: float) -> None:

@@ -12,6 +12,7 @@ end (the user interrupted it) with `stopped`. Only questions marked shown by *th
 answered: a question never shown stays queued for whoever reads the box next.
 """
 
+import os
 import time
 
 from git_korus_mail.core import keys
@@ -49,14 +50,16 @@ def fit(body: str) -> str:
 
 
 def build(question: "Message", body: str, status: "AnswerStatus", by: "Sender",
-          kind: str = message.KIND_ANSWER) -> "Message":
+          kind: str = message.KIND_ANSWER, across: "Optional[Dict[str, Any]]" = None) -> "Message":
     """The answer (or reply) message to `question`, addressed to its sender's worktree, for its
-    sender's session only when it named one."""
+    sender's session only when it named one. `across`: the sender's box on another clone
+    (relay/address.sender_of), for a question that came from there."""
     sender = question.get("from") or {}
     path = str(sender.get("path") or "")
-    key = keys.key_for(path) if path else None
+    key = keys.key_for(path) if path and across is None else None
+    to_path, to_key = (across["path"], across["key"]) if across else (key.path if key else path, key.name if key else "")
     session = sender.get("session")
-    msg = message.build(fit(body), key.path if key else path, key.name if key else "", by, kind=kind,
+    msg = message.build(fit(body), to_path, to_key, by, kind=kind,
                         session=session if valid_session(session) else None,
                         in_reply_to=question["id"], thread=message.thread_of(question),
                         status=status if kind == message.KIND_ANSWER else None)
@@ -68,11 +71,14 @@ def give(root: "MailRoot", box: "Box", question: "Message", body: str, status: "
     """Answer `question` (queued or consumed in `box`, the asked one). Returns (won, record):
     won is False when another answer was decided first, and the record is then that one's.
     Either way the decided answer is made sure to be in the asker's box."""
-    msg = build(question, body, status, by)
+    across = _across(root, question)
+    msg = build(question, body, status, by, across=across)
     qid = str(question["id"])
-    rec = {"question": qid, "status": status, "how": how, "at": utc_stamp(time.time()),
-           "by": {"path": by.get("path"), "session": by.get("session"), "launch": launch},
-           "message": msg}
+    rec: "Dict[str, Any]" = {"question": qid, "status": status, "how": how, "at": utc_stamp(time.time()),
+                             "by": {"path": by.get("path"), "session": by.get("session"), "launch": launch},
+                             "message": msg}
+    if across is not None:
+        rec["across"] = {k: across[k] for k in ("clone", "label", "name")}
     prior = answers.decide(box, qid, rec)
     won = prior is None
     if not won:
@@ -80,7 +86,7 @@ def give(root: "MailRoot", box: "Box", question: "Message", body: str, status: "
             return False, {}
         rec = prior
     try:
-        answers.publish_answer(root, rec)
+        publish(root, rec)
     except (OSError, MailError) as exc:
         root.journal_faults.append(f"answer to {qid} decided but not yet delivered ({exc}); "
                                    f"the asker's ask or the next drain delivers it")
@@ -88,6 +94,30 @@ def give(root: "MailRoot", box: "Box", question: "Message", body: str, status: "
         root.journal("failed" if status == "failed" else "answered", id=qid, box=box.name,
                      answer=msg["id"], status=status, how=how, session=by.get("session"))
     return won, rec
+
+
+def _across(root: "MailRoot", question: "Message") -> "Optional[Dict[str, Any]]":
+    """The asker's box on another clone, for a question that came from there (its `from.clone`
+    is set by the relay that received it, docs/RELAY.md); None for a local question. MailError
+    when that box is not in this clone's directory: nothing is decided then."""
+    if ":" not in str((question.get("from") or {}).get("clone") or ""):
+        return None
+    from git_korus_mail.relay import address  # no nats: the directory and the outbox are files
+    target = address.sender_of(os.path.dirname(root.path), dict(question))
+    if "error" in target:
+        raise MailError(str(target["error"]))
+    return target
+
+
+def publish(root: "MailRoot", rec: "Dict[str, Any]") -> None:
+    """The decided answer into the asker's box: here through the store (answers.publish_answer,
+    once ever), or for an asker on another clone into this clone's relay outbox, which carries
+    it across once (its id is the message's: the receiving relay never puts it in twice)."""
+    if not isinstance(rec.get("across"), dict):
+        answers.publish_answer(root, rec)
+        return
+    from git_korus_mail.relay import address  # no nats; never starts a relay from a hook
+    address.queue_built(os.path.dirname(root.path), root, rec["across"], rec["message"])
 
 
 # -- the drain's part ------------------------------------------------------------
@@ -112,7 +142,7 @@ def answer_shown(ctx: "DrainContext", qid: str, status: "AnswerStatus", body: st
     existing = answers.answer_of(box, qid)
     if existing is not None:
         try:
-            answers.publish_answer(ctx.root, existing)
+            publish(ctx.root, existing)
         except (OSError, MailError) as exc:
             ctx.faults.append(f"answer to {qid} not delivered ({exc})")
         return

@@ -34,10 +34,17 @@ def collect(root: "MailRoot", box: "Optional[Box]", sent: "List[Dict[str, Any]]"
     for rec in sent:
         if rec.get("kind") != "question":
             continue
-        target = root.box(str(rec.get("box")))
-        answer = _answer(answers.answer_of(target, rec["id"]) if target is not None else None)
-        asked.append({"id": rec["id"], "to": rec.get("path"), "sent_at": rec.get("sent_at"),
-                      "state": _state(rec.get("fate") or {}, answer), "answer": answer})
+        if isinstance(rec.get("remote"), dict):
+            answer = _answer_across(root, rec)
+        else:
+            target = root.box(str(rec.get("box")))
+            answer = _answer(answers.answer_of(target, rec["id"]) if target is not None else None)
+        row = {"id": rec["id"], "to": rec.get("path"), "sent_at": rec.get("sent_at"),
+               "state": _state(rec.get("fate") or {}, answer), "answer": answer}
+        if isinstance(rec.get("remote"), dict):  # on another clone: `to` is a path there
+            row["to"] = f"{rec['remote'].get('label')}:{rec['remote'].get('name') or rec.get('path')}"
+            row["remote"] = True
+        asked.append(row)
     received: "List[Dict[str, Any]]" = []
     for q in (answers.asked(box) if box is not None else []):
         answer = _answer(q.get("answer"))
@@ -45,3 +52,13 @@ def collect(root: "MailRoot", box: "Optional[Box]", sent: "List[Dict[str, Any]]"
                          "answered": answer is not None, "answer": answer})
     return {"asked": asked, "received": received}
 
+
+
+def _answer_across(root: "MailRoot", rec: "Dict[str, Any]") -> "Optional[Dict[str, Any]]":
+    """A question asked of another clone: its answer was decided there; this clone's relay
+    noted it on the question's relay record when it came back (docs/RELAY.md)."""
+    import os
+
+    from git_korus_mail.relay import local  # no nats: the relay's records
+    noted = (local.read_entry(os.path.dirname(root.path), local.SENT, str(rec["id"])) or {}).get("answer")
+    return dict(noted, how=None) if isinstance(noted, dict) else None

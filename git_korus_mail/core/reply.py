@@ -50,6 +50,8 @@ def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
     assert root is not None and box is not None
     if original.get("kind") == message.KIND_QUESTION:
         return answer.give(root, box, original, body, "answered", answer.EXPLICIT, by, launch=launch)
+    if ":" in str((original.get("from") or {}).get("clone") or ""):
+        return _reply_across(clone, original, body, session, sender_launch)
     sender = (original.get("from") or {}).get("path")
     if not sender:
         raise MailError(f"{original['id']}: its sender named no worktree to reply to")
@@ -58,3 +60,20 @@ def reply(clone: "Clone", msg_id: str, body: str, session: "Optional[str]",
     results, _ = send.deliver(clone, targets, body, message.KIND_REPLY, message.DEFAULT_TTL_MINUTES,
                               sender_session=session, fields=fields, sender_launch=sender_launch)
     return bool(results[0]["ok"]), dict(results[0], in_reply_to=original["id"])  # the id in full
+
+
+def _reply_across(clone: "Clone", original: "Message", body: str, session: "Optional[str]",
+                  sender_launch: "Optional[str]") -> "Tuple[bool, Dict[str, Any]]":
+    """A reply to mail from another clone goes back across, through this clone's outbox
+    (docs/RELAY.md), to the box that sent it; never into a box here that shares its path. (A
+    question from there is answered by answer.give, which sends its answer across the same way.)"""
+    from git_korus_mail.relay import address  # no nats: the outbox and the directory are files
+    target = address.sender_of(clone.common_dir, dict(original))
+    if "error" in target:
+        raise MailError(target["error"])
+    root = clone.mail_root(create=True)
+    fields = {"in_reply_to": original["id"], "thread": message.thread_of(original)}
+    results = address.queue(clone.common_dir, root, [target], body, message.KIND_REPLY, message.DEFAULT_TTL_MINUTES,
+                            send.sender_record(clone, session, sender_launch).copy(), session=None, wake=True,
+                            own_box=clone.own_box(create=True), fields=fields)
+    return True, dict(results[0], in_reply_to=original["id"])

@@ -156,6 +156,14 @@ def _message_state(root: "MailRoot", rec: "Dict[str, Any]", quarantines: "Option
     return _moved({"state": "missing", "detail": "forwarded too many times to follow"}, moved)
 
 
+def _remote_state(clone: "Clone", rec: "Dict[str, Any]") -> "Dict[str, Any]":
+    """Mail sent to another clone: its fate as the relay brought it back (docs/RELAY.md)."""
+    from git_korus_mail.relay import local  # no nats: the relay's files only
+    state = local.remote_fate(clone.common_dir, rec["id"])
+    state["on"] = rec["remote"].get("label")
+    return state
+
+
 def _moved(state: "Dict[str, Any]", moved: "List[str]") -> "Dict[str, Any]":
     if moved:
         state["moved_to"] = moved
@@ -255,7 +263,8 @@ def collect_status(clone: "Clone", sent_limit: "Optional[int]" = SENT_SHOWN, eve
         rec = sent.load(entry)
         if rec is None:
             continue
-        rec["fate"] = _message_state(root, rec, quarantines, now)
+        rec["fate"] = (_remote_state(clone, rec) if isinstance(rec.get("remote"), dict)
+                       else _message_state(root, rec, quarantines, now))
         rec["fate"]["as_of"] = data["sent_as_of"] = utc_stamp(time.time())
         _maybe_pruned(rec, data["retention"]["days"], now)
         data["sent"].append(rec)

@@ -63,6 +63,8 @@ def cancel(clone: "Clone", text: str, session: "Optional[str]" = None) -> "Dict[
     rec = sent.find(root, own, clone.own_key.path, not clone.in_worktree(), msg_id)
     if rec is None:
         raise MailError(f"not cancelled: the sent record of {msg_id} cannot be read")
+    if isinstance(rec.get("remote"), dict):
+        return _cancel_remote(clone, rec, session)
     box = _holder(root, rec)
     if box is None:
         raise MailError(f"not cancelled: the box {field(rec['box'], 120)} that {msg_id} was sent to no longer exists")
@@ -91,3 +93,24 @@ def cancel(clone: "Clone", text: str, session: "Optional[str]" = None) -> "Dict[
             raise MailError(f"not cancelled: {msg_id} was quarantined by the recipient's drain "
                             f"({field(q['reason'], 200)}); it was never shown")
     raise MailError(f"not cancelled: {msg_id} is in no state of box {box.name}")
+
+
+def _cancel_remote(clone: "Clone", rec: "Dict[str, Any]", session: "Optional[str]") -> "Dict[str, Any]":
+    """Mail sent to another clone (docs/RELAY.md, "Cross-machine decisions"): result
+    "cancelled" (decided before its delivery, or withdrawn there), "asked" or "waiting" (the
+    outcome comes back as its fate: status shows it); MailError when it is too late."""
+    from git_korus_mail.relay import address  # no nats: the request goes through the relay's files
+    label = str(rec["remote"].get("label"))
+    by = clone.own_key.path + (f" (session {session})" if session else "")
+    fate = address.cancel(clone.common_dir, rec, by)
+    to = f"{label}:{rec['remote'].get('name') or rec.get('path')}"
+    out: "Dict[str, Any]" = {"id": rec["id"], "to": None, "remote_to": to, "box": rec["box"], "shown": []}
+    state = fate["state"]
+    if state == "cancelled":
+        return dict(out, result="cancelled", detail=fate.get("detail"))
+    if state == "consumed":
+        raise MailError(f"not cancelled: {rec['id']} was consumed already on {field(label)}, by session "
+                        f"{field(fate.get('session'), 80)} at {field(fate.get('at'), 40)}")
+    if state in ("expired", "dropped"):
+        raise MailError(f"not cancelled: {rec['id']} was {state} already on {field(label)}; nobody consumed it")
+    return dict(out, result=fate["request"])

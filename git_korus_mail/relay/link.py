@@ -27,7 +27,7 @@ from nats.js.errors import NoKeysError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
-from git_korus_mail.relay import local, names
+from git_korus_mail.relay import decisions, directory, local, names, returns
 from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, refilter
 
 TYPE_CHECKING = False
@@ -38,18 +38,9 @@ POLL = 0.02          # the outbox's poll: a send waits at most this long for the
 FATE_POLL = 0.25     # how often received mail's fate is looked at
 DIRECTORY_EVERY = 1.0  # a new clone or worktree reaches the others within about this
 STATE_EVERY = 1.0
+PRUNE_EVERY = 3600.0   # relay/sent and relay/received are pruned at start and then hourly
+SESSIONS_EVERY = 3.0   # this clone's named sessions (the roster) are read again at most this often
 ACK_WAIT = 3.0       # a message this relay took but never acked (killed) is redelivered after this
-
-
-def worktrees_of(common_dir: str) -> "list[Dict[str, str]]":
-    from git_korus_mail.core import gitrepo, keys
-    out = []
-    for wt in gitrepo.list_worktrees(common_dir):
-        if wt.prunable:
-            continue
-        k = keys.key_of_root(wt.path)
-        out.append({"name": wt.name, "path": wt.path, "key": k.name})
-    return out
 
 
 class Relay:
@@ -66,6 +57,8 @@ class Relay:
         self.connected_since: "Optional[float]" = None
         self.last_ok: "Optional[float]" = None
         self.stopping = False
+        self.named: "list[Dict[str, Any]]" = []
+        self.sessions_at = -SESSIONS_EVERY
         from git_korus_mail.store.files import MailRoot
         root = MailRoot.open(common_dir, create=True)
         assert root is not None  # for mypy: create=True makes the root or raises
@@ -75,7 +68,7 @@ class Relay:
     async def run(self) -> None:
         tasks = [asyncio.ensure_future(self.supervised(t)) for t in (
             self.keep_connected, self.pump_outbox, self.take_incoming, self.send_fates, self.keep_directory,
-            self.keep_state)]
+            self.keep_state, self.keep_pruned)]
         try:
             while not self.stopping:
                 await asyncio.sleep(0.1)
@@ -137,12 +130,21 @@ class Relay:
 
     # -- outgoing ------------------------------------------------------------------------
     async def pump_outbox(self) -> None:
+        """The outbox and the cancels, in one task: a cancel is decided before its mail is
+        published in the same round, never while that publish is under way."""
         while not self.stopping:
+            cancels = local.cancel_ids(self.common_dir)
             ids = local.outbox_ids(self.common_dir)
-            if not ids or not self.link_up():
+            if not (ids or cancels) or not self.link_up():
                 await asyncio.sleep(POLL)
                 continue
+            for msg_id in cancels:
+                if not await decisions.decide_cancel(self, msg_id):
+                    break
+            waiting = set(local.cancel_ids(self.common_dir))
             for msg_id in ids:
+                if msg_id in waiting:
+                    continue  # its cancel is not decided yet: never published meanwhile
                 if not await self.publish_one(msg_id):
                     break
             await asyncio.sleep(POLL)
@@ -164,6 +166,7 @@ class Relay:
         local.mark(self.common_dir, local.SENT, msg_id,
                    {"id": msg_id, "to_clone": env["to_clone"], "to_label": env["to_label"],
                     "box": env["msg"]["to"]["key"], "path": env["msg"]["to"]["path"], "published_at": time.time(),
+                    "expires_at": env["msg"].get("expires_at"),
                     "seq": ack.seq, "duplicate": bool(ack.duplicate)})
         crash.point("relay:sent-recorded")
         local.remove_entry(self.common_dir, local.OUTBOX, msg_id)
@@ -186,10 +189,10 @@ class Relay:
                 continue
             for m in msgs:
                 self.last_ok = time.time()
-                if self.take_one(m.data, m.subject):
+                if await self.take_one(m.data, m.subject):
                     await m.ack()
 
-    def take_one(self, data: bytes, subject: str = "") -> bool:
+    async def take_one(self, data: bytes, subject: str = "") -> bool:
         """Put one incoming envelope where it belongs; True when it may be acked."""
         try:
             env = json.loads(data.decode("utf-8"))
@@ -205,13 +208,16 @@ class Relay:
                               why=f"sent as {sender!r} but claims {str(env.get('from_label'))[:40]!r}")
             return True
         if kind == "fate":
-            return self.take_fate(env)
+            return returns.take_fate(self.common_dir, env, refuse=lambda msg_id, why: self.root.journal(
+                "relay-refused", id=msg_id[:64], why=why))
+        if kind == "cancel":
+            return await decisions.take_cancel(self, env)
         if kind != "mail":
             self.root.journal("relay-refused", why=f"unknown type {str(kind)[:20]!r}")
             return True
-        return self.deliver(env)
+        return await self.deliver(env)
 
-    def deliver(self, env: "Dict[str, Any]") -> bool:
+    async def deliver(self, env: "Dict[str, Any]") -> bool:
         from git_korus_mail.errors import MailError
         from git_korus_mail.store import message
         raw = env.get("msg")
@@ -243,6 +249,17 @@ class Relay:
         from git_korus_mail.store import records  # loaded where used
         state, _ = records.fate(box, msg_id)
         if state == "gone":
+            # the delivery against a cancel of the sender's: decided once, across machines
+            won = await decisions.decide(self, msg_id, {"state": "delivered", "clone": self.conf["clone"],
+                                             "at": utc_stamp(now)})
+            if won.get("state") == "cancelled":
+                local.mark(self.common_dir, local.RECEIVED, msg_id,
+                           {"id": msg_id, "box": key, "from_clone": env.get("from_clone"),
+                            "from_label": env.get("from_label"), "received_at": now,
+                            "fate": {"state": "cancelled", "detail": "cancelled by its sender before delivery"}})
+                self.root.journal("relay-cancelled", id=msg_id, box=key, how="before its delivery")
+                return True
+            crash.point("relay:delivery-decided")
             try:
                 from git_korus_mail.store import publish  # loaded where used
                 publish.publish(box, msg, message.encode(msg))
@@ -250,8 +267,11 @@ class Relay:
                 pass  # queued already: a publish of ours killed after its link
             crash.point("relay:inbox-published")
             self.root.journal("relay-received", id=msg_id, box=key, sender=f"{env.get('from_label')}")
+        if msg.get("kind") == message.KIND_ANSWER and isinstance(msg.get("in_reply_to"), str):
+            returns.note_answer(self.common_dir, dict(msg), env)
         local.mark(self.common_dir, local.RECEIVED, msg_id,
-                   {"id": msg_id, "box": key, "from_clone": env.get("from_clone"), "received_at": now,
+                   {"id": msg_id, "box": key, "from_clone": env.get("from_clone"),
+                            "from_label": env.get("from_label"), "received_at": now,
                     "fate": None})
         crash.point("relay:received-marked")
         return True
@@ -291,18 +311,14 @@ class Relay:
                 crash.point("relay:fate-published")
                 local.mark(self.common_dir, local.RECEIVED, msg_id, {**rec, "fate": fate}, replace=True)
 
-    def take_fate(self, env: "Dict[str, Any]") -> bool:
-        msg_id = str(env.get("id"))
-        rec = local.read_entry(self.common_dir, local.SENT, msg_id)
-        if rec is None:
-            return True  # a fate of mail this clone did not send (or forgot): nothing to record
-        if rec.get("to_label") != env.get("from_label"):  # only the receiving clone tells a fate
-            self.root.journal("relay-refused", id=msg_id[:64], why=f"a fate from {str(env.get('from_label'))[:40]!r}")
-            return True
-        local.mark(self.common_dir, local.SENT, msg_id, {**rec, "fate": env.get("fate")}, replace=True)
-        return True
-
     # -- the directory and the state ----------------------------------------------------------
+    def sessions(self) -> "list[Dict[str, Any]]":
+        """This clone's named sessions, read again at most every SESSIONS_EVERY seconds."""
+        if time.monotonic() - self.sessions_at >= SESSIONS_EVERY:
+            self.named = directory.sessions_of(self.common_dir)
+            self.sessions_at = time.monotonic()
+        return self.named
+
     async def keep_directory(self) -> None:
         while not self.stopping:
             if self.link_up():
@@ -314,7 +330,8 @@ class Relay:
             await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)
 
     async def publish_directory(self) -> None:
-        me = {"label": self.conf["label"], "worktrees": worktrees_of(self.common_dir), "updated": time.time()}
+        me = {"label": self.conf["label"], "worktrees": directory.worktrees_of(self.common_dir),
+              "sessions": self.sessions(), "updated": time.time()}
         await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
         peers: "Dict[str, Any]" = {}
         try:
@@ -333,6 +350,25 @@ class Relay:
             self.pending = int(info.num_pending) + int(info.num_ack_pending)
         except Exception:  # noqa: BLE001 - the lag is a report, never a failure
             self.pending = None
+
+    async def keep_pruned(self) -> None:
+        """relay/sent and relay/received by the store's retention (relay/retention.py): at start,
+        then every PRUNE_EVERY seconds; nothing of it touches the network."""
+        from git_korus_mail.core.retention import keep_days
+        from git_korus_mail.relay import retention
+        while not self.stopping:
+            days, _problem = keep_days(self.common_dir)
+            gone = retention.prune(self.common_dir, self.root, days)
+            # a pruned redelivery guard is older than the stream's max age: the server can no
+            # longer give that message, so its cross-machine decision is done with too
+            for msg_id in gone[local.RECEIVED]:
+                if not self.link_up():
+                    break
+                try:
+                    await self.kv.delete(f"fate.{msg_id}")
+                except Exception:  # noqa: BLE001 - a key left behind costs a few bytes, no mail
+                    break
+            await asyncio.sleep(PRUNE_EVERY)
 
     async def keep_state(self) -> None:
         while not self.stopping:

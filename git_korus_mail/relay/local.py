@@ -1,9 +1,10 @@
 """The relay's own files, `<common>/mail/relay/` (docs/RELAY.md, "On disk"): no nats here.
 
-Like mail/hooks/ (install's), this directory is not mail state: no box is in it, and the store
-never reads it. The relay reaches boxes only through the store's interface. Every file that
-must not tear (an outbox entry, a received marker) is written whole in relay/tmp/ and
-hard-linked into place, as the store publishes (docs/STORE.md, "A hard link never replaces").
+This directory is not mail state: no box is in it, and no reader of mail looks at it. Its
+files are still opened, written and removed only by the store (store/relayfiles.py, docs/STORE.md:
+the store owns every byte under mail/); this module names them and says what they hold. Every
+file that must not tear (an outbox entry, a received marker) is written whole in relay/tmp/
+and linked into place, as the store publishes (docs/STORE.md, "A hard link never replaces").
 """
 
 import errno
@@ -11,6 +12,8 @@ import fcntl
 import json
 import os
 import time
+
+from git_korus_mail.store import relayfiles
 
 RELAY = "relay"
 CONFIG = "config.json"
@@ -21,6 +24,7 @@ LOG = "relay.log"
 OUTBOX = "outbox"       # <id>.json: an envelope waiting for the server's ack
 SENT = "sent"           # <id>.json: published (the server acked it); its fate when it came back
 RECEIVED = "received"   # <id>.json: put into a local inbox (the redelivery guard), and its fate sent back
+CANCELS = "cancels"     # <id>.json: a sender's cancel of mail for another clone, until the relay decides it
 SUFFIX = ".json"
 FORMAT = 1
 
@@ -30,80 +34,44 @@ if TYPE_CHECKING:
 
 
 def relay_dir(common_dir: str) -> str:
-    return os.path.join(common_dir, "mail", RELAY)
+    """Its path, for the words a person reads."""
+    return relayfiles.path(common_dir)
 
 
 def configured(common_dir: str) -> bool:
     """One stat: the whole cost of a clone with no remote (send's `<label>:<worktree>` check)."""
-    return os.path.exists(os.path.join(relay_dir(common_dir), CONFIG))
+    return relayfiles.exists(common_dir, CONFIG)
 
 
-def _path(common_dir: str, *parts: str) -> str:
-    return os.path.join(relay_dir(common_dir), *parts)
+def present(common_dir: str) -> bool:
+    """Is there a relay directory at all (`remote remove` of an unreadable configuration)?"""
+    return relayfiles.exists(common_dir, "")
 
 
-def load_small(path: str) -> "Optional[Any]":
+def wipe(common_dir: str) -> None:
+    """`remote remove`: the whole directory, through the store."""
+    relayfiles.remove_all(common_dir)
+
+
+def load_small(common_dir: str, sub: str, name: str) -> "Optional[Any]":
     """A small JSON file of ours, or None when absent or damaged (read as absent)."""
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read(1024 * 1024).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
+    return relayfiles.read(common_dir, sub, name)
 
 
 def load_config(common_dir: str) -> "Optional[Dict[str, Any]]":
-    conf = load_small(_path(common_dir, CONFIG))
+    conf = load_small(common_dir, "", CONFIG)
     return conf if isinstance(conf, dict) and conf.get("v") == FORMAT else None
 
 
 def ensure(common_dir: str) -> str:
-    d = relay_dir(common_dir)
-    os.makedirs(os.path.join(common_dir, "mail"), mode=0o700, exist_ok=True)
-    for sub in ("", "tmp", OUTBOX, SENT, RECEIVED):
-        try:
-            os.mkdir(os.path.join(d, sub) if sub else d, 0o700)
-        except FileExistsError:
-            pass
-    return d
-
-
-def _staged(common_dir: str, data: bytes) -> str:
-    tmp = _path(common_dir, "tmp", f"{os.getpid()}-{os.urandom(6).hex()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return tmp
+    relayfiles.ensure(common_dir, ["tmp", OUTBOX, SENT, RECEIVED, CANCELS])
+    return relay_dir(common_dir)
 
 
 def write_whole(common_dir: str, sub: str, name: str, data: bytes, replace: bool = False) -> bool:
     """`data` at relay/<sub>/<name>, never torn. Exclusive unless `replace`: False when the name
     exists already (the first writer won)."""
-    tmp = _staged(common_dir, data)
-    dest = _path(common_dir, sub, name) if sub else _path(common_dir, name)
-    try:
-        if replace:
-            os.replace(tmp, dest)
-            return True
-        try:
-            os.link(tmp, dest)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        if not replace:
-            os.unlink(tmp)
-        _fsync_dir(os.path.dirname(dest))
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    return relayfiles.write(common_dir, sub, name, data, replace=replace)
 
 
 def encode(obj: "Any") -> bytes:
@@ -120,7 +88,7 @@ def save_state(common_dir: str, state: "Dict[str, Any]") -> None:
 
 
 def load_state(common_dir: str) -> "Optional[Dict[str, Any]]":
-    st = load_small(_path(common_dir, STATE))
+    st = load_small(common_dir, "", STATE)
     return st if isinstance(st, dict) else None
 
 
@@ -129,7 +97,7 @@ def save_peers(common_dir: str, peers: "Dict[str, Any]") -> None:
 
 
 def load_peers(common_dir: str) -> "Optional[Dict[str, Any]]":
-    p = load_small(_path(common_dir, PEERS))
+    p = load_small(common_dir, "", PEERS)
     return p if isinstance(p, dict) else None
 
 
@@ -145,24 +113,33 @@ def outbox_ids(common_dir: str) -> "List[str]":
     return _ids(common_dir, OUTBOX)
 
 
+def ids_of(common_dir: str, sub: str) -> "List[str]":
+    return _ids(common_dir, sub)
+
+
 def _ids(common_dir: str, sub: str) -> "List[str]":
-    try:
-        names = os.listdir(_path(common_dir, sub))
-    except FileNotFoundError:
-        return []
+    names = relayfiles.names(common_dir, sub)
     return sorted(n[:-len(SUFFIX)] for n in names if n.endswith(SUFFIX) and not n.startswith("."))
 
 
 def read_entry(common_dir: str, sub: str, msg_id: str) -> "Optional[Dict[str, Any]]":
-    entry = load_small(_path(common_dir, sub, msg_id + SUFFIX))
+    entry = load_small(common_dir, sub, msg_id + SUFFIX)
     return entry if isinstance(entry, dict) else None
 
 
 def remove_entry(common_dir: str, sub: str, msg_id: str) -> None:
-    try:
-        os.unlink(_path(common_dir, sub, msg_id + SUFFIX))
-    except FileNotFoundError:
-        pass
+    relayfiles.remove(common_dir, sub, msg_id + SUFFIX)
+
+
+def request_cancel(common_dir: str, msg_id: str, by: str) -> None:
+    """`cancel` of mail sent to another clone: a request the relay decides with a create-only
+    put (docs/RELAY.md, "Cross-machine decisions"); a second request for one id is the first."""
+    ensure(common_dir)
+    write_whole(common_dir, CANCELS, msg_id + SUFFIX, encode({"id": msg_id, "by": by, "at": time.time()}))
+
+
+def cancel_ids(common_dir: str) -> "List[str]":
+    return _ids(common_dir, CANCELS)
 
 
 def sent_ids(common_dir: str) -> "List[str]":
@@ -182,7 +159,7 @@ def take_lock(common_dir: str) -> "Optional[int]":
     """The relay's lock (flock on relay/lock, dropped by the kernel when the process dies), or
     None when another relay holds it. The holder writes its pid in the file, for `remote`."""
     ensure(common_dir)
-    fd = os.open(_path(common_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = relayfiles.open_fd(common_dir, LOCK, os.O_RDWR | os.O_CREAT)
     for attempt in range(50):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -201,9 +178,8 @@ def take_lock(common_dir: str) -> "Optional[int]":
 
 def running_pid(common_dir: str) -> "Optional[int]":
     """The pid of the relay that holds the lock now, or None when none runs."""
-    path = _path(common_dir, LOCK)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = relayfiles.open_fd(common_dir, LOCK, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
@@ -228,7 +204,7 @@ def start(common_dir: str, python: "Optional[str]" = None) -> "Optional[int]":
     if running_pid(common_dir) is not None:
         return None
     ensure(common_dir)
-    log = os.open(_path(common_dir, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log = relayfiles.open_fd(common_dir, LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         proc = subprocess.Popen([python or sys.executable, "-m", "git_korus_mail.relay.link", common_dir],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
@@ -255,4 +231,31 @@ STEPS = (
     "relay:inbox-published",  # incoming mail linked into the inbox; no received marker yet
     "relay:received-marked",  # received marker written; the server not yet acked
     "relay:fate-published",   # a fate sent back to the sender; the marker not yet updated
+    "relay:delivery-decided",  # the receiver's create-only "delivered" put; not yet in the inbox
+    "relay:cancel-decided",   # the sender's create-only "cancelled" put; not yet recorded
+    "relay:prune-journaled",  # relay-pruned journaled; its records not yet removed (relay/retention.py)
 )
+
+
+# -- what became of mail sent to another clone (status, cancel) ------------------------------
+def remote_fate(common_dir: str, msg_id: str) -> "Dict[str, Any]":
+    """The fate of mail this clone sent to another, as far as this clone knows it, offline: in
+    the outbox; on the server (acked, no fate back yet); or the fate the other clone's relay
+    sent back (consumed: by which session, when; expired, cancelled, dropped), or a cancel
+    decided here (docs/RELAY.md, "Cross-machine decisions")."""
+    rec = read_entry(common_dir, SENT, msg_id)
+    fate = rec.get("fate") if rec is not None else None
+    if isinstance(fate, dict) and isinstance(fate.get("state"), str):
+        out = {k: fate.get(k) for k in ("state", "session", "at", "rule", "detail") if fate.get(k) is not None}
+        if isinstance(fate.get("shown_at"), str):
+            out["shown_at"] = fate["shown_at"]
+        return out
+    if read_entry(common_dir, OUTBOX, msg_id) is not None:
+        return {"state": "outbox", "detail": "in this clone's outbox: it leaves when the link is up"}
+    if rec is not None:
+        from git_korus_mail.stamps import utc_stamp
+        at = rec.get("published_at")
+        return {"state": "on-server", "detail": "on the server for the other clone; no fate back yet",
+                "at": utc_stamp(at) if isinstance(at, (int, float)) else None}
+    return {"state": "missing", "detail": "not among the relay's records (pruned after its retention, or "
+                                          "forgotten when this clone's remote was removed)"}

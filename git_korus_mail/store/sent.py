@@ -24,11 +24,15 @@ SENT = "sent"
 
 
 def record(root: "MailRoot", own_box: "Optional[Box]", msg: "Message", target_box: str,
-           target_path: "Optional[str]", sender_path: str) -> None:
-    """Index a message just published (`own_box` None: a sender outside every worktree)."""
+           target_path: "Optional[str]", sender_path: str, remote: "Optional[dict[str, str]]" = None) -> None:
+    """Index a message just published (`own_box` None: a sender outside every worktree).
+    `remote`: mail for another clone ({"label", "clone", "name"}), whose fate the relay brings back
+    (docs/RELAY.md, "Fates back"); `box` and `path` then name the box on that clone."""
     sent = own_box.ensure_sub(SENT) if own_box is not None else root.dir.ensure_sub(SENT)
-    rec = {"id": msg["id"], "box": target_box, "path": target_path, "sent_at": msg["sent_at"],
+    rec: "dict[str, Any]" = {"id": msg["id"], "box": target_box, "path": target_path, "sent_at": msg["sent_at"],
            "expires_at": msg["expires_at"], "kind": msg["kind"], "from": sender_path}
+    if remote is not None:
+        rec["remote"] = remote
     sent.create_exclusive(msg["id"] + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(), sync=False)
 
 
