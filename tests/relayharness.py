@@ -126,12 +126,12 @@ def stream_messages(url, stream):
 def clone_user(label, password):
     """One clone's user (the README's, "Credentials per clone"): it may publish mail and fates only
     on subjects that end in its own label (docs/RELAY.md, "Trust"), put only its own label in the
-    namespace's bucket, use the JetStream API its relay needs, and subscribe only to reply inboxes.
+    namespace's bucket, put the cancel/delivery decisions (fate.>: an id has dots), use the JetStream API its relay needs, and subscribe only to reply inboxes.
     (A `*` matches whole tokens only: `korus-*` would match no bucket.)"""
     return {"user": label, "password": password,
             "permissions": {"publish": {"allow": [f"korus.*.to.*.from.{label}", "$JS.API.>", "$JS.ACK.>",
                                                   "$KV.*.namespace", f"$KV.*.label.{label}",
-                                                  "$KV.*.clone.*"]},
+                                                  "$KV.*.clone.*", "$KV.*.fate.>"]},
                             "subscribe": {"allow": ["_INBOX.>"]}}}
 
 
