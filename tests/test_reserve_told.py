@@ -196,3 +196,43 @@ def scenario_told(clone, step):
 def test_killed_between_the_answer_and_the_told_record(clone):
     scenario_told(clone, "told:answered")
 
+
+
+def doctor_reserve(clone):
+    proc = run_cli("doctor", "--json", cwd=clone.main)
+    data = json.loads(proc.stdout)
+    return [f for f in data["findings"] if f["check"] == "reserve"]
+
+
+def test_doctor_reports_reservations_lapsed_ones_a_stale_signal_and_foreign_files_and_changes_nothing(clone):
+    from git_korus_mail.core import reservations as core
+    from git_korus_mail.store.files import MailRoot
+    root = MailRoot.open(str(clone.mail_root.parent), create=True)
+    [none] = doctor_reserve(clone)
+    assert none["ok"] and "no reservations" in none["detail"]
+    assert reserve(clone.web, "src", "--block").returncode == 0
+    assert refusal("claude", edit(clone, "claude", "src/a.py", "s-api")[0]) is not None  # --block: not recorded
+    assert reserve(clone.web, "docs").returncode == 0
+    assert refusal("claude", edit(clone, "claude", "docs/a.md", "s-api")[0]) is not None  # told once
+    old, _ = core.reserve(root, ["old"], core.Holder(None, "session:1", None), "k", str(clone.main), "main",
+                          ttl_minutes=1, now=1_700_000_000.0)
+    held, lapsed = doctor_reserve(clone)
+    assert held["ok"] and held["detail"].startswith("2 reservation(s) hold (2 by sessions, 0 by the person, "
+                                                    "1 blocking edits); 1 session(s) told of them")
+    assert lapsed["ok"] and "1 lapsed reservation(s)" in lapsed["detail"] and f"{old.id} (past its TTL)" in lapsed["detail"]
+    assert (clone.mail_root / "reservations" / f"{old.id}.json").exists()  # a report: nothing swept
+    # a file named like a record that is none of ours keeps the signal up: a problem
+    junk = clone.mail_root / "reservations" / "20260101T000000Z-deadbeef.json"
+    junk.write_text("not json\n")
+    assert any(not f["ok"] and "no record of ours" in f["detail"] for f in doctor_reserve(clone))
+    junk.unlink()
+    # every reservation gone, the signal left behind (as a crash leaves it): a problem, named
+    assert run_cli("reserve", "--drop", "src", "docs", "--force", cwd=clone.main).returncode == 0  # sweeps old too
+    (clone.mail_root / "RESERVED").write_text("")
+    [stale] = doctor_reserve(clone)
+    assert not stale["ok"] and "RESERVED signal stands with no reservation" in stale["detail"]
+    assert "never rm it by hand" in stale["fix"].lower()
+    assert (clone.mail_root / "RESERVED").exists()
+    assert edit(clone, "claude", "src/a.py", "s-api")[0] is None  # the next edit's hook clears it
+    [none] = doctor_reserve(clone)
+    assert none["ok"] and "no reservations" in none["detail"]

@@ -234,6 +234,19 @@ def _unlock(fd: "Optional[int]") -> None:
         os.close(fd)  # closing the descriptor drops its flock
 
 
+def told_records(root: "MailRoot") -> "List[Tuple[str, bool]]":
+    """(told record's name, whether its reservation's record stands) for each told record: doctor."""
+    d = root.dir.open_sub(DIR)
+    if d is None:
+        return []
+    try:
+        names = d.names()
+    finally:
+        d.close()
+    stored = {n[:-len(SUFFIX)] for n in names if n.endswith(SUFFIX)}
+    return [(n, n.partition(TOLD)[0] in stored) for n in sorted(names) if TOLD in n]
+
+
 def counts(root: "MailRoot") -> "Tuple[bool, int]":
     """(signal present, record files) for doctor and tests."""
     d = root.dir.open_sub(DIR)
