@@ -68,6 +68,10 @@ def test_the_first_edit_is_refused_with_the_tell_and_the_same_edit_then_goes_thr
     assert f"reservation {rid} is advisory" in reason
     assert "repeat the same edit and it will go through" in reason
     assert told_files(clone) == [f"{rid}.told-s-api"]
+    told_log = [json.loads(x) for x in (clone.mail_root / "journal.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["session"]) for r in told_log if r["event"] == "told"] == [(rid, "s-api")]
+    logged = run_cli("log", cwd=clone.main).stdout
+    assert f"told       …{rid[-8:]} to session s-api: its first edit refused once" in logged, logged
     # told: the same edit, and any other of that reservation's paths, goes on with no word
     assert edit(clone, client, "src/db/schema.sql", "s-api")[0] is None
     assert edit(clone, client, "src/db/other.sql", "s-api")[0] is None

@@ -376,7 +376,10 @@ def record_told(root: "MailRoot", told: "Sequence[str]", session: str, now: "Opt
     more (harmless), never one recorded as told that was not. The ids recorded by this call."""
     from git_korus_mail.stamps import utc_stamp
     at = utc_stamp(time.time() if now is None else now)
-    return [rid for rid in told if records.mark_told(root, rid, session, at)]
+    made = [rid for rid in told if records.mark_told(root, rid, session, at)]
+    for rid in made:
+        root.journal("told", id=rid, session=session)  # `log`: whom a refusal told, once
+    return made
 
 
 def root_of(start: str) -> "Optional[MailRoot]":
