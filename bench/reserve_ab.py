@@ -93,7 +93,7 @@ def main(argv=None):
         for name, (cmd, cwd, payload) in rows.items():  # warm up, and check what each row answers
             _w, _c, status, out = run(cmd, cwd, env, payload)
             assert status == 0, (name, status)
-            said[name] = "tell" if b"additionalContext" in out else ("nothing" if not out.strip() else out[:80])
+            said[name] = "tell" if b"additionalContext" in out or b"\"deny\"" in out else ("nothing" if not out.strip() else out[:80])
         assert said["none"] == "nothing" and said["100, no match"] == "nothing" and said["100, one match"] == "tell", said
         wall = {name: [] for name in rows}
         cpu = {name: [] for name in rows}

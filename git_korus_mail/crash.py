@@ -23,7 +23,7 @@ STEPS = (
     "prune:marked", "prune:message", "prune:receipt", "prune:journaled",
     "ask:published", "ask:delivered", "answer:decided", "answer:published",
     "event:claimed", "turn:recorded",
-    "reserve:signaled", "release:unlinked", "release:looked",
+    "reserve:signaled", "release:unlinked", "release:looked", "told:answered",
 )
 
 

@@ -380,6 +380,13 @@ def _check_reservations(mail_root):
         assert rec.get("v") == 1 and rec.get("id") == name[:-5] and rec.get("paths"), f"reservations/{name}"
     if names:
         assert os.path.exists(os.path.join(mail_root, "RESERVED")), "a reservation without the stub's signal"
+    # I9: a told record (<id>.told-<session key>) never outlives its reservation, and is whole
+    for name in _ls(d):
+        rid, sep, _key = name.partition(".told-")
+        if sep:
+            assert rid + ".json" in names, f"reservations/{name}: told of a reservation that is gone"
+            told = json.loads(_read(os.path.join(d, name))[0])
+            assert told.get("v") == 1 and told.get("id") == rid and told.get("session"), f"reservations/{name}"
 
 
 def _check_answers(boxes, summary):

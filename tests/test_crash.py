@@ -543,8 +543,9 @@ def scenario_turn(c, step):
 from asking import scenario_answer, scenario_ask  # noqa: E402 - ask, reply and the automatic answer
 
 from test_reservations import scenario_release, scenario_reserve  # noqa: E402 - file reservations (issue 29)
+from test_reserve_told import scenario_told  # noqa: E402 - the told-once refusal (issue 29)
 
-SCENARIOS = {"reserve": scenario_reserve, "release": scenario_release, "send": scenario_send, "show": scenario_show, "consume": scenario_consume, "stamp": scenario_stamp,
+SCENARIOS = {"reserve": scenario_reserve, "release": scenario_release, "told": scenario_told, "send": scenario_send, "show": scenario_show, "consume": scenario_consume, "stamp": scenario_stamp,
              "expire": scenario_expire, "break": scenario_break, "forward": scenario_forward,
              "cancel": scenario_cancel, "prune": scenario_prune,
              "ask": scenario_ask, "answer": scenario_answer, "event": scenario_event, "turn": scenario_turn}

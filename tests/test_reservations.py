@@ -153,7 +153,7 @@ def test_before_edit_takes_the_tools_paths_in_any_worktree_of_the_clone(clone, t
     assert core.repo_relative("src/db/new/y.py", main, root.common_dir) == "src/db/new/y.py"
     assert core.repo_relative(str(tmp_path / "elsewhere.py"), main, root.common_dir) is None
     told = core.before_edit(root, [str(clone.main / "src/db/x.py")], main, "s-api", now=T0)
-    assert told is not None and told[1] is False and r.id in told[0]
+    assert told is not None and told.refuse is True and told.told == (r.id,) and r.id in told.text  # told once
     assert core.before_edit(root, ["src/db/x.py"], main, "s-web", now=T0) is None  # its own
     assert core.before_edit(root, ["README"], main, "s-api", now=T0) is None
     told = core.before_edit(root, ["secret.txt"], main, "s-api", now=T0)

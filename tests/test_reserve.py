@@ -100,10 +100,13 @@ def test_pre_tool_use_costs_no_python_with_nothing_reserved_and_tells_with_somet
     answer, started = pre_edit(stub, "Edit", target, "s-api")
     assert started
     out = answer["hookSpecificOutput"]
-    assert out["hookEventName"] == "PreToolUse" and "permissionDecision" not in out
-    assert "src/db/schema.sql is reserved by session s-web in worktree ../web on branch web" in out["additionalContext"]
-    assert "moving it" in out["additionalContext"]
-    assert f"git korus-mail ask --to={clone.web} -- '<your question>'" in out["additionalContext"]
+    # the first edit is refused, its reason the tell (told once: tests/test_reserve_told.py)
+    assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
+    reason = out["permissionDecisionReason"]
+    assert "src/db/schema.sql is reserved by session s-web in worktree ../web on branch web" in reason
+    assert "moving it" in reason
+    assert f"git korus-mail ask --to={clone.web} -- '<your question>'" in reason
+    assert pre_edit(stub, "Edit", target, "s-api") == (None, True)  # told: the retry goes on, Python ran
     # the holder itself, and a path nobody reserved: nothing said
     assert pre_edit(stub, "Write", target, "s-web")[0] is None
     assert pre_edit(stub, "Write", str(clone.main / "README"), "s-api")[0] is None

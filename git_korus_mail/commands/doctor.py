@@ -12,7 +12,8 @@ Checks, each finding with its fix:
 - the last drain per event per box: sessions that ran turns but never a Stop mean
   mail is shown and never consumed (a wiring problem);
 - the retention setting and the store's size per state (commands/doctor_store.py);
-- with a remote: the relay's link and the stream's durability (commands/doctor_relay.py).
+- with a remote: the relay's link and the stream's durability (commands/doctor_relay.py);
+- file reservations: what holds, lapsed ones, a stale signal (commands/doctor_reserve.py).
 """
 
 import json
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from git_korus_mail import clients, ui
 from git_korus_mail.core import limitconf
-from git_korus_mail.commands import doctor_relay, doctor_store
+from git_korus_mail.commands import doctor_relay, doctor_reserve, doctor_store
 from git_korus_mail.commands.text import raw
 from git_korus_mail.store import answers, claims, journal, presence, records
 from git_korus_mail.errors import MailError
@@ -125,6 +126,7 @@ def collect(clone: "Clone", now: float) -> Findings:
     doctor_store.check_retention(clone, findings)
     doctor_store.check_size(root, findings)
     doctor_relay.check(clone, findings)
+    doctor_reserve.check(root, findings, now)
     return findings
 
 

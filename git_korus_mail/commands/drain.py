@@ -114,9 +114,14 @@ def serve(client: "HookProtocol", repo: "Optional[str]" = None) -> int:
 
 
 def _pre_edit(client: "HookProtocol", payload: "Any", paths: "List[str]", repo: "Optional[str]") -> int:
-    """Before an edit (issue 29): tell the model of others' reservations of the files it is about
-    to write, or refuse the edit for a `--block` one. No mail is shown here, no presence kept: a
-    pre-edit event costs a bounded match, and says nothing when nothing is reserved."""
+    """Before an edit (issue 29): refuse a session's first edit of another's reserved paths with
+    the tell (told once: core/reservations.before_edit), refuse every edit for a `--block` one, and
+    say nothing otherwise. No mail is shown here, no presence kept: a pre-edit event costs a
+    bounded match, and says nothing when nothing is reserved.
+
+    The order is the answer first, then the told record (docs/HOOKS.md, "Before an edit"): killed
+    between them (crash point told:answered), the session is refused once more at its next try,
+    which is harmless; the reverse could record as told a model that never read the tell."""
     if not paths:
         return 0
     from git_korus_mail.core import reservations
@@ -129,8 +134,20 @@ def _pre_edit(client: "HookProtocol", payload: "Any", paths: "List[str]", repo: 
                          f"reservations not checked: {_said(exc)}\n")
         return 0
     answer = getattr(client, "pre_edit_output", None)  # a client with pre_edit_paths has it
-    if told is not None and answer is not None:
-        _emit(answer(told[0], told[1]))
+    if told is None or answer is None or root is None:
+        return 0
+    try:
+        _emit(answer(told.text, told.refuse))
+    except OSError as exc:
+        sys.stderr.write(f"git korus-mail: drain: output not written ({exc.strerror or exc}); nothing recorded\n")
+        return 1
+    if told.told and session:
+        from git_korus_mail import crash
+        crash.point("told:answered")
+        try:
+            reservations.record_told(root, told.told, session)
+        except Exception as exc:  # noqa: BLE001 - the refusal is out; at worst it comes once more
+            sys.stderr.write(f"git korus-mail: drain at {payload.event}: told record not made: {_said(exc)}\n")
     return 0
 
 

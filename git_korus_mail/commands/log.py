@@ -146,6 +146,7 @@ EVENT_TEXT: "Dict[str, Callable[[Record, str], str]]" = {
     "reserved": _reserved,
     "released": _released,
     "lapsed": _lapsed,
+    "told": lambda r, h: f"{_short(r.get('id'))} to session {session(r.get('session'))}: its first edit refused once",
     "off": lambda r, h: "delivery turned off everywhere (queued mail is kept)",
     "on": lambda r, h: "delivery turned on",
 }

@@ -1,10 +1,12 @@
 """File reservations (issue 29): "I am changing these paths", said by a session or the person,
 told to every *other* session before it edits one of them (docs/DESIGN.md, "Reservations").
 
-A reservation is advisory: it never stops a commit or a shell command, and it lapses on its own
-at its TTL or when its holder's client process is gone, so it is never a lock a dead process
-holds. One made with `--block` also refuses the editing tools of the clients that let a hook
-refuse (docs/HOOKS.md, "Before an edit"), with the reason and the way round it.
+A reservation is advisory: it never stops a shell command, and it lapses on its own at its TTL
+or when its holder's client process is gone, so it is never a lock a dead process holds. A
+session's first edit of another's advisory reservation is refused once, to tell its model
+before the edit lands (the told-once refusal: before_edit); repeating it goes through. One made
+with `--block` refuses every edit of the editing tools, and a commit (the commit guard), with
+the reason and the way round it (docs/HOOKS.md, "Before an edit").
 
 Paths are git pathspecs relative to the repository root (the top of whichever worktree a path is
 in), matched here in pure Python by core/pathspec.py: no pygit2 and no `re` on the hook path, and bounded (its
@@ -14,10 +16,10 @@ limits, and at most store/reservations.MAX_RECORDS records read).
 import time
 
 from git_korus_mail.core.pathspec import MAX_PATHSPECS, BadPathspec, check_pathspecs, overlap, pathspecs_match
-from git_korus_mail.core.reservations_tell import block_reason, tell
+from git_korus_mail.core.reservations_tell import block_reason, tell, told_once_reason
 from git_korus_mail.store import reservations as records
 
-__all__ = ["BadPathspec", "block_reason", "check_pathspecs", "pathspecs_match", "tell"]  # re-exported: callers use this module
+__all__ = ["BadPathspec", "block_reason", "check_pathspecs", "pathspecs_match", "tell", "told_once_reason"]  # re-exported: callers use this module
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -310,12 +312,38 @@ def repo_relative(path: str, cwd: str, common_dir: str) -> "Optional[str]":
     return rel.replace(os.sep, "/")
 
 
+class BeforeEdit:
+    """What a pre-tool hook answers for an edit of others' reserved paths: `text` (the tell, or
+    a refusal's reason), `refuse` (the edit is refused through the client's decision field), and
+    `told` (the advisory reservations whose told record the hook makes once its answer is out:
+    record_told). A tuple's first two places stay (text, refuse) for older callers."""
+
+    __slots__ = ("text", "refuse", "told")
+
+    def __init__(self, text: str, refuse: bool, told: "Tuple[str, ...]" = ()) -> None:
+        self.text, self.refuse, self.told = text, refuse, told
+
+    def __getitem__(self, i: int) -> object:
+        return (self.text, self.refuse)[i]
+
+    def __repr__(self) -> str:
+        return f"BeforeEdit(refuse={self.refuse!r}, told={self.told!r})"
+
+
 def before_edit(root: "MailRoot", paths: "Sequence[str]", cwd: str, session: "Optional[str]",
-                now: "Optional[float]" = None) -> "Optional[Tuple[str, bool]]":
+                now: "Optional[float]" = None) -> "Optional[BeforeEdit]":
     """What a session about to edit `paths` (as its tool names them: absolute, or relative to
-    `cwd`) must be told: (the tell, whether a `--block` reservation refuses the edit), or None
-    when no other holder's active reservation names one of them. The one call a client's
-    pre-tool hook makes (each client's, through commands/drain.py: docs/HOOKS.md).
+    `cwd`) must be told, or None when no other holder's active reservation names one of them
+    or the session was told of every one that does. The one call a client's pre-tool hook
+    makes (each client's, through commands/drain.py: docs/HOOKS.md, "Before an edit").
+
+    The told-once refusal: the pinned clients show a pre-tool hook's context to the model only
+    after the tool ran (Claude Code, Codex) or not at all (Gemini), but all three honour a
+    refusal before it. So the first edit a session makes of an advisory reservation's paths is
+    refused, its reason the tell and the word that repeating the edit goes through; once the
+    hook's answer is out it records the session as told (record_told), and later edits of that
+    reservation's paths go on in silence. A `--block` one refuses every time. Without a session
+    (no one to record) the tell is context, as before, and nothing is refused for it.
 
     Lapsed records found here are swept (journaled `lapsed`) and a signal no record stands
     behind is removed: otherwise a session that reserved and exited would cost every later edit
@@ -333,8 +361,25 @@ def before_edit(root: "MailRoot", paths: "Sequence[str]", cwd: str, session: "Op
     if not found:
         return None
     if any(r.block for r, _ in found):
-        return block_reason(found, cwd, now), True
-    return tell(found, cwd, now), False
+        return BeforeEdit(block_reason(found, cwd, now), True)
+    if session is None:
+        return BeforeEdit(tell(found, cwd, now), False)
+    new = [(r, hit) for r, hit in found if not records.was_told(root, r.id, session)]
+    if not new:
+        return None  # told before, and it chose to go on: no word per edit (docs/HOOKS.md)
+    return BeforeEdit(told_once_reason(new, cwd, now), True, tuple(r.id for r, _ in new))
+
+
+def record_told(root: "MailRoot", told: "Sequence[str]", session: str, now: "Optional[float]" = None) -> "List[str]":
+    """Record `session` as told of the reservations `told` (ids), after the refusal that told it
+    was written out: never before, so a crash between the two leaves a session refused once
+    more (harmless), never one recorded as told that was not. The ids recorded by this call."""
+    from git_korus_mail.stamps import utc_stamp
+    at = utc_stamp(time.time() if now is None else now)
+    made = [rid for rid in told if records.mark_told(root, rid, session, at)]
+    for rid in made:
+        root.journal("told", id=rid, session=session)  # `log`: whom a refusal told, once
+    return made
 
 
 def root_of(start: str) -> "Optional[MailRoot]":

@@ -70,6 +70,17 @@ def block_reason(found: "Sequence[Tuple[Reservation, List[str]]]", here: str, no
             f"The person can lift it with: git korus-mail reserve --drop {ids} --force")
 
 
+def told_once_reason(found: "Sequence[Tuple[Reservation, List[str]]]", here: str,
+                     now: "Optional[float]" = None) -> str:
+    """The reason a session's first edit of an advisory reservation's paths is refused: the
+    tell, and that this refusal is the telling, once (core/reservations.before_edit)."""
+    ids = " ".join(r.id for r, _ in found)
+    return (tell(found, here, now, advisory=False) + f"\nThis edit was refused once, so that you read this "
+            f"before it lands: reservation {ids} is advisory. Coordinate or work elsewhere; if you still "
+            f"mean to make this edit, repeat the same edit and it will go through (you will not be "
+            f"stopped again for this reservation).")
+
+
 def _rel(path: str, here: str) -> str:
     import os.path
     if path == here:

@@ -1,7 +1,7 @@
 """Reservations before an edit (issue 29) with the real Codex CLI 0.171.0 and Gemini CLI 0.61.0,
-offline against their loopback mocks, wired by `git korus-mail install`: the model is told before
-it edits a path another worktree reserved, and refused for a `--block` reservation, as far as
-each client allows (docs/CLIENTS.md, "Reservations before an edit").
+offline against their loopback mocks, wired by `git korus-mail install`: the model's first edit of
+a path another worktree reserved is refused with the tell (told once; the retry lands), and every
+edit is refused for a `--block` reservation (docs/CLIENTS.md, "Reservations before an edit").
 
 Codex runs in its DEFAULT sandbox (no -s, no bypass flag) with the clone and CODEX_HOME under
 /var/tmp, outside every writable root Codex grants: read-only in a project nobody trusted (the
@@ -75,30 +75,42 @@ def codex_world(outside, codex_bin, codexmock):
 
 
 def test_codex_is_told_before_apply_patch_of_a_reserved_path_in_its_default_read_only_sandbox(codex_world, codexmock):
+    """The first patch of a reserved path is refused by our hook with the tell (before the
+    sandbox judges it); the same patch again passes our hook and meets the read-only sandbox."""
     clone, codex = codex_world
     r = reserve(clone, clone.main, ["src/db/"], note="migrating the schema")
-    codexmock.set_script([patch(add_file("src/db/new.sql")), codex_text("ok")])
+    codexmock.set_script([patch(add_file("src/db/new.sql")), patch(add_file("src/db/new.sql")), codex_text("ok")])
     run = codex.run("edit", cwd=clone.web, sandbox=None).check()
     assert "sandbox: read-only" in run.stderr, run.stderr
-    [told] = developer_texts(codexmock, "is reserved by the person")
-    assert "src/db/new.sql is reserved by the person" in told and r.id in told
-    assert "migrating the schema" in told and "git korus-mail send --to=" in told
-    # the read-only sandbox refused the write by itself; our hook did not
-    [out] = tool_outputs(codexmock)
-    assert "read-only sandbox" in out and "blocked by PreToolUse" not in out, out
+    first, second = list(dict.fromkeys(tool_outputs(codexmock)))[:2]  # each request repeats the history
+    assert first.startswith("Command blocked by PreToolUse hook:"), first
+    assert "src/db/new.sql is reserved by the person" in first and r.id in first
+    assert "migrating the schema" in first and "git korus-mail send --to=" in first
+    assert "repeat the same edit and it will go through" in first
+    # told once: the retry is the sandbox's to refuse, and ours says nothing more
+    assert "read-only sandbox" in second and "blocked by PreToolUse" not in second, second
+    assert not developer_texts(codexmock, "is reserved by the person")
     assert codexmock.peers == {"127.0.0.1"}
 
 
-def test_codex_trusted_project_edits_with_the_tell_and_a_block_reservation_refuses_the_patch(codex_world, codexmock):
+def test_codex_trusted_project_first_patch_refused_with_the_tell_its_retry_lands_a_block_refuses(codex_world, codexmock):
     """The person trusted the project (`codex exec --trust`): Codex's default sandbox there is
     workspace-write, so a patch lands unless the hook refuses it."""
     clone, codex = codex_world
     reserve(clone, clone.main, ["src/db/"], note="migrating the schema")
-    codexmock.set_script([patch(add_file("src/db/new.sql")), codex_text("ok")])
+    landed = []
+
+    def retry(_request):
+        landed.append((clone.web / "src" / "db" / "new.sql").exists())
+        return patch(add_file("src/db/new.sql"))
+
+    codexmock.set_script([patch(add_file("src/db/new.sql")), retry, codex_text("ok")])
     run = codex.run("edit", cwd=clone.web, sandbox=None, extra=("--trust",)).check()
     assert "sandbox: workspace-write" in run.stderr, run.stderr
-    assert developer_texts(codexmock, "src/db/new.sql is reserved by the person")
-    assert (clone.web / "src" / "db" / "new.sql").read_text() == "hello\n"  # advisory: the edit is made
+    first = tool_outputs(codexmock)[0]
+    assert first.startswith("Command blocked by PreToolUse hook:") and "src/db/new.sql is reserved by the person" in first
+    assert landed == [False]  # not written when the model read the refusal
+    assert (clone.web / "src" / "db" / "new.sql").read_text() == "hello\n"  # the retry lands
 
     b = reserve(clone, clone.main, ["docs/"], note="rewriting the docs", block=True)
     codexmock.set_script([patch(add_file("docs/guide.md")), codex_text("ok")])
@@ -158,12 +170,25 @@ def test_gemini_block_reservation_refuses_write_file(gemini_world, geminimock):
     assert geminimock.peers == {"127.0.0.1"}
 
 
-def test_gemini_advisory_reservation_is_the_persons_line_and_never_reaches_the_model(gemini_world, geminimock):
+def test_gemini_first_write_of_an_advisory_reservation_is_refused_with_the_tell_its_retry_lands(gemini_world, geminimock):
+    """Gemini 0.61.0 drops BeforeTool's additionalContext, so the tell reaches its model only as
+    a refusal's reason: the first write_file is refused, the same one again lands."""
     clone, gemini = gemini_world
-    reserve(clone, clone.main, ["src/"], note="moving the handlers")
-    geminimock.set_script([write_file("src/app.py"), gemini_text("ok")])
+    r = reserve(clone, clone.main, ["src/"], note="moving the handlers")
+    target = clone.web / "src" / "app.py"
+    landed = []
+
+    def retry(_request):
+        landed.append(target.exists())
+        return write_file("src/app.py")
+
+    geminimock.set_script([write_file("src/app.py"), retry, gemini_text("ok")])
     run = gemini.run("edit", cwd=clone.web, extra=AUTO_EDIT).check()
-    assert (clone.web / "src" / "app.py").read_text() == "hello\n"  # advisory: the edit is made
-    assert any("src/app.py is reserved by the person" in line for line in run.person_lines()), run.stderr
-    # Gemini 0.61.0 drops BeforeTool's additionalContext: its model is not told (docs/CLIENTS.md)
-    assert not any("is reserved by" in t for r in geminimock.agent_requests() for t in r.texts())
+    refusals = [t for q in geminimock.agent_requests() for t in q.function_responses() if "Tool execution blocked" in t]
+    assert refusals, [q.function_responses() for q in geminimock.agent_requests()]
+    assert "src/app.py is reserved by the person" in refusals[0] and "moving the handlers" in refusals[0]
+    assert r.id in refusals[0] and "repeat the same edit and it will go through" in refusals[0]
+    assert len(set(refusals)) == 1  # one refusal (each later request repeats the history)
+    assert landed == [False]
+    assert target.read_text() == "hello\n"  # the retry lands
+    assert any(line.startswith("refused an edit: ") for line in run.person_lines()), run.stderr

@@ -272,9 +272,10 @@ def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
 
 
 def pre_edit_output(text: str, block: bool) -> str:
-    """The answer before an edit of reserved paths: the tell as context, or (a `--block`
-    reservation) a refusal whose reason the model reads as the tool's error. The person is shown
-    one line either way (systemMessage)."""
+    """The answer before an edit of reserved paths: a refusal whose reason the model reads as the
+    tool's error, before the tool runs (`block`: the told-once refusal, or a `--block`
+    reservation's), or else the tell as context (read after the tool's result: docs/HOOKS.md,
+    "Before an edit"). The person is shown one line either way (systemMessage)."""
     out: "Dict[str, Any]" = {"hookEventName": PRE_EDIT_EVENT}
     if block:
         out["permissionDecision"] = "deny"

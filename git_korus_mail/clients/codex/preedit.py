@@ -5,7 +5,8 @@ edit"). Observed on 0.171.0 offline (tests/e2e/test_reserve_clients_e2e.py):
   tool_input.command = the patch text), as well as for the shell ("Bash"); it fires in the
   default sandbox too, before the sandbox judges the write;
 - `hookSpecificOutput.additionalContext` reaches the model as a developer message placed
-  between the tool call and its output;
+  between the tool call and its output: after the patch, so the telling is a refusal, once
+  (core/reservations.before_edit);
 - `permissionDecision: "deny"` with a `permissionDecisionReason` refuses the call: the patch is
   not applied, and the model reads "Command blocked by PreToolUse hook: <reason>" as its output;
 - `permissionDecision: "ask"` is not supported (the hook counts as failed and the call runs), so
@@ -59,7 +60,7 @@ def paths(event: str, raw: "Mapping[str, Any]") -> "Optional[List[str]]":
 
 
 def output(text: str, block: bool) -> str:
-    """The tell as context, or (a `--block` reservation) the refusal; the person gets its first
+    """The refusal (told once, or a `--block` reservation), or the tell as context; the person gets its first
     line (systemMessage: a warning line in the TUI). `text` already fits Codex's limit
     (protocol.pre_edit_output cuts it)."""
     out: "Dict[str, Any]" = {"hookEventName": PRE_EDIT_EVENT}

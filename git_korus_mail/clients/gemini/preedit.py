@@ -7,8 +7,8 @@ bundle (executeToolWithHooks):
 - `{"decision": "deny", "reason": R}` refuses the call: the file is not written, and the model
   reads "Tool execution blocked: R" as the tool's error;
 - `hookSpecificOutput.additionalContext` is *dropped* at BeforeTool (only AfterTool reads it),
-  so an advisory reservation cannot reach the model before the edit: the person is shown it
-  (systemMessage), and the commit guard tells at commit;
+  so an advisory reservation reaches the model only as a refusal: its first edit is refused with
+  the tell, the same edit again goes through (told once: core/reservations.before_edit);
 - `{"decision": "ask"}` forces the confirmation dialog, but a headless run (`-p`) then ends
   with no answer at all, so it is not used: the refusal names `reserve --drop ... --force`.
 
@@ -40,8 +40,9 @@ def paths(event: str, raw: "Mapping[str, Any]") -> "Optional[List[str]]":
 
 
 def output(text: str, block: bool) -> str:
-    """A `--block` reservation: the refusal, its reason the model's to read. Advisory: the person's
-    line only (Gemini gives BeforeTool no context to the model)."""
+    """A refusal (a session's first edit of an advisory reservation, or any of a `--block` one):
+    its reason the model's to read. Otherwise (no session to record a telling against): the
+    person's line only (Gemini gives BeforeTool no context to the model)."""
     first = text.split("\n", 1)[0][:300]
     out: "Dict[str, Any]"
     if block:
