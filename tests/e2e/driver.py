@@ -527,8 +527,14 @@ class Claude:
     """
 
     def __init__(self, claude_bin: str | os.PathLike, api: Any, config_dir: str | os.PathLike | None = None,
-                 env: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT):
+                 env: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 skip_permissions: bool = False):
         self.claude_bin = str(claude_bin)
+        # False: Claude Code's own default permission mode (no flag), as a person runs it: a Bash
+        # call no allow rule covers is refused in -p. True: --dangerously-skip-permissions, the
+        # permissive second test, only where a test asks for it (docs/CLIENTS.md, "The modes each
+        # client is tested in").
+        self.skip_permissions = skip_permissions
         self.api = api
         if config_dir is None:
             config_dir = tempfile.mkdtemp(prefix="korus-e2e-claude-config-")
@@ -550,7 +556,8 @@ class Claude:
         argv = [self.claude_bin, "-p"]
         if prompt is not None:
             argv.append(prompt)
-        argv.append("--dangerously-skip-permissions")
+        if self.skip_permissions:
+            argv.append("--dangerously-skip-permissions")
         if stream:
             argv += ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
         else:
@@ -561,7 +568,7 @@ class Claude:
 
     def run(self, prompt: str, cwd: str | os.PathLike, *, resume: str | None = None, args: Iterable[str] = (),
             env: Mapping[str, str] | None = None, timeout: float | None = None, check: bool = False) -> ClaudeRun:
-        """``claude -p PROMPT --dangerously-skip-permissions --output-format json``."""
+        """``claude -p PROMPT [--dangerously-skip-permissions] --output-format json``."""
         proc = self.start(prompt, cwd, resume=resume, args=args, env=env)
         try:
             run = proc.finish(timeout or self.timeout)
@@ -622,7 +629,7 @@ class Claude:
 def run_claude(claude_bin: str | os.PathLike, prompt: str, cwd: str | os.PathLike, api: Any,
                config_dir: str | os.PathLike | None = None, **kw: Any) -> ClaudeRun:
     """One-shot convenience: ``Claude(claude_bin, api, config_dir).run(prompt, cwd, **kw)``."""
-    return Claude(claude_bin, api, config_dir).run(prompt, cwd, **kw)
+    return Claude(claude_bin, api, config_dir, skip_permissions=True).run(prompt, cwd, **kw)
 
 
 def write_hooks(project_dir: str | os.PathLike, hooks: Mapping[str, Any], *,

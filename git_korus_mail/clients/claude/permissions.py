@@ -1,0 +1,79 @@
+"""Claude Code's permission rules, read and never written: whether the settings Claude Code
+reads in a worktree hold an allow rule that lets the model run `git korus-mail` (docs/CLIENTS.md,
+"Claude Code: its permission mode").
+
+In its default permission mode Claude Code refuses, in `-p`, a Bash call that no allow rule
+covers, and the model's tool result is only "This command requires approval"; the terminal UI
+asks the person at each call. Our hooks need no permission: they show and consume mail in every
+mode. Only the model's own `send`, `ask` and `reply` need the rule, and the rule is the person's
+to add: install says it, doctor notes whether it is there (never a failure), and nothing here
+writes it (a rule written in silence would change what the model may do).
+"""
+
+import fnmatch
+import json
+import os
+
+from git_korus_mail.clients.claude.settings_file import user_settings_path
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
+if TYPE_CHECKING:
+    from typing import Any, List, Optional
+
+ALLOW_RULE = "Bash(git korus-mail:*)"
+ALLOW_LINE = '"permissions": {"allow": ["' + ALLOW_RULE + '"]}'
+REFUSAL = "This command requires approval"  # the model's tool result when no rule covers the call
+# commands the rule must cover, as the model runs them (a rule for `send` alone is not enough)
+SAMPLES = ("git korus-mail send --to ../web hello", "git korus-mail ask --to ../web what",
+           "git korus-mail reply 20261202T043722Z-x -- an answer")
+PROJECT_FILES = (os.path.join(".claude", "settings.json"), os.path.join(".claude", "settings.local.json"))
+
+
+def covers(rule: object) -> bool:
+    """Does the allow rule `rule` let `git korus-mail ...` run? `Bash` and `Bash(*)` allow every
+    command; `Bash(PREFIX:*)` is a prefix rule, and `*` in `Bash(...)` a wildcard."""
+    if not isinstance(rule, str):
+        return False
+    rule = rule.strip()
+    if rule == "Bash":
+        return True
+    if not (rule.startswith("Bash(") and rule.endswith(")")):
+        return False
+    inner = rule[len("Bash("):-1].strip()
+    if inner.endswith(":*"):
+        inner = inner[:-2].rstrip() + " *"
+    return all(fnmatch.fnmatchcase(sample, inner) for sample in SAMPLES)
+
+
+def _allows(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data: "Any" = json.load(f)
+    except (OSError, ValueError):
+        return False  # absent or broken: verify names a broken file of ours; this is only a note
+    perms = data.get("permissions") if isinstance(data, dict) else None
+    rules = perms.get("allow") if isinstance(perms, dict) else None
+    return isinstance(rules, list) and any(covers(r) for r in rules)
+
+
+def files_read(cwd: "Optional[str]") -> "List[str]":
+    """The settings files Claude Code reads for a session started in `cwd` (project, local,
+    user), in that order; only the user's when `cwd` is None."""
+    project = [os.path.join(cwd, name) for name in PROJECT_FILES] if cwd else []
+    return project + [user_settings_path()]
+
+
+def allowed_by(cwd: "Optional[str]") -> "Optional[str]":
+    """The first settings file read in `cwd` whose allow rule covers `git korus-mail`, or None."""
+    for path in files_read(cwd):
+        if _allows(path):
+            return path
+    return None
+
+
+def advice(where: str) -> str:
+    """What the person is told when no rule lets the model run `git korus-mail` in `where`."""
+    return (f"in Claude Code's default permission mode the model's own `git korus-mail` (send, ask, reply) "
+            f"is refused in -p (\"{REFUSAL}\") and asked of you at each call in its terminal UI; our hooks "
+            f"show and consume mail without it. To let the model run it, add {ALLOW_LINE} to "
+            f"{user_settings_path()} (or a worktree's .claude/settings.json); install does not ({where})")
