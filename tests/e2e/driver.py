@@ -548,6 +548,16 @@ class Claude:
     def base_url(self) -> str:
         return self.api if isinstance(self.api, str) else self.api.base_url
 
+    def allow_mail_commands(self, rule: str = "Bash(git korus-mail:*)") -> Path:
+        """The person's own choice, which install tells and never makes: the allow rule that lets
+        the model run `git korus-mail` in Claude Code's default permission mode, in the user's
+        settings ($CLAUDE_CONFIG_DIR/settings.json), merged with what is there."""
+        path = Path(self.config_dir) / "settings.json"
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data.setdefault("permissions", {}).setdefault("allow", []).append(rule)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return path
+
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         return claude_env(self.base_url, self.config_dir, {**self.extra_env, **(extra or {})})
 
