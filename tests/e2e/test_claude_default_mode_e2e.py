@@ -116,3 +116,26 @@ def test_with_the_persons_allow_rule_the_models_send_runs(setup, mockapi):
     assert sent["fate"]["state"] == "consumed" and sent["fate"]["session"] == web.session_id, sent
     doctor = _flat(cli("doctor", cwd=clone.main, env=env).stdout)
     assert f"an allow rule in {settings}" in doctor and "PROBLEM" not in doctor, doctor
+
+
+def test_a_rule_in_the_worktrees_shared_settings_applies_only_once_the_folder_is_trusted(setup, mockapi):
+    """The repository's own .claude/settings.json cannot grant the model a command in a folder
+    the person has not trusted in Claude Code (observed in -p; its settings.local.json can):
+    refused until `projects[<dir>].hasTrustDialogAccepted`, then it runs. Doctor says which."""
+    from driver import accept_dialogs
+    clone, runner, env, _installed = setup
+    (clone.main / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": [
+        "Bash(git korus-mail:*)"]}}))
+    mockapi.set_script([bash('git korus-mail send --to ../web "before trust"'), text("sent")])
+    assert len(runner.run("tell web", clone.main, check=True).data["permission_denials"]) == 1
+    assert tool_results(mockapi) == [(REFUSAL, True)] and _queued(clone) == []
+    doctor = _flat(cli("doctor", cwd=clone.main, env=env).stdout)
+    assert f"the rule in {clone.main / '.claude' / 'settings.json'} does not apply: this folder is not trusted" \
+        in doctor, doctor
+
+    accept_dialogs(runner.config_dir, clone.main, "sk-ant-e2e-dummy")  # the person's trust, in Claude Code
+    mockapi.set_script([bash('git korus-mail send --to ../web "after trust"'), text("sent")])
+    assert runner.run("tell web", clone.main, check=True).data["permission_denials"] == []
+    assert len(_queued(clone)) == 1
+    doctor = _flat(cli("doctor", cwd=clone.main, env=env).stdout)
+    assert f"an allow rule in {clone.main / '.claude' / 'settings.json'}" in doctor, doctor

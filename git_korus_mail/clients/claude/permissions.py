@@ -18,7 +18,7 @@ from git_korus_mail.clients.claude.settings_file import user_settings_path
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
-    from typing import Any, List, Optional
+    from typing import Any, Optional, Tuple
 
 ALLOW_RULE = "Bash(git korus-mail:*)"
 ALLOW_LINE = '"permissions": {"allow": ["' + ALLOW_RULE + '"]}'
@@ -26,7 +26,8 @@ REFUSAL = "This command requires approval"  # the model's tool result when no ru
 # commands the rule must cover, as the model runs them (a rule for `send` alone is not enough)
 SAMPLES = ("git korus-mail send --to ../web hello", "git korus-mail ask --to ../web what",
            "git korus-mail reply 20261202T043722Z-x -- an answer")
-PROJECT_FILES = (os.path.join(".claude", "settings.json"), os.path.join(".claude", "settings.local.json"))
+SHARED = os.path.join(".claude", "settings.json")  # its rules apply only in a folder the person trusted
+LOCAL = os.path.join(".claude", "settings.local.json")
 
 
 def covers(rule: object) -> bool:
@@ -56,19 +57,39 @@ def _allows(path: str) -> bool:
     return isinstance(rules, list) and any(covers(r) for r in rules)
 
 
-def files_read(cwd: "Optional[str]") -> "List[str]":
-    """The settings files Claude Code reads for a session started in `cwd` (project, local,
-    user), in that order; only the user's when `cwd` is None."""
-    project = [os.path.join(cwd, name) for name in PROJECT_FILES] if cwd else []
-    return project + [user_settings_path()]
+def _trusted(cwd: str) -> bool:
+    """Has the person accepted Claude Code's trust dialog for `cwd` (`projects[<dir>]
+    .hasTrustDialogAccepted` in its .claude.json)? Observed: the allow rules of a worktree's
+    .claude/settings.json apply only then (its .claude/settings.local.json's always)."""
+    config = os.environ.get("CLAUDE_CONFIG_DIR")
+    path = os.path.join(config, ".claude.json") if config else os.path.join(os.path.expanduser("~"), ".claude.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data: "Any" = json.load(f)
+    except (OSError, ValueError):
+        return False
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, dict):
+        return False
+    for key in {cwd, os.path.realpath(cwd)}:
+        entry = projects.get(key)
+        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
+            return True
+    return False
 
 
-def allowed_by(cwd: "Optional[str]") -> "Optional[str]":
-    """The first settings file read in `cwd` whose allow rule covers `git korus-mail`, or None."""
-    for path in files_read(cwd):
-        if _allows(path):
-            return path
-    return None
+def allowed_by(cwd: "Optional[str]") -> "Tuple[Optional[str], Optional[str]]":
+    """(the first settings file Claude Code reads in `cwd` whose allow rule covers `git korus-mail`
+    and applies, or None; a worktree's .claude/settings.json whose rule does not apply because the
+    folder is not trusted, or None). Only the user's file when `cwd` is None."""
+    if cwd and _allows(os.path.join(cwd, LOCAL)):
+        return os.path.join(cwd, LOCAL), None
+    if _allows(user_settings_path()):
+        return user_settings_path(), None
+    shared = os.path.join(cwd, SHARED) if cwd else None
+    if shared and _allows(shared):
+        return (shared, None) if _trusted(cwd or "") else (None, shared)
+    return None, None
 
 
 def advice(where: str) -> str:
@@ -76,4 +97,5 @@ def advice(where: str) -> str:
     return (f"in Claude Code's default permission mode the model's own `git korus-mail` (send, ask, reply) "
             f"is refused in -p (\"{REFUSAL}\") and asked of you at each call in its terminal UI; our hooks "
             f"show and consume mail without it. To let the model run it, add {ALLOW_LINE} to "
-            f"{user_settings_path()} (or a worktree's .claude/settings.json); install does not ({where})")
+            f"{user_settings_path()} (or a worktree's .claude/settings.local.json; a .claude/settings.json rule "
+            f"applies only once you trusted the folder in Claude Code); install does not ({where})")

@@ -63,7 +63,7 @@ def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRe
     (clients/claude/permissions.py)."""
     if os.environ.get(POST_CHECKOUT_ENV):
         return []
-    missing = [cwd for _p, _r, cwd in wired if permissions.allowed_by(cwd) is None]
+    missing = [cwd for _p, _r, cwd in wired if permissions.allowed_by(cwd)[0] is None]
     if missing:
         out.write(f"claude permissions  {permissions.advice('not allowed in ' + ', '.join(missing))}\n")
     return []
@@ -74,10 +74,16 @@ def doctor_notes(wired: "Wired") -> "List[Tuple[str, str]]":
     reads there let the model run `git korus-mail` in its default permission mode."""
     notes: "List[Tuple[str, str]]" = []
     for _path, repo, cwd in wired:
-        by = permissions.allowed_by(None if repo else cwd)
-        where = repo or cwd
-        notes.append((where, f"the model may run `git korus-mail` in Claude Code's default permission mode "
-                             f"(an allow rule in {by})" if by else permissions.advice("a note, not a fault")))
+        by, untrusted = permissions.allowed_by(None if repo else cwd)
+        if by:
+            detail = (f"the model may run `git korus-mail` in Claude Code's default permission mode "
+                      f"(an allow rule in {by})")
+        elif untrusted:
+            detail = permissions.advice(f"the rule in {untrusted} does not apply: this folder is not trusted "
+                                        f"in Claude Code; a note, not a fault")
+        else:
+            detail = permissions.advice("a note, not a fault")
+        notes.append((repo or cwd, detail))
     return notes
 
 
