@@ -100,11 +100,15 @@ def test_without_the_allow_rule_the_models_send_is_refused_and_hooks_still_deliv
     assert "allow " in doctor and f"add {ALLOW_LINE}" in doctor and "PROBLEM" not in doctor, doctor
 
 
-def test_with_the_persons_allow_rule_the_models_send_runs(setup, mockapi):
+# `auto`: the terminal UI's default permission mode in 2.1.332 (its banner says so), where a
+# model call of its own judges each tool call; an allow rule is applied before that check (offline,
+# without the rule, the check cannot run and the call is refused: "Auto mode is unavailable ...")
+@pytest.mark.parametrize("mode", [(), ("--permission-mode", "auto")], ids=["default", "auto"])
+def test_with_the_persons_allow_rule_the_models_send_runs(setup, mockapi, mode):
     clone, runner, env, _installed = setup
     settings = runner.allow_mail_commands()  # the person's own choice, in their user settings
     mockapi.set_script([bash('git korus-mail send --to ../web "allowed note"'), text("sent")])
-    run = runner.run("tell web", clone.main, check=True)
+    run = runner.run("tell web", clone.main, check=True, args=mode)
     assert run.data["permission_denials"] == []
     [(result, is_error)] = tool_results(mockapi)
     assert result.startswith("queued ") and "-> ../web (web)" in result and not is_error, result

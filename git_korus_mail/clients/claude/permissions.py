@@ -2,10 +2,10 @@
 reads in a worktree hold an allow rule that lets the model run `git korus-mail` (docs/CLIENTS.md,
 "Claude Code: its permission mode").
 
-In its default permission mode Claude Code refuses, in `-p`, a Bash call that no allow rule
-covers, and the model's tool result is only "This command requires approval"; the terminal UI
-asks the person at each call. Our hooks need no permission: they show and consume mail in every
-mode. Only the model's own `send`, `ask` and `reply` need the rule, and the rule is the person's
+In its default permission mode (`-p`'s) Claude Code refuses a Bash call that no allow rule
+covers, and the model's tool result is only "This command requires approval"; in auto mode (the
+terminal UI's default in 2.1.332) a server-side check judges the call instead. An allow rule is
+applied before either. Our hooks need no permission: they show and consume mail in every mode. Only the model's own `send`, `ask` and `reply` need the rule, and the rule is the person's
 to add: install says it, doctor notes whether it is there (never a failure), and nothing here
 writes it (a rule written in silence would change what the model may do).
 """
@@ -95,7 +95,7 @@ def allowed_by(cwd: "Optional[str]") -> "Tuple[Optional[str], Optional[str]]":
 def advice(where: str) -> str:
     """What the person is told when no rule lets the model run `git korus-mail` in `where`."""
     return (f"in Claude Code's default permission mode the model's own `git korus-mail` (send, ask, reply) "
-            f"is refused in -p (\"{REFUSAL}\") and asked of you at each call in its terminal UI; our hooks "
-            f"show and consume mail without it. To let the model run it, add {ALLOW_LINE} to "
+            f"is refused (\"{REFUSAL}\"), and in auto mode it is left to Claude Code's own check; our hooks "
+            f"show and consume mail without a rule. To let the model run it, add {ALLOW_LINE} to "
             f"{user_settings_path()} (or a worktree's .claude/settings.local.json; a .claude/settings.json rule "
             f"applies only once you trusted the folder in Claude Code); install does not ({where})")
