@@ -35,6 +35,8 @@ FOREIGN = {
     "docs": {"--show-toplevel", "--resume", "--continue", "--mirror",  # git's; claude --resume
              "--no-daemon", "--managed-daemon", "--sandbox",  # codex's terminal UI, its daemon, its sandbox
              "--print", "--input-format",  # claude's (docs/HOOKS.md, the wake-up tier)
+             "--dangerously-skip-permissions", "--permission-mode",  # claude's (docs/CLIENTS.md, its permission mode)
+             "--approval-mode",  # gemini's (docs/CLIENTS.md, "The modes each client is tested in")
              "--prompt", "--allowed-tools", "--skip-trust",  # gemini's (docs/CLIENTS.md, "Gemini CLI")
              "--base", "--runs",  # bench/hotpath_ab.py's (docs/HOOKS.md, "Starting Python")
              "--no-verify"},  # git commit's, past the commit guard (docs/CLIENTS.md, "Reservations before an edit")

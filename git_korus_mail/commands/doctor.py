@@ -246,6 +246,9 @@ def _check_client_wiring(client: "Installer", clone: "Clone", root: MailRoot, re
         getattr(client, "wake_findings", None) if getattr(client, "WAKE_TIER", 0) else None
     for ok, where, detail, fix in wake_findings(record, stub, wired) if wake_findings is not None else ():
         findings.add("wake", ok, where, detail, fix)  # the wake-up tier (install --urgent)
+    # only Claude Code's: whether its allow rule lets the model run us (a note: hooks need none)
+    for where, detail in getattr(client, "doctor_notes", lambda _w: ())(wired):
+        findings.add("allow", True, where, detail)
     return True, local
 
 

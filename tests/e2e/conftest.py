@@ -121,7 +121,7 @@ def project(tmp_path: Path) -> Path:
 def claude(claude_bin: str, mockapi: MockAPI, tmp_path: Path):
     """A driver.Claude runner bound to this test's mock API and its own
     CLAUDE_CONFIG_DIR (tmp_path/claude-config). Kills leftovers at teardown."""
-    runner = Claude(claude_bin, mockapi, tmp_path / "claude-config")
+    runner = Claude(claude_bin, mockapi, tmp_path / "claude-config", skip_permissions=True)
     yield runner
     runner.cleanup()
 

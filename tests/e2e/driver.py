@@ -527,8 +527,14 @@ class Claude:
     """
 
     def __init__(self, claude_bin: str | os.PathLike, api: Any, config_dir: str | os.PathLike | None = None,
-                 env: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT):
+                 env: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 skip_permissions: bool = False):
         self.claude_bin = str(claude_bin)
+        # False: Claude Code's own default permission mode (no flag), as a person runs it: a Bash
+        # call no allow rule covers is refused in -p. True: --dangerously-skip-permissions, the
+        # permissive second test, only where a test asks for it (docs/CLIENTS.md, "The modes each
+        # client is tested in").
+        self.skip_permissions = skip_permissions
         self.api = api
         if config_dir is None:
             config_dir = tempfile.mkdtemp(prefix="korus-e2e-claude-config-")
@@ -542,6 +548,16 @@ class Claude:
     def base_url(self) -> str:
         return self.api if isinstance(self.api, str) else self.api.base_url
 
+    def allow_mail_commands(self, rule: str = "Bash(git korus-mail:*)") -> Path:
+        """The person's own choice, which install tells and never makes: the allow rule that lets
+        the model run `git korus-mail` in Claude Code's default permission mode, in the user's
+        settings ($CLAUDE_CONFIG_DIR/settings.json), merged with what is there."""
+        path = Path(self.config_dir) / "settings.json"
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data.setdefault("permissions", {}).setdefault("allow", []).append(rule)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return path
+
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         return claude_env(self.base_url, self.config_dir, {**self.extra_env, **(extra or {})})
 
@@ -550,7 +566,8 @@ class Claude:
         argv = [self.claude_bin, "-p"]
         if prompt is not None:
             argv.append(prompt)
-        argv.append("--dangerously-skip-permissions")
+        if self.skip_permissions:
+            argv.append("--dangerously-skip-permissions")
         if stream:
             argv += ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
         else:
@@ -561,7 +578,7 @@ class Claude:
 
     def run(self, prompt: str, cwd: str | os.PathLike, *, resume: str | None = None, args: Iterable[str] = (),
             env: Mapping[str, str] | None = None, timeout: float | None = None, check: bool = False) -> ClaudeRun:
-        """``claude -p PROMPT --dangerously-skip-permissions --output-format json``."""
+        """``claude -p PROMPT [--dangerously-skip-permissions] --output-format json``."""
         proc = self.start(prompt, cwd, resume=resume, args=args, env=env)
         try:
             run = proc.finish(timeout or self.timeout)
@@ -622,7 +639,7 @@ class Claude:
 def run_claude(claude_bin: str | os.PathLike, prompt: str, cwd: str | os.PathLike, api: Any,
                config_dir: str | os.PathLike | None = None, **kw: Any) -> ClaudeRun:
     """One-shot convenience: ``Claude(claude_bin, api, config_dir).run(prompt, cwd, **kw)``."""
-    return Claude(claude_bin, api, config_dir).run(prompt, cwd, **kw)
+    return Claude(claude_bin, api, config_dir, skip_permissions=True).run(prompt, cwd, **kw)
 
 
 def write_hooks(project_dir: str | os.PathLike, hooks: Mapping[str, Any], *,

@@ -39,7 +39,7 @@ def pair(claude_bin, tmp_path):
 
     def make(name):
         api = MockAPI(log_path=str(tmp_path / f"mock-{name}.jsonl")).start()
-        runner = Claude(claude_bin, api, tmp_path / f"claude-config-{name}", env={"PATH": _path_with_helper()})
+        runner = Claude(claude_bin, api, tmp_path / f"claude-config-{name}", env={"PATH": _path_with_helper()}, skip_permissions=True)
         made.append((api, runner))
         return api, runner
     (api_a, a), (api_b, b) = make("a"), make("b")

@@ -29,7 +29,7 @@ def wired(clone) -> Mail:
 @pytest.fixture
 def account(claude_bin, mockapi, tmp_path):
     """One Claude Code "account" reaching this git-korus-mail (as test_scenarios' `runners`)."""
-    r = Claude(claude_bin, mockapi, tmp_path / "claude-config", env={"PATH": _path_with_helper()})
+    r = Claude(claude_bin, mockapi, tmp_path / "claude-config", env={"PATH": _path_with_helper()}, skip_permissions=True)
     yield r
     r.cleanup()
 

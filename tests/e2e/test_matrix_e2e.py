@@ -16,8 +16,11 @@ workdir, whose .git it mounts read-only; install adds only the mail root to `wri
 (docs/CLIENTS.md, "Codex CLI: the sandbox"). In a project the person has NOT trusted the default
 is read-only: test_codex_read_only_default_* below proves what still works there and the one
 line the model's command gets where it cannot. Gemini runs in its default approval mode with the
-person's one allow line for `git korus-mail` (test_gemini_e2e.py); Claude Code with -p and
-skipped permissions (its hooks are what the matrix tests; its Bash tool is not sandboxed).
+person's one allow line for `git korus-mail` (test_gemini_e2e.py); Claude Code in its default
+permission mode (no --dangerously-skip-permissions) with the person's one allow rule,
+`Bash(git korus-mail:*)` in its user settings, which install tells and never writes; without it
+the model's send is refused (test_claude_default_mode_e2e.py). The permissive mode is the second
+test everywhere else (test_scenarios.py and the other Claude Code e2e files).
 A killed launch of each client, then its resume: test_resume_after_kill.py
 (Claude Code, every way it starts), and here for each client alike
 (test_a_killed_launch_then_its_resume).
@@ -82,8 +85,11 @@ class Agent:
             from driver import Claude
             from mockapi import MockAPI
             self.mock = MockAPI(log_path=str(tmp_path / "claude-mock.jsonl")).start()
+            # Claude Code's default permission mode (no flag), with the person's one allow rule
+            # that install tells (docs/CLIENTS.md, "Claude Code: its permission mode")
             self.cli = Claude(request.getfixturevalue("claude_bin"), self.mock, tmp_path / "claude-config",
                               env={"PATH": PATH})
+            self.cli.allow_mail_commands()
         elif name == "codex":
             from codexdriver import Codex
             from codexmock import ResponsesMock
@@ -132,7 +138,11 @@ class Agent:
             self.sandboxes.append(sandbox_of(run))
             self.outputs = tool_outputs(self.mock)
             return run.session_id
-        return self.cli.run(prompt, cwd=cwd, resume=resume).check().session_id
+        run = self.cli.run(prompt, cwd=cwd, resume=resume).check()
+        if self.name == "claude":  # its default permission mode refused nothing the allow rule covers
+            assert "--dangerously-skip-permissions" not in run.argv and not run.data.get("permission_denials"), \
+                run.describe()
+        return run.session_id
 
     def start_doomed(self, prompt, cwd, resume):
         """A resumed run as a process group of its own, for the test to SIGKILL."""

@@ -163,7 +163,7 @@ def runners(claude_bin, mockapi, tmp_path):
 
     def make(name: str = "acct", path: str | None = None) -> Claude:
         r = Claude(claude_bin, mockapi, tmp_path / f"claude-config-{name}",
-                   env={"PATH": path if path is not None else _path_with_helper()})
+                   env={"PATH": path if path is not None else _path_with_helper()}, skip_permissions=True)
         made.append(r)
         return r
 

@@ -2,9 +2,11 @@
 (clients.installers): its stub, its settings files per scope, its exclude line, and the proof
 that the wiring works."""
 
-from git_korus_mail.clients.claude import settings_file, stub, verify
+import os
+
+from git_korus_mail.clients.claude import permissions, settings_file, stub, verify
 from git_korus_mail.clients.claude.protocol import OPENING_EVENT
-from git_korus_mail.wiring.postcheckout import repo_anchor
+from git_korus_mail.wiring.postcheckout import POST_CHECKOUT_ENV, repo_anchor
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
@@ -56,8 +58,33 @@ EXCLUDE_KEY = "exclude"  # where installed.json records the exclude line
 
 def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRec",
                  out: "IO[str]") -> "List[Tuple[str, str]]":
-    """Nothing more to do once the settings files are written: Claude Code trusts them as they are."""
+    """Claude Code runs the settings files as they are; install only says which allow rule the
+    model's own `git korus-mail` needs in Claude Code's default permission mode, and writes none
+    (clients/claude/permissions.py)."""
+    if os.environ.get(POST_CHECKOUT_ENV):
+        return []
+    missing = [cwd for _p, _r, cwd in wired if permissions.allowed_by(cwd)[0] is None]
+    if missing:
+        out.write(f"claude permissions  {permissions.advice('not allowed in ' + ', '.join(missing))}\n")
     return []
+
+
+def doctor_notes(wired: "Wired") -> "List[Tuple[str, str]]":
+    """[(where, detail)] for doctor, a note and never a problem: whether the settings Claude Code
+    reads there let the model run `git korus-mail` in its default permission mode."""
+    notes: "List[Tuple[str, str]]" = []
+    for _path, repo, cwd in wired:
+        by, untrusted = permissions.allowed_by(None if repo else cwd)
+        if by:
+            detail = (f"the model may run `git korus-mail` in Claude Code's default permission mode "
+                      f"(an allow rule in {by})")
+        elif untrusted:
+            detail = permissions.advice(f"the rule in {untrusted} does not apply: this folder is not trusted "
+                                        f"in Claude Code; a note, not a fault")
+        else:
+            detail = permissions.advice("a note, not a fault")
+        notes.append((repo or cwd, detail))
+    return notes
 
 
 def after_unwiring(scope_rec: "ScopeRec", out: "IO[str]") -> None:
