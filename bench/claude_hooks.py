@@ -100,7 +100,7 @@ def main(argv=None):
             debug = base / f"debug-{name}-{r}.txt"
             script = [bash("true") for _ in range(args.calls)] + [text("done")]
             with MockAPI(script) as api:
-                run = Claude(claude_bin, api, config_dir=config_dir).run(
+                run = Claude(claude_bin, api, config_dir=config_dir, skip_permissions=True).run(
                     "go", cwd=wt, args=["--debug-file", str(debug)])
             if run.rc != 0:
                 raise SystemExit(f"claude -p failed ({name}): {run.describe()}")

@@ -93,7 +93,7 @@ def main(argv=None):
             for _ in range(args.turns):
                 script += [bash("true") for _ in range(args.calls)] + [text("done")]
             with MockAPI(script) as api:
-                with Claude(claude_bin, api, config_dir=config_dir).stream(
+                with Claude(claude_bin, api, config_dir=config_dir, skip_permissions=True).stream(
                         cwd=wt, args=["--debug-file", str(debug)]) as s:
                     for _ in range(args.turns):
                         s.send("go")

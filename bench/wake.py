@@ -210,7 +210,7 @@ def main():
     base = Path(tempfile.mkdtemp(prefix="korus-bench-wake-"))
     world = World(base)
     api = MockAPI(log_path=str(base / "api.jsonl")).start()
-    runner = Claude(claude_bin(), api, base / "claude-config", env={"PATH": world.env["PATH"]})
+    runner = Claude(claude_bin(), api, base / "claude-config", env={"PATH": world.env["PATH"]}, skip_permissions=True)
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(int(round(args.load * len(os.sched_getaffinity(0)))))]
     loads = []
