@@ -89,6 +89,7 @@ ARGVS = [
     ["off"], ["on"], ["install", "--scope=user", "--force"], ["uninstall", "--purge", "--yes"],
     ["doctor", "--json"], ["who", "--json"], ["release", "20260101T000000Z-0123456789abcdef"], ["completion", "zsh"],
     ["ask", "--to=../web", "--timeout=30", "--json", "--", "ready?"], ["reply", "20260101T000000Z-0123456789abcdef", "yes"],
+    ["reserve", "src/db", "docs/*.md", "--ttl=30", "--note=schema", "--block"],
 ]
 
 

@@ -380,5 +380,7 @@ def test_install_names_another_after_agent_hook_that_could_continue_a_run(clone,
     assert "gemini AfterAgent" not in said  # ours alone, in every worktree's file
     user.write_text(json.dumps({"hooks": {"AfterAgent": [{"hooks": [{"type": "command", "command": "my-check"}]}]}}))
     said = " ".join(run_cli("install", "--client", "gemini", cwd=clone.main, env=env, check=True).stdout.split())
-    assert (f"gemini AfterAgent another AfterAgent hook runs beside ours ({user}): if it continues a run, a "
-            "question's automatic answer is the text before that continuation") in said, said
+    # (a long path is cut from its start to fit 100 columns: the file's own name stays)
+    assert "gemini AfterAgent another AfterAgent hook runs beside ours (" in said, said
+    assert (".gemini/settings.json): if it continues a run, a question's automatic answer is the text "
+            "before that continuation") in said, said
