@@ -164,9 +164,14 @@ def test_terminal_ui_is_woken(urgent, mockapi, runners):  # noqa: F811
 
 def test_one_watcher_per_launch_over_twenty_turns_and_the_budget_and_no_wake_hold(urgent, mockapi, runners):  # noqa: F811
     """20 turns of a stream-json session: prompts with tool calls, plain prompts and wakes. A
-    sampler counts watcher processes all along: never more than one."""
+    sampler counts watcher processes all along: never more than one past its start-up. (With the
+    stub answering a prompt and a Stop, a turn can end before the last Stop's watcher has even
+    started; the next Stop's watcher then starts beside it, and one of the two finds the claim
+    held, or a newer turn, and ends at once: docs/HOOKS.md, "The wake-up tier".)"""
     acct = runners()
     counts: list[int] = []
+    seen: dict[int, list[float]] = {}  # pid -> [first, last] sighting
+    STARTUP = 1.0  # s: a watcher that cannot act ends within its Python start
     import threading
     stop = threading.Event()
 
@@ -175,7 +180,11 @@ def test_one_watcher_per_launch_over_twenty_turns_and_the_budget_and_no_wake_hol
     def sample():
         while not stop.is_set():
             if launch:
-                counts.append(len(watcher_pids(launch[0])))
+                now = time.monotonic()
+                live = watcher_pids(launch[0])
+                for pid in live:
+                    seen.setdefault(pid, [now, now])[1] = now
+                counts.append(len(live))
             time.sleep(0.03)
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -219,5 +228,10 @@ def test_one_watcher_per_launch_over_twenty_turns_and_the_budget_and_no_wake_hol
     finally:
         stop.set()
         sampler.join(5)
-    assert counts and max(counts) <= 1, counts
+    # two at once only while one of them ends at once (it found the claim held or a newer turn)
+    for a, (a0, a1) in seen.items():
+        for b, (b0, b1) in seen.items():
+            if a < b and a0 <= b1 and b0 <= a1:
+                assert min(a1 - a0, b1 - b0) < STARTUP, (a, seen[a], b, seen[b])
+    assert counts and max(counts) <= 2, counts
     assert sum(1 for c in counts if c == 1) > 10  # the sampler did see watchers
