@@ -7,6 +7,7 @@ import subprocess
 
 from git_korus_mail.shell import sh_quote
 from git_korus_mail.wiring import files as wfiles
+from git_korus_mail.wiring import githook
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from git_korus_mail.core.clone import Clone
 
 POST_CHECKOUT = "post-checkout"
-LEGACY_SUFFIX = ".legacy"
+LEGACY_SUFFIX = githook.LEGACY_SUFFIX  # (the name others import)
 POST_CHECKOUT_MARK = "# git-korus-mail post-checkout hook"
 POST_CHECKOUT_ENV = "KORUS_MAIL_POST_CHECKOUT"
 POST_CHECKOUT_TEMPLATE = """\
@@ -94,7 +95,6 @@ def install_post_checkout(clone: "Clone", helper: str, force: bool,
     """Install our post-checkout hook; returns (lines to print, problem or None)."""
     hooks_dir, hooks_path = git_hooks_dir(clone)
     hook = os.path.join(hooks_dir, POST_CHECKOUT)
-    legacy = hook + LEGACY_SUFFIX
     lines: "List[str]" = []
     if hooks_path:
         lines.append(f"core.hooksPath is set ({hooks_path}): post-checkout goes to {hooks_dir}")
@@ -104,33 +104,13 @@ def install_post_checkout(clone: "Clone", helper: str, force: bool,
                          "`git korus-mail install` after `git worktree add`")
     rec = scope_rec.get("post_checkout") or {}
     data = render_post_checkout(helper, repo_anchor(clone)).encode("utf-8", "surrogateescape")
-    try:
-        created_dir = False
-        if not os.path.isdir(hooks_dir):
-            os.makedirs(hooks_dir)
-            created_dir = True
-        moved = False
-        if os.path.lexists(hook) and not is_ours_post_checkout(hook):
-            if os.path.lexists(legacy):
-                return lines, (f"{hook} is not ours and {legacy} exists too; left both alone, so new "
-                               f"worktrees are not wired automatically: merge them by hand, then run install again")
-            os.rename(hook, legacy)
-            moved = True
-            lines.append(f"kept your {POST_CHECKOUT} hook as {os.path.basename(legacy)}; it still runs first")
-        if force or wfiles.read_bytes(hook) != data:
-            try:
-                wfiles.write_atomic(hook, data, 0o755)
-            except OSError:
-                if moved:
-                    os.rename(legacy, hook)  # never leave the user's hook disabled
-                raise
-            lines.append(f"post-checkout hook  {hook}  written")
-        else:
-            lines.append(f"post-checkout hook  {hook}  current")
-    except OSError as exc:
-        return lines, (f"cannot write {hook} ({exc.strerror}); new worktrees will not be wired "
-                       f"automatically: run `git korus-mail install` after each `git worktree add`, "
-                       f"or add that line to your post-checkout hook")
+    said, problem, moved, created_dir = githook.place(
+        hook, data, is_ours_post_checkout, force, lost="new worktrees are not wired automatically",
+        advice=(": run `git korus-mail install` after each `git worktree add`, or add that line to "
+                "your post-checkout hook"))
+    lines += said
+    if problem is not None:
+        return lines, problem
     scope_rec["post_checkout"] = {
         "path": hook,
         "legacy": bool(rec.get("legacy")) or moved,
@@ -145,18 +125,4 @@ def remove_post_checkout(clone: "Clone", rec: "Optional[Dict[str, Any]]") -> "Op
         hook: str = rec["path"]
     else:
         hook = os.path.join(git_hooks_dir(clone)[0], POST_CHECKOUT)
-    legacy = hook + LEGACY_SUFFIX
-    if not os.path.lexists(hook):
-        return None
-    if not is_ours_post_checkout(hook):
-        return f"post-checkout hook  {hook}  not ours any more: left alone"
-    os.unlink(hook)
-    if os.path.lexists(legacy):
-        os.rename(legacy, hook)
-        return f"post-checkout hook  {hook}  restored your previous hook"
-    if rec and rec.get("created_dir"):
-        try:
-            os.rmdir(os.path.dirname(hook))
-        except OSError:
-            pass
-    return f"post-checkout hook  {hook}  removed"
+    return githook.unplace(hook, rec, is_ours_post_checkout)

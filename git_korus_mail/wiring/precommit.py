@@ -13,7 +13,8 @@ import os
 
 from git_korus_mail.shell import sh_quote
 from git_korus_mail.wiring import files as wfiles
-from git_korus_mail.wiring.postcheckout import LEGACY_SUFFIX, git_hooks_dir
+from git_korus_mail.wiring import githook
+from git_korus_mail.wiring.postcheckout import git_hooks_dir
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
@@ -82,38 +83,18 @@ def install_pre_commit(clone: "Clone", helper: str, mail: str, force: bool,
     """Install our pre-commit hook; returns (lines to print, problem or None)."""
     hooks_dir, hooks_path = git_hooks_dir(clone)
     hook = os.path.join(hooks_dir, PRE_COMMIT)
-    legacy = hook + LEGACY_SUFFIX
     lines: "List[str]" = []
     if hooks_path and not os.path.isabs(hooks_path):
         lines.append(f"core.hooksPath is relative ({hooks_path}): each worktree runs its own {PRE_COMMIT}; "
                      f"the commit guard is in {hooks_dir} only")
     rec = scope_rec.get(RECORD_KEY) or {}
     data = render_pre_commit(helper, mail).encode("utf-8", "surrogateescape")
-    try:
-        created_dir = False
-        if not os.path.isdir(hooks_dir):
-            os.makedirs(hooks_dir)
-            created_dir = True
-        moved = False
-        if os.path.lexists(hook) and not is_ours(hook):
-            if os.path.lexists(legacy):
-                return lines, (f"{hook} is not ours and {legacy} exists too; left both alone, so commits are "
-                               f"not checked against reservations: merge them by hand, then run install again")
-            os.rename(hook, legacy)
-            moved = True
-            lines.append(f"kept your {PRE_COMMIT} hook as {os.path.basename(legacy)}; it still runs first")
-        if force or wfiles.read_bytes(hook) != data:
-            try:
-                wfiles.write_atomic(hook, data, 0o755)
-            except OSError:
-                if moved:
-                    os.rename(legacy, hook)  # never leave the user's hook disabled
-                raise
-            lines.append(f"pre-commit hook  {hook}  written (the commit guard of reservations)")
-        else:
-            lines.append(f"pre-commit hook  {hook}  current")
-    except OSError as exc:
-        return lines, (f"cannot write {hook} ({exc.strerror}); commits are not checked against reservations")
+    said, problem, moved, created_dir = githook.place(
+        hook, data, is_ours, force, lost="commits are not checked against reservations",
+        written="written (the commit guard of reservations)")
+    lines += said
+    if problem is not None:
+        return lines, problem
     scope_rec[RECORD_KEY] = {
         "path": hook,
         "legacy": bool(rec.get("legacy")) or moved,
@@ -124,22 +105,7 @@ def install_pre_commit(clone: "Clone", helper: str, mail: str, force: bool,
 
 def remove_pre_commit(clone: "Clone", rec: "Optional[Dict[str, Any]]") -> "Optional[str]":
     """Remove our hook and move the legacy one back. Returns a line to print, or None."""
-    hook = hook_path(clone, rec)
-    legacy = hook + LEGACY_SUFFIX
-    if not os.path.lexists(hook):
-        return None
-    if not is_ours(hook):
-        return f"pre-commit hook  {hook}  not ours any more: left alone"
-    os.unlink(hook)
-    if os.path.lexists(legacy):
-        os.rename(legacy, hook)
-        return f"pre-commit hook  {hook}  restored your previous hook"
-    if rec and rec.get("created_dir"):
-        try:
-            os.rmdir(os.path.dirname(hook))
-        except OSError:
-            pass
-    return f"pre-commit hook  {hook}  removed"
+    return githook.unplace(hook_path(clone, rec), rec, is_ours)
 
 
 def check(clone: "Clone", rec: "Optional[Dict[str, Any]]", helper: "Optional[str]", mail: str
