@@ -202,7 +202,10 @@ def send_loop(machine, dest, prefix, count, cwd):
 
 
 def queued_ids(stdout):
-    return [line.split()[1] for line in stdout.splitlines() if line.startswith("queued ")]
+    """The ids of `queued <id> -> ...` in send's output, wherever a line a person reads was
+    wrapped or indented to fit 100 columns."""
+    import re
+    return re.findall(r"(?m)^\s*queued\s+(\S+)", stdout)
 
 
 def no_limits(machine):

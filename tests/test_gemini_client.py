@@ -381,6 +381,6 @@ def test_install_names_another_after_agent_hook_that_could_continue_a_run(clone,
     user.write_text(json.dumps({"hooks": {"AfterAgent": [{"hooks": [{"type": "command", "command": "my-check"}]}]}}))
     said = " ".join(run_cli("install", "--client", "gemini", cwd=clone.main, env=env, check=True).stdout.split())
     # (a long path is cut from its start to fit 100 columns: the file's own name stays)
-    assert "gemini AfterAgent another AfterAgent hook runs beside ours (" in said, said
-    assert (".gemini/settings.json): if it continues a run, a question's automatic answer is the text "
+    assert "gemini AfterAgent another AfterAgent hook runs beside ours " in said, said
+    assert ("settings.json): if it continues a run, a question's automatic answer is the text "
             "before that continuation") in said, said

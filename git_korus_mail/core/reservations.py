@@ -338,8 +338,8 @@ def before_edit(root: "MailRoot", paths: "Sequence[str]", cwd: str, session: "Op
     makes (each client's, through commands/drain.py: docs/HOOKS.md, "Before an edit").
 
     The told-once refusal: the pinned clients show a pre-tool hook's context to the model only
-    after the tool ran (Claude Code, Codex) or not at all (Gemini), but all three honour a
-    refusal before it. So the first edit a session makes of an advisory reservation's paths is
+    after the tool ran, or not at all, but every one of them honours a refusal before it
+    (docs/CLIENTS.md, "Reservations before an edit"). So the first edit a session makes of an advisory reservation's paths is
     refused, its reason the tell and the word that repeating the edit goes through; once the
     hook's answer is out it records the session as told (record_told), and later edits of that
     reservation's paths go on in silence. A `--block` one refuses every time. Without a session
