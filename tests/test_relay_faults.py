@@ -83,6 +83,7 @@ def fate_of(m, msg_id):
     return ((m.sent(msg_id) or {}).get("fate") or {}).get("state")
 
 
+@pytest.mark.slow  # its premise (the server forgot the id) needs the server's own timer: main Python only
 def test_an_outage_longer_than_the_duplicate_window_does_not_double_a_republished_message(world):
     """The sender's relay is killed after the server stored its message but before it knew
     (crash point relay:published), so the message stays in its outbox. The receiver takes and

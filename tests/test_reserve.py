@@ -185,7 +185,9 @@ def test_pre_tool_use_with_reservations_imports_nothing_heavy(clone):
     assert reserve(clone.web, "src", session="s-web").returncode == 0
     payload = hermetic.payload("PreToolUse", "s-api", clone.main)
     payload.update({"tool_name": "Edit", "tool_input": {"file_path": str(clone.main / "src" / "a.py")}})
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "git_korus_mail", "drain"],
+    # -c, not -m: runpy itself loads typing and re on 3.9 (importlib.util); the stub does not
+    start = "import sys; from git_korus_mail.cli import main; raise SystemExit(main())"
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", start, "drain"],
                           input=json.dumps(payload), capture_output=True, text=True, cwd=clone.main)
     assert proc.returncode == 0 and "reserved by session s-web" in proc.stdout
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
