@@ -83,7 +83,6 @@ def fate_of(m, msg_id):
     return ((m.sent(msg_id) or {}).get("fate") or {}).get("state")
 
 
-@pytest.mark.slow  # its premise (the server forgot the id) needs the server's own timer: main Python only
 def test_an_outage_longer_than_the_duplicate_window_does_not_double_a_republished_message(world):
     """The sender's relay is killed after the server stored its message but before it knew
     (crash point relay:published), so the message stays in its outbox. The receiver takes and
@@ -113,8 +112,9 @@ def test_an_outage_longer_than_the_duplicate_window_does_not_double_a_republishe
     assert wait_for(lambda: w.laptop.state().get("connected") is False, 10)
     w.server.start()
     assert wait_for(lambda: w.laptop.outbox() == [], 20), w.laptop.state()
-    sent = w.laptop.sent(msg_id)
-    assert sent["duplicate"] is False and sent["seq"] > first, sent   # stored a second time: past the window
+    # stored a second time: past the window (the relay's own retry of that publish, under load,
+    # may be acked "duplicate" within the new window: the server's sequence is what tells)
+    assert last_seq(w.server.url, stream) > first, w.laptop.sent(msg_id)
     assert wait_for(lambda: w.vm.state().get("pending") == 0 and w.vm.state().get("connected"), 20), w.vm.state()
     assert w.vm.ids(w.vm.web, "inbox") == [] and w.vm.ids(w.vm.web, "seen") == [msg_id]
     assert received_counts(w.vm) == {msg_id: 1}

@@ -333,17 +333,23 @@ class Relay:
         me = {"label": self.conf["label"], "worktrees": directory.worktrees_of(self.common_dir),
               "sessions": self.sessions(), "updated": time.time()}
         await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
+        # what was known stands for an entry the server could not give now (a leader election, a
+        # timeout): a send to that clone is resolved offline from this file, and a server's
+        # hiccup must never make it "unknown" (tests/test_relay_cluster.py)
+        known = local.load_peers(self.common_dir) or {}
         peers: "Dict[str, Any]" = {}
         try:
             keys = await self.kv.keys()
         except NoKeysError:
-            keys = []
+            return  # not even our own entry, put just now: nothing here to trust over what is known
         for k in keys:
             if k.startswith("clone."):
+                clone = k[len("clone."):]
                 try:
-                    peers[k[len("clone."):]] = json.loads((await self.kv.get(k)).value.decode())
-                except Exception:  # noqa: BLE001 - one unreadable entry hides one clone, not all
-                    continue
+                    peers[clone] = json.loads((await self.kv.get(k)).value.decode())
+                except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
+                    if clone in known:
+                        peers[clone] = known[clone]
         local.save_peers(self.common_dir, peers)
         try:
             info = await self.sub.consumer_info()
