@@ -40,7 +40,7 @@ ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", 
 LIVE_NAME = re.compile(r"^\d+-(\d+|x)-[0-9a-f]{8}$")  # store/life.py
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
-STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait|live)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
+STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait|live|event)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
 
 class Summary(dict):
