@@ -445,6 +445,6 @@ def _relay_pid(mail_root):
         with open(os.path.join(mail_root, "relay", "lock")) as f:
             pid = int(f.read().strip() or 0)
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return pid if b"git_korus_mail.relay.link" in f.read() else None
+            return pid if b"git_korus_mail.core.relayhost" in f.read() else None
     except (OSError, ValueError):
         return None

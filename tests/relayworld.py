@@ -93,7 +93,7 @@ class Machine:
         pid = int(text)
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                return pid if b"git_korus_mail.relay.link" in f.read() else None
+                return pid if b"git_korus_mail.core.relayhost" in f.read() else None
         except FileNotFoundError:
             return None
 

@@ -65,8 +65,8 @@ def test_readme_install_starts_from_a_fresh_machine():
 def test_readme_layer_map_follows_the_layers_the_layer_test_ranks():
     layout = README.split("## Layout", 1)[1]
     bullets = re.findall(r"^- `([a-z_]+)(?:\.py|/)`", layout, flags=re.M)
-    assert bullets[:6] == ["cli", "commands", "clients", "wiring", "core", "store"], bullets
-    ranks = [test_layers.RANK[test_layers.layer_of(b)] for b in bullets[:6]]
+    assert bullets[:7] == ["cli", "commands", "clients", "wiring", "core", "relay", "store"], bullets
+    ranks = [test_layers.RANK[test_layers.layer_of(b)] for b in bullets[:7]]
     assert ranks == sorted(ranks, reverse=True) and len(set(ranks)) == len(ranks), ranks  # one bullet a layer
     assert test_layers.layer_of("wiring") == "wiring"  # its own layer, between clients and core (issue 24)
 

@@ -134,7 +134,7 @@ def test_one_relay_per_clone_and_remove_undoes_everything(world):
     sent_before = sent_id(send(w.laptop, "vm:web", "sent before the remote is removed"))
     assert wait_for(lambda: w.laptop.outbox() == [] and w.laptop.sent(sent_before), 10)
     first = w.laptop.relay_pid()
-    again = __import__("subprocess").run([__import__("sys").executable, "-m", "git_korus_mail.relay.link",
+    again = __import__("subprocess").run([__import__("sys").executable, "-m", "git_korus_mail.core.relayhost",
                                           str(w.laptop.common)], capture_output=True, timeout=30)
     assert again.returncode == 0 and w.laptop.relay_pid() == first  # the second start left
     out = w.laptop.cli("remote", "remove", check=True).stdout

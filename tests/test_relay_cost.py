@@ -75,6 +75,7 @@ def test_no_remote_no_nats_anywhere(clone):
     mods, proc = imported(["send", "--to", "vm:web", "--", "x"], clone.main)
     assert proc.returncode == 1 and "no worktree, session name or box key matches" in proc.stderr, proc.stderr
     assert nats_in(mods) == [] and "git_korus_mail.relay.link" not in mods
+    assert "git_korus_mail.core.relayhost" not in mods  # the relay's process only
 
 
 def test_with_a_remote_the_hooks_and_a_remote_send_still_import_no_nats(clone):

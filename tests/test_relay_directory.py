@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from test_relay_retention import VM, make_clone
 
+from git_korus_mail.core import relayhost
 from git_korus_mail.relay import local
 from git_korus_mail.relay.link import Relay
 
@@ -33,7 +34,7 @@ class KV:
 
 
 def relay_with(common, kv):
-    relay = Relay(common, local.load_config(common))
+    relay = Relay(common, local.load_config(common), relayhost.facts(common))
     relay.kv = kv
     relay.sub = None  # the lag is read from it: a failure there is only a report
     return relay

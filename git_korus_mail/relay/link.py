@@ -1,5 +1,7 @@
 """The relay process: one per clone, started by `remote add` (and by a send that queued remote
-mail while none ran). `python -m git_korus_mail.relay.link <common dir>`.
+mail while none ran). `python -m git_korus_mail.core.relayhost <common dir>` runs it: it hands the
+relay what only the core knows of this clone (relay/directory.Facts), as the relay imports
+nothing of the core (docs/RELAY.md, "Layers").
 
 This module and relay/server.py are the ones that import nats (docs/RELAY.md, "Cost"). Its loop:
   - the outbox: publish each entry with Nats-Msg-Id = the message id, remove it on the ack;
@@ -32,7 +34,7 @@ from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, r
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional
+    from typing import Any, Callable, Dict, Optional
 
 POLL = 0.02          # the outbox's poll: a send waits at most this long for the relay to see it
 FATE_POLL = 0.25     # how often received mail's fate is looked at
@@ -44,9 +46,10 @@ ACK_WAIT = 3.0       # a message this relay took but never acked (killed) is red
 
 
 class Relay:
-    def __init__(self, common_dir: str, conf: "Dict[str, Any]") -> None:
+    def __init__(self, common_dir: str, conf: "Dict[str, Any]", facts: "directory.Facts") -> None:
         self.common_dir = common_dir
         self.conf = conf
+        self.facts = facts
         self.ns = conf["namespace"]
         self.nc: "Any" = None
         self.js: "Any" = None
@@ -315,7 +318,7 @@ class Relay:
     def sessions(self) -> "list[Dict[str, Any]]":
         """This clone's named sessions, read again at most every SESSIONS_EVERY seconds."""
         if time.monotonic() - self.sessions_at >= SESSIONS_EVERY:
-            self.named = directory.sessions_of(self.common_dir)
+            self.named = self.facts.sessions()
             self.sessions_at = time.monotonic()
         return self.named
 
@@ -330,7 +333,7 @@ class Relay:
             await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)
 
     async def publish_directory(self) -> None:
-        me = {"label": self.conf["label"], "worktrees": directory.worktrees_of(self.common_dir),
+        me = {"label": self.conf["label"], "worktrees": self.facts.worktrees(),
               "sessions": self.sessions(), "updated": time.time()}
         await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
         # what was known stands for an entry the server could not give now (a leader election, a
@@ -360,11 +363,9 @@ class Relay:
     async def keep_pruned(self) -> None:
         """relay/sent and relay/received by the store's retention (relay/retention.py): at start,
         then every PRUNE_EVERY seconds; nothing of it touches the network."""
-        from git_korus_mail.core.retention import keep_days
         from git_korus_mail.relay import retention
         while not self.stopping:
-            days, _problem = keep_days(self.common_dir)
-            gone = retention.prune(self.common_dir, self.root, days)
+            gone = retention.prune(self.common_dir, self.root, self.facts.keep_days())
             # a pruned redelivery guard is older than the stream's max age: the server can no
             # longer give that message, so its cross-machine decision is done with too
             for msg_id in gone[local.RECEIVED]:
@@ -389,7 +390,8 @@ class Relay:
             "updated": time.time()})
 
 
-def main(argv: "list[str]") -> int:
+def main(argv: "list[str]", facts: "Callable[[str], directory.Facts]") -> int:
+    """The process (core/relayhost.py calls it): `facts` gives what the relay of a clone is told of it."""
     common_dir = argv[0]
     conf = local.load_config(common_dir)
     if conf is None:
@@ -398,7 +400,7 @@ def main(argv: "list[str]") -> int:
     lock = local.take_lock(common_dir)
     if lock is None:
         return 0  # a relay runs for this clone already: at most one (docs/RELAY.md)
-    relay = Relay(common_dir, conf)
+    relay = Relay(common_dir, conf, facts(common_dir))
     loop = asyncio.new_event_loop()
 
     def stop(*_: "Any") -> None:
@@ -412,6 +414,3 @@ def main(argv: "list[str]") -> int:
         loop.close()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

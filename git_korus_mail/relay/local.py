@@ -196,6 +196,11 @@ def running_pid(common_dir: str) -> "Optional[int]":
         os.close(fd)
 
 
+# The relay's process, named and never imported: it runs relay/link.py with what the core knows of
+# the clone (core/relayhost.py), and the relay imports nothing of the core (docs/RELAY.md, "Layers")
+PROCESS = "git_korus_mail.core.relayhost"
+
+
 def start(common_dir: str, python: "Optional[str]" = None) -> "Optional[int]":
     """Start the relay process for this clone, detached (its own session, output to relay.log),
     unless one runs: a second one would only find the lock taken and exit. Returns its pid."""
@@ -206,7 +211,7 @@ def start(common_dir: str, python: "Optional[str]" = None) -> "Optional[int]":
     ensure(common_dir)
     log = relayfiles.open_fd(common_dir, LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
-        proc = subprocess.Popen([python or sys.executable, "-m", "git_korus_mail.relay.link", common_dir],
+        proc = subprocess.Popen([python or sys.executable, "-m", PROCESS, common_dir],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                 cwd=common_dir)
     finally:
