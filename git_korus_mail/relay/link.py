@@ -414,3 +414,9 @@ def main(argv: "list[str]", facts: "Callable[[str], directory.Facts]") -> int:
         loop.close()
     return 0
 
+
+if __name__ == "__main__":
+    # the process that runs these loops is core/relayhost.py, which hands them the clone's facts:
+    # an old command line says so rather than do nothing (docs/RELAY.md, "Layers")
+    sys.stderr.write(f"korus-mail relay: the relay runs as `python -m {local.PROCESS} <common dir>`\n")
+    sys.exit(2)
