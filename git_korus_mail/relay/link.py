@@ -260,6 +260,11 @@ class Relay:
                 self.root.journal("relay-cancelled", id=msg_id, box=key, how="before its delivery")
                 return True
             crash.point("relay:delivery-decided")
+            # its arrival by this clock, before it is queued: the receiver's limits judge relayed
+            # mail by it, never by its id (the sender's clock; store/arrivals.py)
+            from git_korus_mail.store import arrivals  # loaded where used
+            arrivals.record(box, msg_id, now)
+            crash.point("relay:arrival-recorded")
             try:
                 from git_korus_mail.store import publish  # loaded where used
                 publish.publish(box, msg, message.encode(msg))

@@ -1,0 +1,114 @@
+"""When mail from another clone arrived here, by this machine's clock (docs/STORE.md, "Arrivals").
+
+A relayed message keeps its sender's id, and an id's time is the sender's clock: days ahead or
+behind on another machine, or hours old when it waited in an outbox through an outage. The
+receiver's limits (core/limits.py) judge such mail by when it arrived here instead, so the
+relay records that before it publishes the message into the inbox:
+
+    <box>/arrived/<YYYYMMDDTHHMMSS.ffffffZ>+<id>     an empty file
+
+The name alone is the record: it sorts by arrival, so a judge finds what arrived within a
+window with one listing and a bisect, and loads nothing. Empty and created exclusively, it
+cannot be torn. A relay killed between this record and the inbox link delivers again on the
+redelivery and records a second, later arrival of the same id: readers take the earliest.
+Functions over a files.Box, imported where they are used (no hook event with an empty box, and
+no box without relayed mail, loads this module's work: the directory is absent).
+"""
+
+import time
+
+from git_korus_mail.stamps import epoch
+from git_korus_mail.store.layout import ARRIVED
+
+TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Tuple
+
+    from git_korus_mail.store.files import Box
+
+STAMP_LEN = 23  # YYYYMMDDTHHMMSS.ffffffZ
+SEP = "+"
+
+
+def name_of(t: float, msg_id: str) -> str:
+    """The record's name for `msg_id` arriving at `t` (seconds since the epoch)."""
+    secs = int(t)
+    us = int((t - secs) * 1_000_000)
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(secs)) + f".{us:06d}Z{SEP}{msg_id}"
+
+
+def parse_name(name: str) -> "Optional[Tuple[float, str]]":
+    """(arrival time, id) of a record's name; None for any other name (junk, a dot-file)."""
+    from git_korus_mail.store.message import valid_id
+    s, sep, msg_id = name[:STAMP_LEN], name[STAMP_LEN:STAMP_LEN + 1], name[STAMP_LEN + 1:]
+    if sep != SEP or not valid_id(msg_id) or s[8] != "T" or s[15] != "." or s[22] != "Z":
+        return None
+    digits = s[:8] + s[9:15] + s[16:22]
+    if not (digits.isdigit() and digits.isascii()):
+        return None
+    try:
+        t = epoch(int(s[0:4]), int(s[4:6]), int(s[6:8]), int(s[9:11]), int(s[11:13]), int(s[13:15]))
+    except ValueError:
+        return None
+    return t + int(s[16:22]) / 1e6, msg_id
+
+
+def record(box: "Box", msg_id: str, t: float) -> None:
+    """Record that `msg_id` arrived at `t`; durable before it returns (the relay publishes the
+    message only after this, so a queued relayed message always has its arrival here)."""
+    d = box.ensure_sub(ARRIVED)
+    try:
+        d.create_exclusive(name_of(t, msg_id), b"", sync=True)
+    except FileExistsError:
+        pass  # the same id at the same microsecond: recorded already
+    d.fsync()
+
+
+class Arrivals:
+    """A box's arrival records, read once: `when[id]` the earliest arrival of each id, and
+    `order`, (time, id) sorted by time, one entry per id."""
+
+    def __init__(self, box: "Box") -> None:
+        when: "Dict[str, float]" = {}
+        for name in box.names(ARRIVED):
+            parsed = parse_name(name)
+            if parsed is not None and (parsed[1] not in when or parsed[0] < when[parsed[1]]):
+                when[parsed[1]] = parsed[0]
+        self.when = when
+        self.order: "List[Tuple[float, str]]" = sorted((t, i) for i, t in when.items())
+
+    def before(self, msg_id: str, t: float, window: float) -> "List[Tuple[str, float]]":
+        """[(id, seconds before t)] of what arrived in the `window` seconds before `t` (not
+        `msg_id` itself), nearest first."""
+        import bisect
+        out: "List[Tuple[str, float]]" = []
+        for at in range(bisect.bisect_left(self.order, (t, "")) - 1, -1, -1):
+            when, i = self.order[at]
+            age = t - when
+            if age > window:
+                break
+            if i != msg_id:
+                out.append((i, age))
+        return out
+
+
+def prune(box: "Box", keep_seconds: float, now: float, limit: int) -> int:
+    """Remove arrival records older than `keep_seconds`, oldest first, at most `limit`; never
+    that of a message still queued (its limits may yet be judged). Returns how many went."""
+    from git_korus_mail.store.layout import MSG_SUFFIX
+    d = box.open_sub(ARRIVED)
+    if d is None:
+        return 0
+    removed = 0
+    for name in sorted(d.names()):
+        if removed >= limit:
+            break
+        parsed = parse_name(name)
+        if parsed is None:
+            continue  # not ours: a person's to judge (invariants.py names it)
+        if now - parsed[0] < keep_seconds:
+            break  # every later name arrived later still
+        if box.has("inbox", parsed[1] + MSG_SUFFIX):
+            continue
+        removed += d.unlink_quiet(name)
+    return removed
