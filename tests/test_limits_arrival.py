@@ -8,6 +8,8 @@ import json
 import os
 import time
 
+import pytest
+
 import invariants
 from helpers import run_cli
 from install_fixtures import box_dir, mkdir700
@@ -124,3 +126,21 @@ def test_retention_prunes_old_arrival_records_but_never_a_queued_messages(clone)
     assert removed.get("arrived") == 1, removed
     assert set(arrivals.Arrivals(box).when) == {old_queued, fresh}
     assert run_cli("doctor", cwd=clone.main).returncode in (0, 1)  # a store with arrival records reads
+
+
+def test_the_invariants_refuse_queued_relayed_mail_without_its_arrival(clone):
+    msg_id = relayed(clone, "ping", sent=NOW, arrived=NOW)
+    invariants.check(clone.mail_root)
+    arrived = box_dir(clone, clone.web) / "arrived"
+    [name] = os.listdir(arrived)
+    os.unlink(arrived / name)
+    with pytest.raises(AssertionError, match="relayed mail queued with no arrival record"):
+        invariants.check(clone.mail_root)
+    (arrived / name).write_bytes(b"{}")
+    with pytest.raises(AssertionError, match="not empty"):
+        invariants.check(clone.mail_root)
+    os.unlink(arrived / name)
+    (arrived / f"{name}.tmp").write_bytes(b"")
+    with pytest.raises(AssertionError, match="stray file"):
+        invariants.check(clone.mail_root)
+    assert msg_id in name
