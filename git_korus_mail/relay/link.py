@@ -27,7 +27,7 @@ from nats.js.errors import NoKeysError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
-from git_korus_mail.relay import decisions, directory, local, names, returns
+from git_korus_mail.relay import asking, decisions, directory, local, names, returns
 from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, refilter
 
 TYPE_CHECKING = False
@@ -337,6 +337,7 @@ class Relay:
     async def publish_directory(self) -> None:
         me = {"label": self.conf["label"], "worktrees": directory.worktrees_of(self.common_dir),
               "sessions": self.sessions(), "updated": time.time()}
+        me["waits"] = asking.published_waits(self.root, self.conf["clone"])  # the cycle check across clones
         await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
         # what was known stands for an entry the server could not give now (a leader election, a
         # timeout): a send to that clone is resolved offline from this file, and a server's
@@ -351,7 +352,9 @@ class Relay:
             if k.startswith("clone."):
                 clone = k[len("clone."):]
                 try:
-                    peers[clone] = json.loads((await self.kv.get(k)).value.decode())
+                    entry = await self.kv.get(k)
+                    peers[clone] = json.loads(entry.value.decode())
+                    peers[clone].update(asking.seen_at(entry.revision, known.get(clone), time.time()))
                 except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
                     if clone in known:
                         peers[clone] = known[clone]
