@@ -105,3 +105,33 @@ def test_a_stale_entry_and_a_wait_past_its_time_do_not_count(world):
     peers[vm_clone].update(seen_at=now, waits=[dict(wait, target="someone-else")])
     local.save_peers(common, peers)
     assert asking.cycle_across(common, root, laptop_key, vm_clone, vm_key, now=now) is None
+
+
+def test_a_local_ask_whose_cycle_runs_through_another_clone_is_refused(world):
+    """laptop:api waits on vm:web, and vm:web on laptop:web: laptop:web asking laptop:api (a local
+    ask) closes the cycle through the vm, and is refused with nothing queued."""
+    w = world
+    api_asks = subprocess.Popen([PYTHON, "-m", "git_korus_mail", "ask", "--to", "vm:web", "--timeout=60", "--",
+                                 "api waits on vm"], cwd=w.laptop.api, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    vm_asks = None
+    try:
+        assert wait_for(lambda: waits_known(w.vm, w.laptop), 20), w.vm.peers()
+        vm_asks = ask_in_background(w.vm, "laptop:web", "vm waits on laptop")
+        assert wait_for(lambda: waits_known(w.laptop, w.vm), 20), w.laptop.peers()
+        refused = w.laptop.cli("ask", f"--to={w.laptop.api}", "--timeout=30", "--", "web asks api", cwd=w.laptop.web)
+        assert refused.returncode == 1, (refused.stdout, refused.stderr)
+        line = " ".join(refused.stderr.split())
+        api, vm_web, web = (os.path.realpath(p) for p in (w.laptop.api, w.vm.web, w.laptop.web))
+        assert f"refused: laptop:{api} is waiting on an answer" in line, refused.stderr
+        assert f"waits laptop:{api} -> vm:{vm_web} -> laptop:{web});" in line, refused.stderr
+        assert w.laptop.ids(w.laptop.api, "inbox") == []  # nothing queued for api
+        waits = [json.loads(p.read_text()) for p in (w.laptop.mail / "waits").glob("*.json")]
+        assert [x["asker"] for x in waits] == [w.laptop.box(w.laptop.api).name], waits  # the refused one's closed
+    finally:
+        for p in (api_asks, vm_asks):
+            if p is not None:
+                p.send_signal(signal.SIGKILL)
+                p.communicate(timeout=30)
+    for m in (w.laptop, w.vm):
+        invariants.check(m.mail)

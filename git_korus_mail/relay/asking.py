@@ -169,3 +169,15 @@ def _where(common_dir: str, root: "Any", clone_id: str, key: str) -> str:
     peer = (local.load_peers(common_dir) or {}).get(clone_id) or {}
     paths = [w.get("path") for w in peer.get("worktrees") or () if isinstance(w, dict) and w.get("key") == key]
     return f"{peer.get('label') or clone_id}:{paths[0] if paths else key}"
+
+
+def refusal_here(common_dir: str, root: "Any", asker: str, target: str) -> "Optional[str]":
+    """For a local ask (core/ask.py), after its own check: the refusal line when the waits lead
+    from `target`, a box here, through other clones back to `asker`; None when they do not, or
+    when no remote is configured (one failed open: a clone without one pays nothing more)."""
+    from git_korus_mail.relay import local
+    conf = local.load_config(common_dir)
+    if conf is None:
+        return None
+    chain = cycle_across(common_dir, root, asker, str(conf["clone"]), target)
+    return refusal(common_dir, root, chain) if chain else None
