@@ -117,7 +117,7 @@ class Judge:
         rule: "Optional[Tuple[str, str]]" = None
         for i, age in earlier:
             if age <= lim.loop_seconds and self._text(i) == text:
-                rule = ("loop", f"the same text as {i}, sent {age:.1f} s before it")
+                rule = ("loop", f"the same text as {i}, {'sent' if arrived is None else 'arrived'} {age:.1f} s before it")
                 break
         if rule is None:
             n = sum(1 for _, age in earlier if age < lim.rate_seconds)
