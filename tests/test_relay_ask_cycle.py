@@ -135,3 +135,10 @@ def test_a_local_ask_whose_cycle_runs_through_another_clone_is_refused(world):
                 p.communicate(timeout=30)
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
+
+
+def test_an_entry_is_fresh_from_when_its_revision_was_first_seen_here():
+    first = asking.seen_at(7, None, 100.0)
+    assert first == {"rev": 7, "seen_at": 100.0}
+    assert asking.seen_at(7, dict(first, label="vm"), 150.0) == {"rev": 7, "seen_at": 100.0}  # not renewed
+    assert asking.seen_at(8, dict(first, label="vm"), 150.0) == {"rev": 8, "seen_at": 150.0}  # a new put

@@ -96,7 +96,7 @@ def published_waits(root: "Any", clone_id: str, now: "Optional[float]" = None) -
     return out
 
 
-def seen_at(revision: int, known: "Optional[Dict[str, Any]]", now: float) -> "Dict[str, Any]":
+def seen_at(revision: "Optional[int]", known: "Optional[Dict[str, Any]]", now: float) -> "Dict[str, Any]":
     """The fields the relay adds to a peer's entry in relay/peers.json: its revision, and when this
     clone first saw that revision by its own clock (a relay that stops leaves its entry as it
     was: its waits then stop counting after STALE seconds, whatever either clock says)."""

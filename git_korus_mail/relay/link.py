@@ -353,8 +353,11 @@ class Relay:
                 clone = k[len("clone."):]
                 try:
                     entry = await self.kv.get(k)
-                    peers[clone] = json.loads(entry.value.decode())
-                    peers[clone].update(asking.seen_at(entry.revision, known.get(clone), time.time()))
+                    peer = json.loads(entry.value.decode())
+                    # when this clone first saw this revision, by its own clock: the others' waits
+                    # count only while their entries are renewed (relay/asking.py cycle_across)
+                    peer.update(asking.seen_at(getattr(entry, "revision", None), known.get(clone), time.time()))
+                    peers[clone] = peer
                 except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
                     if clone in known:
                         peers[clone] = known[clone]
