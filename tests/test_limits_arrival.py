@@ -144,3 +144,22 @@ def test_the_invariants_refuse_queued_relayed_mail_without_its_arrival(clone):
     with pytest.raises(AssertionError, match="stray file"):
         invariants.check(clone.mail_root)
     assert msg_id in name
+
+
+def test_a_forwarded_relayed_message_takes_its_arrival_along(clone):
+    """`forward` (or the adoption of a moved worktree's box) moves queued mail to another box:
+    relayed mail keeps its arrival there, so it is judged by it and the invariants hold."""
+    from git_korus_mail.store import moves
+    first = relayed(clone, "ping", sent=NOW + 3 * DAY, arrived=NOW)
+    again = relayed(clone, "ping", sent=NOW + 2, arrived=NOW + 2)
+    root = MailRoot.open(str(clone.common_dir))
+    src = root.box(keys.key_of_root(os.path.realpath(clone.web)).name)
+    k = keys.key_of_root(os.path.realpath(clone.main))
+    dst = root.box(k.name, create=True, path=k.path)
+    assert [moves.forward(src, dst, i, "forwarded") for i in (first, again)] == ["moved", "moved"]
+    assert set(arrivals.Arrivals(dst).when) == {first, again}
+    invariants.check(clone.mail_root)
+    from test_limits import hook
+    hook("SessionStart", clone.main, "s-api")
+    assert (box_dir(clone, clone.main) / "dropped" / f"{again}.json").exists()  # the loop, by arrival, there
+    invariants.check(clone.mail_root)

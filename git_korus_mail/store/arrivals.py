@@ -64,6 +64,22 @@ def record(box: "Box", msg_id: str, t: float) -> None:
     d.fsync()
 
 
+def carry(src: "Box", dst: "Box", msg_id: str) -> None:
+    """A relayed message forwarded from box `src` to `dst` (store/moves.py): its arrival records
+    go with it, made in `dst` before the message is placed there. Those in `src` stay until
+    retention removes them (the message is no longer queued there)."""
+    names = [n for n in src.names(ARRIVED) if n.endswith(SEP + msg_id) and parse_name(n) is not None]
+    if not names:
+        return
+    d = dst.ensure_sub(ARRIVED)
+    for name in names:
+        try:
+            d.create_exclusive(name, b"", sync=True)
+        except FileExistsError:
+            pass  # carried by a forward killed after this, or forwarded here before and back
+    d.fsync()
+
+
 class Arrivals:
     """A box's arrival records, read once: `when[id]` the earliest arrival of each id, and
     `order`, (time, id) sorted by time, one entry per id."""
