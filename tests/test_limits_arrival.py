@@ -161,3 +161,15 @@ def test_a_forwarded_relayed_message_takes_its_arrival_along(clone):
     hook("SessionStart", clone.main, "s-api")
     assert (box_dir(clone, clone.main) / "dropped" / f"{again}.json").exists()  # the loop, by arrival, there
     invariants.check(clone.mail_root)
+
+
+def test_the_oldest_unread_age_of_relayed_mail_is_from_its_arrival(clone):
+    """`list` and `status` say how long mail has waited: relayed mail by when it came here."""
+    from git_korus_mail.store import records
+    relayed(clone, "from a clock three days ahead", sent=NOW + 3 * DAY, arrived=NOW)
+    relayed(clone, "from a clock three days behind", sent=NOW - 3 * DAY, arrived=NOW + 60)
+    box = MailRoot.open(str(clone.common_dir)).box(keys.key_of_root(os.path.realpath(clone.web)).name)
+    assert abs(records.oldest_unread_age(box, now=NOW + 600) - 600) < 0.01  # to the microsecond of the names
+    from test_limits import forge
+    forge(clone, "local, an hour before", NOW - 3600)
+    assert abs(records.oldest_unread_age(box, now=NOW + 600) - 4200) < 0.01

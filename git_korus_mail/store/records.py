@@ -258,10 +258,17 @@ def read_quarantined(box: "Box", file: str, limit: int) -> "Optional[bytes]":
 
 # -- reporting -------------------------------------------------------------
 def oldest_unread_age(box: "Box", now: "Optional[float]" = None) -> "Optional[float]":
+    """Seconds since the oldest queued message was sent, or, relayed from another clone, arrived
+    here (store/arrivals.py: its id holds another machine's clock, days off or a wait in an outbox)."""
     ids, _ = box.inbox_ids()
     if not ids:
         return None
+    now = time.time() if now is None else now
     try:
-        return (time.time() if now is None else now) - id_time(ids[0])
+        if not box.has_arrivals():
+            return now - id_time(ids[0])  # ids sort by their time: the first is the oldest
+        from git_korus_mail.store.arrivals import Arrivals
+        when = Arrivals(box).when
+        return now - min(when[i] if i in when else id_time(i) for i in ids)
     except ValueError:
         return None
