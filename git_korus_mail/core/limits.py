@@ -145,7 +145,7 @@ class Judge:
                     self._arrivals = Arrivals(self.box)
             if self._arrivals is None:
                 return None
-        return self._arrivals.when.get(msg_id)
+        return self._arrivals.time_of(msg_id)
 
     def _earlier(self, msg_id: str, t: float, window: float) -> "List[Tuple[str, float]]":
         """[(id, seconds before t)] of every message published before `msg_id` within `window`."""

@@ -268,7 +268,11 @@ def oldest_unread_age(box: "Box", now: "Optional[float]" = None) -> "Optional[fl
         if not box.has_arrivals():
             return now - id_time(ids[0])  # ids sort by their time: the first is the oldest
         from git_korus_mail.store.arrivals import Arrivals
-        when = Arrivals(box).when
-        return now - min(when[i] if i in when else id_time(i) for i in ids)
+        arrived = Arrivals(box)
+        return now - min(_or_sent(arrived.time_of(i), i) for i in ids)
     except ValueError:
         return None
+
+
+def _or_sent(arrived: "Optional[float]", msg_id: str) -> float:
+    return id_time(msg_id) if arrived is None else arrived
