@@ -92,11 +92,17 @@ class Arrivals:
             first.setdefault(n[STAMP_LEN + 1:], n)  # sorted by arrival: an id's first is its earliest
         self._names = names
         self._first = first
+        self._parsed: "Dict[str, Optional[Tuple[float, str]]]" = {}  # each name parsed once
+
+    def _parse(self, name: str) -> "Optional[Tuple[float, str]]":
+        if name not in self._parsed:
+            self._parsed[name] = parse_name(name)
+        return self._parsed[name]
 
     def time_of(self, msg_id: str) -> "Optional[float]":
         """When `msg_id` first arrived here; None when it has no record (local mail)."""
         name = self._first.get(msg_id)
-        parsed = parse_name(name) if name is not None else None
+        parsed = self._parse(name) if name is not None else None
         return parsed[0] if parsed is not None else None
 
     @property
@@ -116,7 +122,7 @@ class Arrivals:
         names = self._names
         out: "List[Tuple[str, float]]" = []
         for at in range(bisect.bisect_left(names, name_of(t, "")) - 1, -1, -1):
-            parsed = parse_name(names[at])
+            parsed = self._parse(names[at])
             if parsed is None:
                 continue  # junk that sorts among the records: not one
             when, i = parsed
