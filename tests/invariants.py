@@ -39,6 +39,7 @@ ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", 
               "live", "fast", "reservations", "RESERVED"}
 LIVE_NAME = re.compile(r"^\d+-(\d+|x)-[0-9a-f]{8}$")  # store/life.py
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
+ARRIVAL_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z\+\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16}$")  # store/arrivals.py
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
 STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait|live|event)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
@@ -197,6 +198,7 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
         assert os.path.isdir(bdir) and not os.path.islink(bdir), f"box/{bname}: not a directory"
         info = {s: set() for s in STATES}
         where = {}
+        relayed_queued = set()  # queued mail the relay put here (from.clone is "<label>:<clone id>")
         for sub in STATES:
             for name in _ls(os.path.join(bdir, sub)):
                 path = os.path.join(bdir, sub, name)
@@ -204,9 +206,11 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
                 msg_id = name[:-5]
                 data, st = _read(path)
                 try:
-                    parse(data, expected_id=msg_id)
+                    parsed = parse(data, expected_id=msg_id)
                 except Invalid as exc:
                     raise AssertionError(f"{bname}/{sub}/{name}: partial or invalid message: {exc}") from None
+                if sub == "inbox" and ":" in str(parsed["from"].get("clone") or ""):
+                    relayed_queued.add(msg_id)
                 if st.st_nlink != 1:
                     staged = [n for n, (m, tst) in summary.tmp_messages.items()
                               if m["id"] == msg_id and (tst.st_dev, tst.st_ino) == (st.st_dev, st.st_ino)]
@@ -269,6 +273,16 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             assert why["id"] in info["dropped"] | info["inbox"] | pruning, f"{bname}/drops/{name}: its message is not dropped"
         no_why = info["dropped"] - {n[:-5] for n in _ls(os.path.join(bdir, "drops"))}
         assert not no_why, f"{bname}: dropped without a drops/ record: {sorted(no_why)}"
+
+        # arrived/<YYYYMMDDTHHMMSS.ffffffZ>+<id>: empty, made by the relay before it queues relayed
+        # mail (store/arrivals.py), so every relayed message still queued has one
+        arrived = set()
+        for name in _ls(os.path.join(bdir, "arrived")):
+            assert ARRIVAL_NAME.match(name), f"{bname}/arrived/{name}: stray file"
+            assert os.lstat(os.path.join(bdir, "arrived", name)).st_size == 0, f"{bname}/arrived/{name}: not empty"
+            arrived.add(name[24:])
+        no_arrival = relayed_queued - arrived
+        assert not no_arrival, f"{bname}: relayed mail queued with no arrival record: {sorted(no_arrival)}"
 
         shown = os.path.join(bdir, "shown")
         markers = {}

@@ -203,7 +203,8 @@ def test_a_sender_cut_off_keeps_its_mail_in_the_outbox_and_sends_it_after_the_he
 
 
 KILLED_WHERE = {"relay:published": "laptop", "relay:sent-recorded": "laptop", "relay:inbox-published": "vm",
-                "relay:received-marked": "vm", "relay:fate-published": "vm", "relay:delivery-decided": "vm"}
+                "relay:received-marked": "vm", "relay:fate-published": "vm", "relay:delivery-decided": "vm",
+                "relay:arrival-recorded": "vm"}
 # steps of a cancel, each killed by its own test below
 KILLED_IN_CANCEL = {"relay:cancel-decided": "test_relay_killed_after_deciding_a_cancel",
                     "relay:prune-journaled": "tests/test_relay_retention.py"}

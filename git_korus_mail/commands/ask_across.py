@@ -10,7 +10,7 @@ from git_korus_mail.store import message
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Any, Dict, Optional
+    from typing import IO, Any, Dict, Optional, Tuple
 
     from git_korus_mail.core.clone import Clone
 
@@ -21,6 +21,7 @@ def run(clone: "Clone", target: "Dict[str, Any]", body: str, timeout: int, sessi
     from git_korus_mail.relay import address
     root = clone.mail_root(create=True)
     assert root is not None  # create=True makes it or raises
+    _refuse_a_cycle(clone, root, target["clone"], target["key"])
     sender = core_send.sender_record(clone, session, sender_launch)
     [r] = address.queue(clone.common_dir, root, [target], body, message.KIND_QUESTION, message.DEFAULT_TTL_MINUTES,
                         sender.copy(), None, True, own_box=clone.own_box(create=True))
@@ -29,7 +30,17 @@ def run(clone: "Clone", target: "Dict[str, Any]", body: str, timeout: int, sessi
     if not as_json:
         sys.stderr.write(f"asked {qid} of {where}; waiting up to {timeout}s for its answer "
                          f"({address.link_words(clone.common_dir)})\n")
-    return _await(clone, root, qid, where, timeout, session, as_json, out)
+    return _await(clone, root, qid, where, timeout, session, as_json, out, (target["clone"], target["key"]))
+
+
+def _refuse_a_cycle(clone: "Clone", root: "Any", target_clone: str, target_key: str) -> None:
+    """Refused, with nothing queued, when the waits here and on the other clones lead from the
+    target back to this worktree (relay/asking.py cycle_across)."""
+    from git_korus_mail.core.ask import Refused
+    from git_korus_mail.relay import asking
+    chain = asking.cycle_across(clone.common_dir, root, clone.own_key.name, target_clone, target_key)
+    if chain:
+        raise Refused(asking.refusal(clone.common_dir, root, chain))
 
 
 def again(clone: "Clone", rec: "Dict[str, Any]", timeout: int, session: "Optional[str]", as_json: bool,
@@ -44,13 +55,31 @@ def again(clone: "Clone", rec: "Dict[str, Any]", timeout: int, session: "Optiona
     came = asking.came(root, clone.own_key.name, clone.common_dir, str(rec["id"]))
     if came is not None:
         return _print(root, clone, came, str(rec["id"]), session, as_json, out, settle=False)
-    return _await(clone, root, str(rec["id"]), where, timeout, session, as_json, out)
+    target = (str(remote.get("clone")), str(rec.get("box")))
+    _refuse_a_cycle(clone, root, *target)
+    return _await(clone, root, str(rec["id"]), where, timeout, session, as_json, out, target)
 
 
 def _await(clone: "Clone", root: "Any", qid: str, where: str, timeout: int, session: "Optional[str]",
-           as_json: bool, out: "IO[str]") -> int:
+           as_json: bool, out: "IO[str]", target: "Tuple[str, str]") -> int:
+    import time
+
     from git_korus_mail.relay import asking
-    answer = asking.wait(root, clone.own_key.name, qid, timeout)
+    from git_korus_mail.store import answers
+    # a wait record like a local ask's, its target on another clone: this clone's relay tells the
+    # others of it, so an ask that would close a cycle through it is refused there (and here)
+    answers.live_waits(root)  # removes a killed ask's record of this question (`ask --again` after it)
+    try:
+        answers.open_wait(root, qid, clone.own_key.name, target[1], time.time() + timeout, None,
+                          target_clone=target[0])
+        opened = True
+    except FileExistsError:
+        opened = False  # another ask of this question waits now: its record stands for both
+    try:
+        answer = asking.wait(root, clone.own_key.name, qid, timeout)
+    finally:
+        if opened:
+            answers.close_wait(root, qid)
     if answer is None:
         line = (f"no answer to question {qid} within {timeout}s; the answer will arrive later as "
                 f"ordinary mail (it is on another clone: {where})")

@@ -104,6 +104,17 @@ def _refusal(chain: "List[Dict[str, Any]]", root: "MailRoot") -> str:
             f"until {until}; waits {path}); asking it now would make both wait until the timeout")
 
 
+def _refuse_across(clone: "Clone", root: "MailRoot", qid: str, target: str) -> None:
+    """A cycle through other clones' waits (an ask across waits on a box there, whose ask waits on
+    one here): refused like a local one. Only with a remote configured (docs/RELAY.md, "A wait
+    cycle across clones")."""
+    from git_korus_mail.relay import asking
+    line = asking.refusal_here(clone.common_dir, root, clone.own_key.name, target)
+    if line is not None:
+        answers.close_wait(root, qid)
+        raise Refused(line)
+
+
 def _path_of(root: "MailRoot", key_name: str) -> str:
     box = root.box(key_name)
     return (box.recorded_path() if box is not None else None) or key_name
@@ -141,6 +152,7 @@ def ask(clone: "Clone", dest: str, body: str, timeout: int, session: "Optional[s
     if chain:
         answers.close_wait(root, qid)
         raise Refused(_refusal(chain, root))
+    _refuse_across(clone, root, qid, t.key.name)
     box = root.box(t.key.name, create=True, path=t.key.path, adopt=send.owner_of(clone, t))
     assert box is not None
     # judged before the question is queued: a wake-up watcher disarms as soon as it sees new
@@ -192,6 +204,7 @@ def again(clone: "Clone", text: str, timeout: int, launch: "Optional[str]") -> Q
     if chain:
         answers.close_wait(root, qid)
         raise Refused(_refusal(chain, root))
+    _refuse_across(clone, root, qid, box.name)
     root.journal("ask-again", id=qid, box=box.name, timeout=timeout)
     return Question(root, box, msg, deadline, None, launch)
 

@@ -13,7 +13,10 @@ Answers (kind `answer`) are never dropped, held or counted.
 
 Every rule is a pure function of what is published: the message, the earlier messages of the
 same sender in this box (in any state: queued, seen, expired, cancelled, dropped; their send
-times come from their ids, which sort by time), and the settings. So two drains judging the same
+times come from their ids, which sort by time), and the settings. Mail relayed from another
+clone is timed by its arrival here instead (the relay's record, store/arrivals.py): its id holds
+the sending machine's clock, which may be days off, or hours old after a wait in an outbox
+(docs/RELAY.md, "Limits and expiry by arrival"). So two drains judging the same
 message at once agree, and a drop, made under the claim (store/drops.py), never races a show
 of the same message. The one exception is a message already shown to some launch (settings
 changed since, or an older version showed it): that is never dropped.
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
     from git_korus_mail.core.drain_context import DrainContext
+    from git_korus_mail.store.arrivals import Arrivals
     from git_korus_mail.store.files import Box
     from git_korus_mail.store.message import Message
 
@@ -71,6 +75,8 @@ class Judge:
         self._ids: "Optional[List[Tuple[str, str]]]" = None  # (id, state), sorted by id
         self._known: "Dict[str, Known]" = {}
         self._times: "Dict[str, float]" = {}  # id -> its send time, parsed once (_earlier)
+        self._arrivals: "Optional[Arrivals]" = None  # relayed mail's arrival times (_arrival)
+        self._arrivals_looked = False
         self.dropped: "Dict[str, str]" = {}  # id -> what drops.drop returned
         self.held_back: "List[Tuple[str, Optional[str]]]" = []  # (id, sender path), oldest first
 
@@ -94,18 +100,24 @@ class Judge:
         if exempt(msg):
             return None
         lim = self.limits
+        arrived = self._arrival(msg_id)
         try:
-            t = id_time(msg_id)
+            t = id_time(msg_id) if arrived is None else arrived
         except ValueError:
             return None
         who, text = sender_of(msg), _text(msg)
         self._known[msg_id] = (who, text)  # the next messages compare with it: no second read
         window = max(lim.loop_seconds, lim.rate_seconds)
-        earlier = [(i, age) for i, age in self._earlier(msg_id, t, window) if self._same(i, who)]
+        # relayed mail by its arrival here, among what arrived: its id's time is another machine's
+        # clock (store/arrivals.py); a relayed sender's path names its clone, so no local mail is
+        # ever its "same sender", and local mail is judged by its ids as before
+        near = self._earlier(msg_id, t, window) if self._arrivals is None or arrived is None \
+            else self._arrivals.before(msg_id, t, window)
+        earlier = [(i, age) for i, age in near if self._same(i, who)]
         rule: "Optional[Tuple[str, str]]" = None
         for i, age in earlier:
             if age <= lim.loop_seconds and self._text(i) == text:
-                rule = ("loop", f"the same text as {i}, sent {age:.1f} s before it")
+                rule = ("loop", f"the same text as {i}, {'sent' if arrived is None else 'arrived'} {age:.1f} s before it")
                 break
         if rule is None:
             n = sum(1 for _, age in earlier if age < lim.rate_seconds)
@@ -121,6 +133,20 @@ class Judge:
         return position >= self.limits.backlog and not exempt(msg)
 
     # -- the box's history ---------------------------------------------------------
+    def _arrival(self, msg_id: str) -> "Optional[float]":
+        """When relayed mail `msg_id` arrived in this box; None for local mail. The records are
+        read once per judge; a box that never received any has no arrived/ directory, and costs
+        one failed open and no module (hot path)."""
+        if self._arrivals is None:
+            if not self._arrivals_looked:
+                self._arrivals_looked = True
+                if self.box.has_arrivals():
+                    from git_korus_mail.store.arrivals import Arrivals  # loaded where used (hot path)
+                    self._arrivals = Arrivals(self.box)
+            if self._arrivals is None:
+                return None
+        return self._arrivals.time_of(msg_id)
+
     def _earlier(self, msg_id: str, t: float, window: float) -> "List[Tuple[str, float]]":
         """[(id, seconds before t)] of every message published before `msg_id` within `window`."""
         if self._ids is None:
@@ -160,9 +186,9 @@ class Judge:
         if msg_id in self._known:
             return self._known[msg_id]
         known: "Known" = None
-        assert self._ids is not None
-        at = bisect.bisect_left(self._ids, (msg_id, ""))
-        listed = self._ids[at][1] if at < len(self._ids) and self._ids[at][0] == msg_id else "inbox"
+        ids = self._ids or []  # none listed when only relayed mail was judged (by its arrivals)
+        at = bisect.bisect_left(ids, (msg_id, ""))
+        listed = ids[at][1] if at < len(ids) and ids[at][0] == msg_id else "inbox"
         # where it was listed first, then wherever it moved since (consumed, expired, dropped)
         for sub in [listed] + [s for s in HISTORY if s != listed]:
             try:

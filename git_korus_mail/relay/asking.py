@@ -14,7 +14,7 @@ from git_korus_mail.store import message, moves
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Optional, Set
+    from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 POLL = 0.05
 
@@ -70,3 +70,114 @@ def came(root: "Any", key: str, common_dir: str, qid: str) -> "Optional[Dict[str
     except (OSError, ValueError, message.Invalid):
         return None
     return dict(msg)
+
+
+# -- a wait cycle across clones (docs/RELAY.md, "A wait cycle across clones") ------------------
+# An ask across opens a wait record like a local ask (store/answers.py, with `target_clone`), and
+# each relay puts its clone's open waits in its directory entry once a second. An ask, across or
+# local, is refused when the waits of this clone and of the others lead from its target back to
+# its asker: A asking B while B waits on A would have both wait until the timeout. The others'
+# waits are as old as their directory entries: two asks that close a cycle within about a second
+# of each other both go (each then ends at its timeout, and nothing is lost), as before.
+STALE = 10.0  # seconds without a new revision of a clone's entry before its waits are not trusted
+
+
+def published_waits(root: "Any", clone_id: str, now: "Optional[float]" = None) -> "List[Dict[str, Any]]":
+    """This clone's open waits as its directory entry tells them: box keys, the target's clone,
+    and the seconds left (a count, not a time: the other clones' clocks are not ours)."""
+    from git_korus_mail.store import answers
+    now = time.time() if now is None else now
+    out: "List[Dict[str, Any]]" = []
+    for w in answers.live_waits(root, now):
+        deadline = w.get("deadline")
+        out.append({"question": w.get("question"), "asker": w["asker"], "target": w["target"],
+                    "target_clone": w.get("target_clone") or clone_id,
+                    "left": max(0.0, deadline - now) if isinstance(deadline, (int, float)) else None})
+    return out
+
+
+def seen_at(revision: "Optional[int]", known: "Optional[Dict[str, Any]]", now: float) -> "Dict[str, Any]":
+    """The fields the relay adds to a peer's entry in relay/peers.json: its revision, and when this
+    clone first saw that revision by its own clock (a relay that stops leaves its entry as it
+    was: its waits then stop counting after STALE seconds, whatever either clock says)."""
+    if isinstance(known, dict) and known.get("rev") == revision and isinstance(known.get("seen_at"), (int, float)):
+        return {"rev": revision, "seen_at": known["seen_at"]}
+    return {"rev": revision, "seen_at": now}
+
+
+def cycle_across(common_dir: str, root: "Any", asker: str, target_clone: str, target: str,
+                 now: "Optional[float]" = None) -> "Optional[List[Dict[str, Any]]]":
+    """The chain of open waits, on this clone and the others, that leads from `target` (a box of
+    clone `target_clone`) back to `asker` (a box here), if any; None with no remote configured."""
+    from git_korus_mail.relay import local
+    from git_korus_mail.store import answers
+    conf = local.load_config(common_dir)
+    if conf is None:
+        return None
+    now = time.time() if now is None else now
+    me = str(conf["clone"])
+    by_asker: "Dict[Tuple[str, str], List[Dict[str, Any]]]" = {}
+    for w in answers.live_waits(root, now):
+        by_asker.setdefault((me, w["asker"]), []).append(
+            {"clone": me, "asker": w["asker"], "target_clone": w.get("target_clone") or me,
+             "target": w["target"], "question": w.get("question")})
+    for cid, peer in (local.load_peers(common_dir) or {}).items():
+        if cid == me or not isinstance(peer, dict):
+            continue  # our own entry is what we published: the records themselves are fresher
+        seen = peer.get("seen_at")
+        if not isinstance(seen, (int, float)) or now - seen > STALE:
+            continue
+        for w in peer.get("waits") or ():
+            if not (isinstance(w, dict) and all(isinstance(w.get(f), str) for f in ("asker", "target", "target_clone"))):
+                continue  # not what a relay of ours writes: nothing to follow
+            left = w.get("left")
+            if isinstance(left, (int, float)) and seen + left < now:
+                continue
+            by_asker.setdefault((cid, w["asker"]), []).append(
+                {"clone": cid, "asker": w["asker"], "target_clone": w["target_clone"], "target": w["target"],
+                 "question": w.get("question")})
+    stack: "List[Tuple[Tuple[str, str], List[Dict[str, Any]]]]" = [((target_clone, target), [])]
+    seen_nodes: "Set[Tuple[str, str]]" = set()
+    while stack:
+        node, path = stack.pop()
+        if node == (me, asker) and path:
+            return path
+        if node in seen_nodes:
+            continue
+        seen_nodes.add(node)
+        for w in by_asker.get(node, []):
+            stack.append(((w["target_clone"], w["target"]), path + [w]))
+    return None
+
+
+def refusal(common_dir: str, root: "Any", chain: "List[Dict[str, Any]]") -> str:
+    """One line for a refused ask: who waits on whom, each box as <label>:<path>."""
+    first = chain[0]
+    hops = " -> ".join([_where(common_dir, root, first["clone"], first["asker"])]
+                       + [_where(common_dir, root, w["target_clone"], w["target"]) for w in chain])
+    return (f"refused: {_where(common_dir, root, first['clone'], first['asker'])} is waiting on an answer "
+            f"(question {first.get('question')}; waits {hops}); asking it now would make both wait "
+            f"until the timeout")
+
+
+def _where(common_dir: str, root: "Any", clone_id: str, key: str) -> str:
+    from git_korus_mail.relay import local
+    conf = local.load_config(common_dir) or {}
+    if clone_id == conf.get("clone"):
+        box = root.box(key)
+        return f"{conf.get('label')}:{(box.recorded_path() if box is not None else None) or key}"
+    peer = (local.load_peers(common_dir) or {}).get(clone_id) or {}
+    paths = [w.get("path") for w in peer.get("worktrees") or () if isinstance(w, dict) and w.get("key") == key]
+    return f"{peer.get('label') or clone_id}:{paths[0] if paths else key}"
+
+
+def refusal_here(common_dir: str, root: "Any", asker: str, target: str) -> "Optional[str]":
+    """For a local ask (core/ask.py), after its own check: the refusal line when the waits lead
+    from `target`, a box here, through other clones back to `asker`; None when they do not, or
+    when no remote is configured (one failed open: a clone without one pays nothing more)."""
+    from git_korus_mail.relay import local
+    conf = local.load_config(common_dir)
+    if conf is None:
+        return None
+    chain = cycle_across(common_dir, root, asker, str(conf["clone"]), target)
+    return refusal(common_dir, root, chain) if chain else None

@@ -29,7 +29,7 @@ from nats.js.errors import NoKeysError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
-from git_korus_mail.relay import decisions, directory, local, names, returns
+from git_korus_mail.relay import asking, decisions, directory, local, names, returns
 from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, refilter
 
 TYPE_CHECKING = False
@@ -263,6 +263,11 @@ class Relay:
                 self.root.journal("relay-cancelled", id=msg_id, box=key, how="before its delivery")
                 return True
             crash.point("relay:delivery-decided")
+            # its arrival by this clock, before it is queued: the receiver's limits judge relayed
+            # mail by it, never by its id (the sender's clock; store/arrivals.py)
+            from git_korus_mail.store import arrivals  # loaded where used
+            arrivals.record(box, msg_id, now)
+            crash.point("relay:arrival-recorded")
             try:
                 from git_korus_mail.store import publish  # loaded where used
                 publish.publish(box, msg, message.encode(msg))
@@ -335,6 +340,7 @@ class Relay:
     async def publish_directory(self) -> None:
         me = {"label": self.conf["label"], "worktrees": self.facts.worktrees(),
               "sessions": self.sessions(), "updated": time.time()}
+        me["waits"] = asking.published_waits(self.root, self.conf["clone"])  # the cycle check across clones
         await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
         # what was known stands for an entry the server could not give now (a leader election, a
         # timeout): a send to that clone is resolved offline from this file, and a server's
@@ -349,7 +355,12 @@ class Relay:
             if k.startswith("clone."):
                 clone = k[len("clone."):]
                 try:
-                    peers[clone] = json.loads((await self.kv.get(k)).value.decode())
+                    entry = await self.kv.get(k)
+                    peer = json.loads(entry.value.decode())
+                    # when this clone first saw this revision, by its own clock: the others' waits
+                    # count only while their entries are renewed (relay/asking.py cycle_across)
+                    peer.update(asking.seen_at(getattr(entry, "revision", None), known.get(clone), time.time()))
+                    peers[clone] = peer
                 except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
                     if clone in known:
                         peers[clone] = known[clone]

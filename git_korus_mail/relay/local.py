@@ -237,6 +237,7 @@ STEPS = (
     "relay:received-marked",  # received marker written; the server not yet acked
     "relay:fate-published",   # a fate sent back to the sender; the marker not yet updated
     "relay:delivery-decided",  # the receiver's create-only "delivered" put; not yet in the inbox
+    "relay:arrival-recorded",  # its arrival recorded (store/arrivals.py); not yet in the inbox
     "relay:cancel-decided",   # the sender's create-only "cancelled" put; not yet recorded
     "relay:prune-journaled",  # relay-pruned journaled; its records not yet removed (relay/retention.py)
 )

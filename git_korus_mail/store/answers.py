@@ -128,12 +128,16 @@ def asked(box: "Box") -> "List[Dict[str, Any]]":
 
 # -- open waits --------------------------------------------------------------------
 def open_wait(root: "MailRoot", qid: str, asker: str, target: str, deadline: float,
-              launch: "Optional[str]") -> None:
-    """Record that this process now waits for the answer to `qid` (asker and target: box keys)."""
+              launch: "Optional[str]", target_clone: "Optional[str]" = None) -> None:
+    """Record that this process now waits for the answer to `qid` (asker and target: box keys).
+    `target_clone`: the target is a box of another clone, by that clone's id (an ask across,
+    docs/RELAY.md "A wait cycle across clones"): `cycle` passes it over, relay/asking.py follows it."""
     from git_korus_mail.store import life
     life.hold(root)  # so its owner is proven alive or dead from any pid namespace (a sandbox's)
-    rec = {"question": qid, "asker": asker, "target": target, "deadline": deadline, "launch": launch,
-           "owner": claims.me("ask", root=root)}
+    rec: "Dict[str, Any]" = {"question": qid, "asker": asker, "target": target, "deadline": deadline,
+                             "launch": launch, "owner": claims.me("ask", root=root)}
+    if target_clone is not None:
+        rec["target_clone"] = target_clone
     root.dir.ensure_sub(WAITS).create_staged(qid + MSG_SUFFIX, json.dumps(rec, sort_keys=True).encode(),
                                              root.tmp, "wait", sync=False)
 
@@ -256,6 +260,8 @@ def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[st
 
 def _answered(root: "MailRoot", wait: "Dict[str, Any]") -> bool:
     qid, target = wait.get("question"), wait["target"]
+    if wait.get("target_clone") is not None:
+        return False  # a box on another clone: its answer comes as mail, and its ask then ends the wait
     if not message.valid_id(qid) or "/" in target or target in ("", ".", ".."):
         return False  # not a record we wrote: a name that is no single box
     try:
@@ -299,7 +305,8 @@ def cycle(waits: "List[Dict[str, Any]]", asker: str, target: str) -> "Optional[L
     then wait on itself (A asks B while B waits on A, or through any number of waits)."""
     by_asker: "Dict[str, List[Dict[str, Any]]]" = {}
     for w in waits:
-        by_asker.setdefault(w["asker"], []).append(w)
+        if w.get("target_clone") is None:  # one on another clone's box: relay/asking.py follows it
+            by_asker.setdefault(w["asker"], []).append(w)
     stack = [(target, [])]  # type: List[Any]
     seen = set()
     while stack:

@@ -30,7 +30,7 @@ from git_korus_mail.errors import MailError
 # the refusals callers outside store/ catch: re-exported (`as`) so they never import fsafe
 from git_korus_mail.store.fsafe import SMALL_FILE, Dir  # noqa: F401 - SMALL_FILE: for callers
 from git_korus_mail.store.fsafe import NotOwned as NotOwned, NotRegular as NotRegular, TooLarge as TooLarge
-from git_korus_mail.store.layout import (BOX_SUBDIRS, CANCELLED, FAST_DIR, FINAL, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
+from git_korus_mail.store.layout import (ARRIVED, BOX_SUBDIRS, CANCELLED, FAST_DIR, FINAL, MAIL_DIR, MSG_SUFFIX, OFF_FILE,  # noqa: F401 - for callers
                                          PRUNE_EVERY, PRUNED_STAMP, PRUNING_DIR, TMP_MAX_AGE, WATCH_DIR, WHY_SUFFIX,
                                          WORKTREE_FILE, mail_root_path, quarantine_name,
                                          staging_name)
@@ -252,7 +252,7 @@ class Box:
     def prune_due(self, now: float) -> bool:
         """Whether retention (store/retention.py) should prune this box now: its last prune is a
         day old (or none ran), and it holds a final state, an unfinished prune, or records that
-        can outlive their use (sent, quarantine, sessions). A stat or a few, asked at every
+        can outlive their use (sent, quarantine, sessions, arrived). A stat or a few, asked at every
         opening show, so here and not in retention.py (hot path)."""
         try:
             if now - self.dir.lstat(PRUNED_STAMP).st_mtime < PRUNE_EVERY:
@@ -266,7 +266,12 @@ class Box:
             young = now - self.dir.lstat(WORKTREE_FILE).st_mtime < PRUNE_EVERY
         except FileNotFoundError:
             young = False
-        return not young and any(self.dir.exists(sub) for sub in ("sent", "quarantine", "sessions"))
+        return not young and any(self.dir.exists(sub) for sub in ("sent", "quarantine", "sessions", ARRIVED))
+
+    def has_arrivals(self) -> bool:
+        """Whether relayed mail ever arrived in this box (arrived/ exists): one directory open
+        that spares a drain judging local mail loading store/arrivals.py (hot path)."""
+        return self.open_sub(ARRIVED) is not None
 
     def has_watchers(self) -> bool:
         """Whether any launch of this box ever armed a wake-up watcher (watch/ exists): one

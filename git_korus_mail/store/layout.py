@@ -22,6 +22,7 @@ WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (moves.cancel)
 DROPPED = "dropped"  # stopped by the receiver's limits (drops.drop); why: drops/<id>.json
 DROPS = "drops"  # the reason record of each dropped message: the rule that fired, and when
+ARRIVED = "arrived"  # arrived/<stamp>+<id>: when relayed mail arrived here, by this clock (store/arrivals.py)
 # The states a message leaves the inbox for without being consumed; each one's journal event
 # has the same name. A move into one is decided by the link into it (moves.complete_decided).
 UNCONSUMED = ("expired", CANCELLED, DROPPED)
@@ -29,7 +30,7 @@ FINAL = ("seen",) + UNCONSUMED  # the states retention prunes from (store/retent
 # every directory a message file is filed in, one per state: queued, consumed, expired, cancelled, dropped
 FILED = ("inbox", "seen", "expired", CANCELLED, DROPPED)
 BOX_SUBDIRS = ("inbox", "claiming", "seen", "expired", CANCELLED, DROPPED, DROPS, "receipts", "shown", "sessions",
-               "notices", "quarantine", "sent", "forwarded")
+               "notices", "quarantine", "sent", "forwarded", ARRIVED)
 
 
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")

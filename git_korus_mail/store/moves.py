@@ -385,6 +385,9 @@ def _forward_claimed(src: "Box", dst: "Box", msg_id: str, why: str) -> str:
         crash.point("forward:recorded")
     if not _has_trace(dst, name):
         _forget_departure(dst, name)
+        if src.has_arrivals():  # relayed mail: its arrival goes with it, before it is queued there
+            from git_korus_mail.store import arrivals
+            arrivals.carry(src, dst, msg_id)
         _place(dst, name, data)
     crash.point("forward:copied")
     removed = inbox.unlink_quiet(name)

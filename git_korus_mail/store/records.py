@@ -258,10 +258,21 @@ def read_quarantined(box: "Box", file: str, limit: int) -> "Optional[bytes]":
 
 # -- reporting -------------------------------------------------------------
 def oldest_unread_age(box: "Box", now: "Optional[float]" = None) -> "Optional[float]":
+    """Seconds since the oldest queued message was sent, or, relayed from another clone, arrived
+    here (store/arrivals.py: its id holds another machine's clock, days off or a wait in an outbox)."""
     ids, _ = box.inbox_ids()
     if not ids:
         return None
+    now = time.time() if now is None else now
     try:
-        return (time.time() if now is None else now) - id_time(ids[0])
+        if not box.has_arrivals():
+            return now - id_time(ids[0])  # ids sort by their time: the first is the oldest
+        from git_korus_mail.store.arrivals import Arrivals
+        arrived = Arrivals(box)
+        return now - min(_or_sent(arrived.time_of(i), i) for i in ids)
     except ValueError:
         return None
+
+
+def _or_sent(arrived: "Optional[float]", msg_id: str) -> float:
+    return id_time(msg_id) if arrived is None else arrived

@@ -148,7 +148,8 @@ def prune_records(box: "Box", keep_seconds: float, now: float, limit: int = MAX_
     - quarantine/ entries (junk set aside, and each one's .why.json), by when they were set
       aside (ctime: the move into quarantine/);
     - sessions/<session>.json (presence) and its .roster file, of a session whose client no
-      longer runs (presence.liveness: closed or gone) and whose last event is that old.
+      longer runs (presence.liveness: closed or gone) and whose last event is that old;
+    - arrived/ records (store/arrivals.py) by their arrival, unless that message is still queued.
     None of them is a message, so none needs a claim: each is one unlink, and a run killed
     between two leaves only records the next run removes."""
     removed: "Dict[str, int]" = {}
@@ -194,6 +195,12 @@ def prune_records(box: "Box", keep_seconds: float, now: float, limit: int = MAX_
             base = name[:-len(MSG_SUFFIX)]
             gone("sessions", sessions, name, base + presence.ROSTER_SUFFIX, base + presence.STATE_SUFFIX,
                  base + presence.FAULTS_SUFFIX)
+    left = limit - sum(removed.values())
+    if left > 0:
+        from git_korus_mail.store import arrivals  # a box that never received relayed mail has none
+        n = arrivals.prune(box, keep_seconds, now, left)
+        if n:
+            removed["arrived"] = n
     return removed
 
 
