@@ -124,14 +124,21 @@ def stream_messages(url, stream):
 
 # -- a server whose users are the clones ---------------------------------------------------------
 def clone_user(label, password):
-    """One clone's user (the README's, "Credentials per clone"): it may publish mail and fates only
-    on subjects that end in its own label (docs/RELAY.md, "Trust"), put only its own label in the
-    namespace's bucket, put the cancel/delivery decisions (fate.>: an id has dots), use the JetStream API its relay needs, and subscribe only to reply inboxes.
-    (A `*` matches whole tokens only: `korus-*` would match no bucket.)"""
+    """One clone's user, as the README gives it ("Several machines"): it may publish mail and
+    fates only on subjects that end in its own label (docs/RELAY.md, "Trust"), put only its own
+    label in the namespace's bucket, put directory entries and the cancel/delivery decisions
+    (fate.>: an id has dots); of the JetStream API only the calls a relay makes: stream and
+    bucket lookups and creation (the account allows two streams), direct gets of bucket keys,
+    and its own consumer `relay-<label>` (made with a mail filter, read, fetched from, acked,
+    deleted). It subscribes only to reply inboxes. (A `*` matches whole tokens only: `korus-*`
+    would match no bucket.)"""
+    own = f"relay-{label}"
     return {"user": label, "password": password,
-            "permissions": {"publish": {"allow": [f"korus.*.to.*.from.{label}", "$JS.API.>", "$JS.ACK.>",
-                                                  "$KV.*.namespace", f"$KV.*.label.{label}",
-                                                  "$KV.*.clone.*", "$KV.*.fate.>"]},
+            "permissions": {"publish": {"allow": [
+                f"korus.*.to.*.from.{label}", f"$KV.*.label.{label}", "$KV.*.namespace", "$KV.*.clone.*",
+                "$KV.*.fate.>", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*", "$JS.API.DIRECT.GET.*.$KV.>",
+                f"$JS.API.CONSUMER.CREATE.*.{own}.korus.*.to.*.>", f"$JS.API.CONSUMER.INFO.*.{own}",
+                f"$JS.API.CONSUMER.MSG.NEXT.*.{own}", f"$JS.API.CONSUMER.DELETE.*.{own}", f"$JS.ACK.*.{own}.>"]},
                             "subscribe": {"allow": ["_INBOX.>"]}}}
 
 
@@ -147,7 +154,7 @@ class AuthServer:
         self.users = dict(users)
         listed = [clone_user(label, pw) for label, pw in sorted(users.items())]
         text = (f"listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: \"{self.dir / 'store'}\" }}\n"
-                f"authorization {{ users: {json.dumps(listed)} }}\n")
+                f"accounts {{ KORUS: {{ jetstream: {{ max_streams: 2 }}, users: {json.dumps(listed)} }} }}\n")
         self.node = Node(self.dir, "auth", self.port, text)
 
     def start(self):

@@ -267,7 +267,7 @@ def test_hostile_envelopes_are_refused_and_nothing_torn_reaches_an_inbox(world):
             await js.publish(subject, payload)
         # every one of them acked: none waits to be redelivered for ever
         for _ in range(100):
-            info = await js.consumer_info(f"KORUS-{conf['namespace']}", f"clone-{conf['clone']}")
+            info = await js.consumer_info(f"KORUS-{conf['namespace']}", f"relay-{conf['label']}")
             if info.num_pending == 0 and info.num_ack_pending == 0:
                 break
             await asyncio.sleep(0.1)

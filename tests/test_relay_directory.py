@@ -14,27 +14,46 @@ from git_korus_mail.relay.link import Relay
 
 
 class KV:
-    def __init__(self, entries, failing=(), no_keys=False):
-        self.entries, self.failing, self.no_keys = dict(entries), set(failing), no_keys
+    """The bucket: `entries` readable, `failing` time out, `deleted` are delete markers (a
+    `remote remove`), `behind` answer "not found" as a replica that has not got them yet does."""
+
+    def __init__(self, entries, failing=(), deleted=(), behind=()):
+        self.entries, self.failing = dict(entries), set(failing)
+        self.deleted, self.behind = set(deleted), set(behind)
 
     async def put(self, key, value):
         self.entries[key] = value
 
-    async def keys(self):
-        if self.no_keys:
-            from nats.js.errors import NoKeysError
-            raise NoKeysError
-        return list(self.entries)
-
     async def get(self, key):
+        from nats.js.errors import KeyNotFoundError
         if key in self.failing:
             raise asyncio.TimeoutError
+        if key in self.deleted:
+            raise KeyNotFoundError(SimpleNamespace(key=key), "DEL")   # as nats-py's get says a marker
+        if key in self.behind:
+            raise KeyNotFoundError()
         return SimpleNamespace(value=self.entries[key])
 
 
-def relay_with(common, kv):
+class JS:
+    """The bucket's stream, as the relay lists its keys (relay/server.clone_keys): every subject,
+    a delete marker's too."""
+
+    def __init__(self, kv, listed=True):
+        self.kv, self.listed = kv, listed
+
+    async def stream_info(self, name, subjects_filter=None):
+        if not self.listed:
+            return SimpleNamespace(state=SimpleNamespace(subjects=None))  # not even our own entry
+        keys = set(self.kv.entries) | self.kv.deleted | self.kv.behind
+        prefix = subjects_filter[:-len("clone.>")]
+        subjects = {prefix + k: 1 for k in keys if k.startswith("clone.")}
+        return SimpleNamespace(state=SimpleNamespace(subjects=subjects or None))
+
+
+def relay_with(common, kv, listed=True):
     relay = Relay(common, local.load_config(common))
-    relay.kv = kv
+    relay.kv, relay.js = kv, JS(kv, listed)
     relay.sub = None  # the lag is read from it: a failure there is only a report
     return relay
 
@@ -52,8 +71,21 @@ def test_an_entry_the_server_cannot_give_now_keeps_what_was_known(tmp_path):
 
 def test_a_clone_gone_from_the_directory_goes_and_no_keys_changes_nothing(tmp_path):
     _repo, common = make_clone(tmp_path)
-    asyncio.run(relay_with(common, KV({}, no_keys=True)).publish_directory())
+    asyncio.run(relay_with(common, KV({}), listed=False).publish_directory())
     assert VM in local.load_peers(common)           # no keys at all: nothing to trust over what is known
     asyncio.run(relay_with(common, KV({"clone.cccccccccccc": b'{"label": "desk"}'})).publish_directory())
     peers = local.load_peers(common)
     assert VM not in peers and peers["cccccccccccc"]["label"] == "desk"  # a clone that left does go
+
+
+def test_a_deleted_entry_goes_and_one_a_replica_has_not_got_yet_stays(tmp_path):
+    """The key list is the bucket stream's subjects, where a deleted entry's marker still is:
+    reading it says "deleted" (it goes); a plain "not found" is a replica behind (it stays)."""
+    _repo, common = make_clone(tmp_path)
+    before = local.load_peers(common)[VM]
+    kv = KV({"clone.cccccccccccc": b'{"label": "desk"}'}, behind={f"clone.{VM}"})
+    asyncio.run(relay_with(common, kv).publish_directory())
+    assert local.load_peers(common)[VM] == before
+    kv = KV({"clone.cccccccccccc": b'{"label": "desk"}'}, deleted={f"clone.{VM}"})
+    asyncio.run(relay_with(common, kv).publish_directory())
+    assert VM not in local.load_peers(common)

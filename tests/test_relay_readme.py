@@ -23,7 +23,7 @@ BLOCKS = re.findall(r"```\n(.*?)```", SECTION, flags=re.S)   # the un-tagged blo
 
 def test_the_readme_has_a_server_config_a_cluster_config_and_a_creds_file():
     assert len(BLOCKS) == 3, BLOCKS
-    assert "authorization" in BLOCKS[0] and "cluster {" in BLOCKS[1] and BLOCKS[2].startswith("user: laptop")
+    assert "accounts {" in BLOCKS[0] and "cluster {" in BLOCKS[1] and BLOCKS[2].startswith("user: laptop")
 
 
 def test_the_readme_server_config_lets_each_clone_in_as_itself_only(tmp_path):

@@ -23,12 +23,12 @@ import time
 import nats
 from nats.errors import NoServersError, TimeoutError as NatsTimeout
 from nats.js import api
-from nats.js.errors import NoKeysError
+from nats.js.errors import KeyNotFoundError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import decisions, directory, local, names, returns
-from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, refilter
+from git_korus_mail.relay.server import LegacyConsumer, bind_inbox, clone_keys, connect, ensure_bucket, ensure_stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,13 +104,15 @@ class Relay:
                     self.js = self.nc.jetstream(timeout=3)
                     await ensure_stream(self.js, self.ns)
                     self.kv = await ensure_bucket(self.js, self.ns)
-                    await refilter(self.js, self.ns, self.conf["clone"])
                     cfg = api.ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=256)
-                    self.sub = await self.js.pull_subscribe(names.inbox_filter(self.ns, self.conf["clone"]),
-                                                            durable=names.durable(self.conf["clone"]),
-                                                            stream=names.stream(self.ns), config=cfg)
+                    self.sub = await bind_inbox(self.js, self.ns, self.conf, cfg)
                     self.connected_since = time.time()
                     self.error = None
+                except LegacyConsumer as exc:
+                    self.error = str(exc)
+                    await self._drop()
+                    await asyncio.sleep(5)
+                    continue
                 except (OSError, NoServersError, NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
                     self.error = f"cannot reach {self.conf['url']}: {exc or type(exc).__name__}"
                     await self._drop()
@@ -338,15 +340,19 @@ class Relay:
         # hiccup must never make it "unknown" (tests/test_relay_cluster.py)
         known = local.load_peers(self.common_dir) or {}
         peers: "Dict[str, Any]" = {}
-        try:
-            keys = await self.kv.keys()
-        except NoKeysError:
+        keys = await clone_keys(self.js, self.ns)
+        if not keys:
             return  # not even our own entry, put just now: nothing here to trust over what is known
         for k in keys:
             if k.startswith("clone."):
                 clone = k[len("clone."):]
                 try:
                     peers[clone] = json.loads((await self.kv.get(k)).value.decode())
+                except KeyNotFoundError as exc:
+                    if exc.op is not None:
+                        continue  # deleted (`remote remove`): its marker is what the server lists
+                    if clone in known:  # a replica behind the others has not got it yet
+                        peers[clone] = known[clone]
                 except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
                     if clone in known:
                         peers[clone] = known[clone]
