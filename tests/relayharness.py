@@ -6,6 +6,7 @@ test's directory, on 127.0.0.1 at free ports; every process is stopped by its pi
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -144,18 +145,37 @@ def clone_user(label, password):
 
 class AuthServer:
     """One JetStream server on loopback whose only users are the given clones (no anonymous
-    access): `users` is {label: password}."""
+    access): `users` is {label: password}; with `admin`, also a user of that name allowed
+    everything (the team's own, to set up what an older relay left). `grant` widens one
+    clone's permissions and has the running server reload its config (SIGHUP)."""
 
-    def __init__(self, base, users):
+    def __init__(self, base, users, admin=None):
         self.dir = base / "authjs"
         self.dir.mkdir()
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
         self.users = dict(users)
-        listed = [clone_user(label, pw) for label, pw in sorted(users.items())]
-        text = (f"listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: \"{self.dir / 'store'}\" }}\n"
+        self.admin = admin
+        self.admin_password = os.urandom(8).hex()
+        self.extra = {}
+        self.node = Node(self.dir, "auth", self.port, self._text())
+
+    def _text(self):
+        listed = []
+        for label, pw in sorted(self.users.items()):
+            user = clone_user(label, pw)
+            user["permissions"]["publish"]["allow"] += self.extra.get(label, [])
+            listed.append(user)
+        if self.admin is not None:
+            listed.append({"user": self.admin, "password": self.admin_password})
+        return (f"listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: \"{self.dir / 'store'}\" }}\n"
                 f"accounts {{ KORUS: {{ jetstream: {{ max_streams: 2 }}, users: {json.dumps(listed)} }} }}\n")
-        self.node = Node(self.dir, "auth", self.port, text)
+
+    def grant(self, label, subjects):
+        """Set `label`'s extra publish permissions (replacing earlier ones) and reload."""
+        self.extra[label] = list(subjects)
+        self.node.conf.write_text(self._text())
+        self.node.proc.send_signal(signal.SIGHUP)
 
     def start(self):
         self.node.start()
