@@ -318,3 +318,84 @@ def test_an_older_relays_consumer_is_moved_to_the_label_with_nothing_lost_or_dou
         for m in (laptop, vm):
             m.stop_relay(signal.SIGKILL)
         server.stop()
+
+
+def test_under_the_narrowed_permissions_an_old_consumer_is_named_and_moved_once_allowed(world):
+    """The README's upgrade: under the narrowed permissions alone, a relay that finds the
+    consumer an older one made cannot delete it: `remote` names it and the permission it needs,
+    and the mail waits on the server. Granted that (a config reload), the relay moves it; the
+    permission taken back, the relay goes on carrying mail."""
+    from nats.js import api
+    w = world
+    join(w)
+    ns, clone = conf_of(w.vm)["namespace"], conf_of(w.vm)["clone"]
+    stream, legacy = f"KORUS-{ns}", f"clone-{clone}"
+    w.vm.stop_relay(signal.SIGTERM)
+
+    async def make_old(_nc, js):
+        await js.delete_consumer(stream, "relay-vm")
+        await js.add_consumer(stream, config=api.ConsumerConfig(
+            durable_name=legacy, name=legacy, filter_subject=f"korus.{ns}.to.{clone}.>",
+            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=3, max_ack_pending=256))
+    as_user(w, "admin", make_old)
+    first = w.laptop.cli("send", "--to", "vm:web", "--", "before the move", cwd=w.laptop.web,
+                         check=True).stdout.split()[1]
+    assert wait_for(lambda: w.laptop.outbox() == [], 10)
+    w.vm.cli("remote", check=True)
+    assert wait_for(lambda: legacy in str(w.vm.state().get("error")), 15), w.vm.state()
+    shown = " ".join(w.vm.cli("remote", check=True).stdout.split())
+    assert f"link down (the consumer {legacy} an older relay made holds this clone's mail" in shown, shown
+    assert f"$JS.API.CONSUMER.DELETE.*.{legacy}" in shown, shown
+    assert w.vm.ids(w.vm.web, "inbox") == []
+
+    async def waiting(_nc, js):
+        return (await js.stream_info(stream)).state.messages
+    assert as_user(w, "admin", waiting)[0] == 1
+    w.server.grant("vm", [f"$JS.API.CONSUMER.DELETE.*.{legacy}"])
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [first], 20), w.vm.state()
+    w.server.grant("vm", [])
+    second = w.laptop.cli("send", "--to", "vm:web", "--", "after the move", cwd=w.laptop.web,
+                          check=True).stdout.split()[1]
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == sorted([first, second]), 15), w.vm.state()
+    assert received_counts(w.vm) == {first: 1, second: 1}
+    for m in (w.laptop, w.vm):
+        invariants.check(m.mail)
+
+
+def test_every_relay_feature_works_under_the_narrowed_permissions(world):
+    """Mail both ways, a reply, the consume and its fate in the sender's status, a cancel of mail
+    in transit (the create-only decision), and `remote remove` (its own consumer, entry and
+    label gone), each clone with only the README's permissions."""
+    from test_relay import cancel, consume, everywhere, fate_in_status, settled
+    w = world
+    join(w)
+    msg_id = w.laptop.cli("send", "--to", "vm:web", "--", "narrow and working", cwd=w.laptop.web,
+                          check=True).stdout.split()[1]
+    assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 15), w.vm.state()
+    reply = w.vm.cli("reply", msg_id, "--", "heard you", cwd=w.vm.web, check=True).stdout.split()[1]
+    assert wait_for(lambda: w.laptop.ids(w.laptop.web, "inbox") == [reply], 15), w.laptop.state()
+    assert "narrow and working" in consume(w.vm, "s-vm")
+    assert wait_for(lambda: ((w.laptop.sent(msg_id) or {}).get("fate") or {}).get("state") == "consumed", 15)
+    line = fate_in_status(w.laptop, msg_id)
+    assert line.endswith("by session s-vm on vm"), line
+    w.vm.stop_relay(signal.SIGKILL)
+    doomed = w.laptop.cli("send", "--to", "vm:web", "--", "cancel me", cwd=w.laptop.web, check=True).stdout.split()[1]
+    assert wait_for(lambda: w.laptop.outbox() == [] and w.laptop.sent(doomed), 10)
+    out = " ".join(cancel(w.laptop, doomed).stdout.split())
+    assert out.startswith(f"cancelled {doomed} to vm:"), out
+    w.vm.cli("remote", check=True)
+    assert settled(w.vm), w.vm.state()
+    assert everywhere(w.vm, doomed) == []
+    ns, clone = conf_of(w.vm)["namespace"], conf_of(w.vm)["clone"]
+    removed = w.vm.cli("remote", "remove", check=True).stdout
+    assert "warning" not in removed, removed
+
+    async def left(_nc, js):
+        kv = await js.key_value(f"korus-{ns}")
+        keys = await kv.keys()
+        return sorted([c.name for c in await js.consumers_info(f"KORUS-{ns}")]), sorted(keys)
+    names_left, keys = as_user(w, "admin", left)[0]
+    assert names_left == ["relay-laptop"] and f"clone.{clone}" not in keys and "label.vm" not in keys, keys
+    assert "label.laptop" in keys   # the control: the other clone's stay
+    for m in (w.laptop, w.vm):
+        invariants.check(m.mail)
