@@ -399,3 +399,40 @@ def test_every_relay_feature_works_under_the_narrowed_permissions(world):
     assert "label.laptop" in keys   # the control: the other clone's stay
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
+
+
+def test_a_consumer_its_label_left_on_another_clones_filter_is_set_to_this_clones(tmp_path):
+    """A `relay-<label>` on another clone's subject (a clone with this label removed while the
+    server was away): the relay would bind to it as it is and take nothing of its own. It sets
+    the filter to its own clone's, and the mail waiting for it arrives."""
+    from nats.js import api
+    server = Server(tmp_path)
+    server.start()
+    origin = make_origin(tmp_path)
+    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
+    try:
+        for m in (laptop, vm):
+            m.cli("remote", "add", server.url, "--label", m.name, check=True)
+        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
+        ns, clone = conf_of(vm)["namespace"], conf_of(vm)["clone"]
+        vm.stop_relay(signal.SIGTERM)
+
+        async def left_behind(_nc, js):
+            await js.delete_consumer(f"KORUS-{ns}", "relay-vm")
+            await js.add_consumer(f"KORUS-{ns}", config=api.ConsumerConfig(
+                durable_name="relay-vm", name="relay-vm", filter_subject=f"korus.{ns}.to.{'f' * 12}.>",
+                ack_policy=api.AckPolicy.EXPLICIT, ack_wait=3, max_ack_pending=256))
+        with_js(server.url, left_behind)
+        msg_id = laptop.cli("send", "--to", "vm:web", "--", "mine after all", cwd=laptop.web, check=True).stdout.split()[1]
+        vm.cli("remote", check=True)
+        assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 15), vm.state()
+
+        async def filter_now(_nc, js):
+            return (await js.consumer_info(f"KORUS-{ns}", "relay-vm")).config.filter_subject
+        assert with_js(server.url, filter_now) == f"korus.{ns}.to.{clone}.>"
+        for m in (laptop, vm):
+            invariants.check(m.mail)
+    finally:
+        for m in (laptop, vm):
+            m.stop_relay(signal.SIGKILL)
+        server.stop()

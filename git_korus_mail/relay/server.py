@@ -74,7 +74,7 @@ async def add_replicated(create: "Callable[[Any], Awaitable[Any]]", config: "Any
 
 
 NOT_UNIQUE = 10100   # the server's "filtered consumer not unique on workqueue stream"
-LEGACY_WAIT = 1.0    # a narrowed user's request to the legacy name gets no answer: this long
+LEGACY_WAIT = 3.0    # a narrowed user's request to the legacy name gets no answer: this long
 
 
 class LegacyConsumer(Exception):
@@ -97,10 +97,12 @@ async def bind_inbox(js: "Any", ns: str, conf: "Dict[str, Any]", config: "Any") 
     narrowed ones says so (LegacyConsumer) and keeps the mail waiting on the server."""
     stream, name, want = names.stream(ns), names.durable(conf["label"]), names.inbox_filter(ns, conf["clone"])
     try:
-        return await js.pull_subscribe(want, durable=name, stream=stream, config=config)
+        sub = await js.pull_subscribe(want, durable=name, stream=stream, config=config)
     except APIError as exc:
         if exc.err_code != NOT_UNIQUE:
             raise
+    else:
+        return await _own_filter(js, sub, stream, name, want)
     legacy = names.legacy_durable(conf["clone"])
     try:
         await _delete(js, stream, legacy, LEGACY_WAIT)
@@ -112,7 +114,24 @@ async def bind_inbox(js: "Any", ns: str, conf: "Dict[str, Any]", config: "Any") 
             f"may not delete it: run the relay once with permission for $JS.API.CONSUMER.DELETE.*.{legacy} "
             f"(README, \"Several machines\"); the mail waits on the server") from None
     crash.point("relay:legacy-consumer-deleted")
-    return await js.pull_subscribe(want, durable=name, stream=stream, config=config)
+    sub = await js.pull_subscribe(want, durable=name, stream=stream, config=config)
+    return await _own_filter(js, sub, stream, name, want)
+
+
+async def _own_filter(js: "Any", sub: "Any", stream: str, name: str, want: str) -> "Any":
+    """A consumer of this name that filters on another clone's subject: one a clone with this
+    label left behind (a `remote remove` that could not reach the server; a label is taken
+    again only once it is free). nats-py binds to a consumer that exists as it is, so it would
+    take the other clone's mail and never ours: its filter is set to ours (a create with the
+    same name updates), and what waited for the other clone stays in the stream, unread."""
+    info = await js.consumer_info(stream, name)
+    if info.config.filter_subject == want and not info.config.filter_subjects:
+        return sub
+    c = info.config
+    await js.add_consumer(stream, config=api.ConsumerConfig(
+        durable_name=name, name=name, filter_subject=want, ack_policy=c.ack_policy, ack_wait=c.ack_wait,
+        max_ack_pending=c.max_ack_pending, deliver_policy=c.deliver_policy))
+    return sub
 
 
 async def _delete(js: "Any", stream: str, consumer: str, timeout: float) -> None:
@@ -135,7 +154,7 @@ async def ensure_bucket(js: "Any", ns: str) -> "Any":
     if not kv._direct:
         stream = f"KV_{names.bucket(ns)}"
         try:
-            info = await asyncio.wait_for(js.stream_info(stream), LEGACY_WAIT * 3)
+            info = await js.stream_info(stream)
             await asyncio.wait_for(js.update_stream(info.config.evolve(allow_direct=True)), LEGACY_WAIT)
         except (NatsTimeout, asyncio.TimeoutError, APIError):
             raise LegacyConsumer(
@@ -216,7 +235,7 @@ def teardown(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
             except NotFoundError:
                 pass
             try:  # an older relay's, never migrated: gone too where the permissions allow
-                await _delete(js, names.stream(conf["namespace"]), names.legacy_durable(conf["clone"]), LEGACY_WAIT)
+                await _delete(js, names.stream(conf["namespace"]), names.legacy_durable(conf["clone"]), 1.0)
             except (NotFoundError, NatsTimeout, asyncio.TimeoutError):
                 pass
             try:
