@@ -124,6 +124,12 @@ def test_each_clone_publishes_only_as_itself_and_a_relay_without_creds_is_refuse
     junk.write_text("hello\n")
     proc = desk.cli("remote", "add", w.server.url, "--label", "desk", "--creds", str(junk))
     assert proc.returncode == 1 and "neither a NATS creds file" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    # another clone's credentials under this label: the server refuses the label's claim, and
+    # that is what is said (a refused request gets no answer: not "cannot reach")
+    proc = desk.cli("remote", "add", w.server.url, "--label", "desk", "--creds", str(w.creds["vm"]))
+    assert proc.returncode == 1 and not desk.relay.exists(), proc.stderr
+    assert 'the server refused publish to "$kv.korus-' in proc.stderr and '.label.desk"' in proc.stderr, proc.stderr
+    assert "lacks a permission" in proc.stderr and "nothing changed" in proc.stderr, proc.stderr
     # a secret others can read is said (the join above, with 0600 files, said nothing)
     w.creds["laptop"].chmod(0o644)
     again = w.laptop.cli("remote", "add", w.server.url, "--label", "laptop", "--creds", str(w.creds["laptop"]),

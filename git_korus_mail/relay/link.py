@@ -28,7 +28,8 @@ from nats.js.errors import KeyNotFoundError
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import decisions, directory, local, names, returns
-from git_korus_mail.relay.server import LegacyConsumer, bind_inbox, clone_keys, connect, ensure_bucket, ensure_stream
+from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, clone_keys, connect, ensure_bucket,
+                                         ensure_stream, refused)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class Relay:
                     await asyncio.sleep(5)
                     continue
                 except (OSError, NoServersError, NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
-                    self.error = f"cannot reach {self.conf['url']}: {exc or type(exc).__name__}"
+                    self.error = refused() or f"cannot reach {self.conf['url']}: {exc or type(exc).__name__}"
                     await self._drop()
                     await asyncio.sleep(0.5)
                     continue

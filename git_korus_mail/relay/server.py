@@ -34,9 +34,26 @@ def connect_options(conf: "Dict[str, Any]") -> "Dict[str, Any]":
     return opts
 
 
-async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
-    async def quiet(_exc: "Any") -> None:
+REFUSED: "List[str]" = []   # the server's last permission refusals on this process's connections
+
+
+def refused() -> "Optional[str]":
+    """Why a call that timed out got no answer, when the server's permissions refused it: a
+    refused request is never answered, and the client hears of it only through the error
+    callback; without this a missing permission reads as "cannot reach". Taken once."""
+    if not REFUSED:
         return None
+    why = f"the server refused {REFUSED[-1]}: this clone's user lacks a permission the relay needs (README, \"Several machines\")"
+    del REFUSED[:]
+    return why
+
+
+async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
+    async def quiet(exc: "Any") -> None:
+        text, mark = str(exc), "permissions violation for "
+        at = text.lower().find(mark)
+        if at >= 0:
+            REFUSED[:] = REFUSED[-4:] + [text[at + len(mark):].strip()]
     opts = connect_options(conf)
     if not retry:
         # each server tried twice at most: with no limit (or 0), nats-py's first connect cycles
@@ -263,4 +280,4 @@ def _run(coro: "Any", conf: "Dict[str, Any]", timeout: float) -> "Optional[str]"
     except LegacyConsumer as exc:
         return str(exc)
     except (OSError, NoServersError, NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
-        return f"cannot reach {conf['url']}: {exc or type(exc).__name__}"
+        return refused() or f"cannot reach {conf['url']}: {exc or type(exc).__name__}"
