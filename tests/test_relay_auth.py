@@ -237,6 +237,15 @@ def test_a_clone_cannot_delete_read_or_make_anothers_consumer(world):
     w.vm.cli("remote", check=True)
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 15), w.vm.state()
     assert received_counts(w.vm) == {msg_id: 1}
+    # a directory entry any clone may put, under an id of its choosing, claiming the vm's label:
+    # mail for vm:web would go to a subject the laptop's consumer could filter on. Refused.
+    forged = json.dumps({"label": "vm", "worktrees": w.vm.peers()[vm_clone]["worktrees"], "sessions": [],
+                         "updated": 0}).encode()
+    stored, _ = as_user(w, "laptop", lambda nc, js: js.publish(f"$KV.korus-{ns}.clone.{'d' * 12}", forged))
+    assert stored.seq, stored
+    journal = w.vm.mail / "journal.jsonl"
+    assert wait_for(lambda: f"directory entry {'d' * 12} claims label 'vm'" in journal.read_text(), 10)
+    assert "d" * 12 not in w.vm.peers() and "d" * 12 not in w.laptop.peers()
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
 

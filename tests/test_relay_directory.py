@@ -5,6 +5,7 @@ server's hiccup (seen in tests/test_relay_cluster.py under load). A fake KV stan
 server: what is tested is the relay's own rule, not nats."""
 
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
 
 from test_relay_retention import VM, make_clone
@@ -52,7 +53,9 @@ class JS:
 
 
 def relay_with(common, kv, listed=True):
-    relay = Relay(common, local.load_config(common))
+    conf = local.load_config(common)
+    kv.entries.setdefault(f"label.{conf['label']}", conf["clone"].encode())   # its own claim, made at `remote add`
+    relay = Relay(common, conf)
     relay.kv, relay.js = kv, JS(kv, listed)
     relay.sub = None  # the lag is read from it: a failure there is only a report
     return relay
@@ -61,8 +64,8 @@ def relay_with(common, kv, listed=True):
 def test_an_entry_the_server_cannot_give_now_keeps_what_was_known(tmp_path):
     _repo, common = make_clone(tmp_path)
     before = local.load_peers(common)[VM]
-    kv = KV({f"clone.{VM}": b"{}", "clone.cccccccccccc": b'{"label": "desk", "worktrees": []}'},
-            failing={f"clone.{VM}"})
+    kv = KV({f"clone.{VM}": b"{}", "clone.cccccccccccc": b'{"label": "desk", "worktrees": []}',
+             "label.desk": b"cccccccccccc"}, failing={f"clone.{VM}"})
     asyncio.run(relay_with(common, kv).publish_directory())
     peers = local.load_peers(common)
     assert peers[VM] == before                      # the vm stays resolvable
@@ -73,7 +76,7 @@ def test_a_clone_gone_from_the_directory_goes_and_no_keys_changes_nothing(tmp_pa
     _repo, common = make_clone(tmp_path)
     asyncio.run(relay_with(common, KV({}), listed=False).publish_directory())
     assert VM in local.load_peers(common)           # no keys at all: nothing to trust over what is known
-    asyncio.run(relay_with(common, KV({"clone.cccccccccccc": b'{"label": "desk"}'})).publish_directory())
+    asyncio.run(relay_with(common, KV({"clone.cccccccccccc": b'{"label": "desk"}', "label.desk": b"cccccccccccc"})).publish_directory())
     peers = local.load_peers(common)
     assert VM not in peers and peers["cccccccccccc"]["label"] == "desk"  # a clone that left does go
 
@@ -83,9 +86,32 @@ def test_a_deleted_entry_goes_and_one_a_replica_has_not_got_yet_stays(tmp_path):
     reading it says "deleted" (it goes); a plain "not found" is a replica behind (it stays)."""
     _repo, common = make_clone(tmp_path)
     before = local.load_peers(common)[VM]
-    kv = KV({"clone.cccccccccccc": b'{"label": "desk"}'}, behind={f"clone.{VM}"})
+    kv = KV({"clone.cccccccccccc": b'{"label": "desk"}', "label.desk": b"cccccccccccc"}, behind={f"clone.{VM}"})
     asyncio.run(relay_with(common, kv).publish_directory())
     assert local.load_peers(common)[VM] == before
-    kv = KV({"clone.cccccccccccc": b'{"label": "desk"}'}, deleted={f"clone.{VM}"})
+    kv = KV({"clone.cccccccccccc": b'{"label": "desk"}', "label.desk": b"cccccccccccc"}, deleted={f"clone.{VM}"})
     asyncio.run(relay_with(common, kv).publish_directory())
     assert VM not in local.load_peers(common)
+
+
+def test_an_entry_that_claims_a_label_another_clone_holds_is_refused(tmp_path):
+    """Any clone's user may put directory entries; only a label's own user could claim
+    `label.<label>`. An entry under another id that says "vm" would send mail for vm to a subject
+    the forger's consumer could filter on: it is refused and journaled once. An owner the server
+    cannot give now: an entry known with that label stands, an unknown one waits."""
+    _repo, common = make_clone(tmp_path)
+    forged = b'{"label": "vm", "worktrees": [{"name": "web", "path": "/far/web", "key": "web-x"}]}'
+    kv = KV({f"clone.{VM}": b'{"label": "vm", "worktrees": []}', "clone.dddddddddddd": forged,
+             "label.vm": VM.encode()})
+    relay = relay_with(common, kv)
+    for _ in range(2):
+        asyncio.run(relay.publish_directory())
+    peers = local.load_peers(common)
+    assert VM in peers and "dddddddddddd" not in peers
+    journal = (Path(common) / "mail" / "journal.jsonl").read_text()
+    assert journal.count("directory entry dddddddddddd claims label 'vm', which clone bbbbbbbbbbbb holds") == 1
+    kv = KV({f"clone.{VM}": b'{"label": "vm", "worktrees": []}', "clone.cccccccccccc": b'{"label": "desk"}'},
+            failing={"label.vm", "label.desk"})
+    asyncio.run(relay_with(common, kv).publish_directory())
+    peers = local.load_peers(common)
+    assert VM in peers and "cccccccccccc" not in peers

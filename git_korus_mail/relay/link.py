@@ -60,6 +60,8 @@ class Relay:
         self.stopping = False
         self.named: "list[Dict[str, Any]]" = []
         self.sessions_at = -SESSIONS_EVERY
+        self.owners: "Dict[str, str]" = {}         # label -> the clone id its claim names (owns_label)
+        self.refused_entries: "set[str]" = set()   # directory entries journaled as refused once
         from git_korus_mail.store.files import MailRoot
         root = MailRoot.open(common_dir, create=True)
         assert root is not None  # for mypy: create=True makes the root or raises
@@ -348,7 +350,9 @@ class Relay:
             if k.startswith("clone."):
                 clone = k[len("clone."):]
                 try:
-                    peers[clone] = json.loads((await self.kv.get(k)).value.decode())
+                    entry = json.loads((await self.kv.get(k)).value.decode())
+                    if await self.owns_label(clone, entry, known):
+                        peers[clone] = entry
                 except KeyNotFoundError as exc:
                     if exc.op is not None:
                         continue  # deleted (`remote remove`): its marker is what the server lists
@@ -363,6 +367,33 @@ class Relay:
             self.pending = int(info.num_pending) + int(info.num_ack_pending)
         except Exception:  # noqa: BLE001 - the lag is a report, never a failure
             self.pending = None
+
+    async def owns_label(self, clone: str, entry: "Dict[str, Any]", known: "Dict[str, Any]") -> bool:
+        """Is `entry`, put under `clone.<clone>`, by the clone that holds its label? Any clone's
+        user may put directory entries, but only the label's own user could claim
+        `label.<label>` (README, "Several machines"): an entry under another id that claims a
+        label would route mail for that label to an id whose subject the forger's own consumer
+        could filter on. Such an entry is refused (journaled once); an owner the server cannot
+        give now keeps what was known."""
+        label = str(entry.get("label"))
+        if self.owners.get(label) == clone:
+            return True
+        try:
+            owner = (await self.kv.get(f"label.{label}")).value.decode()
+        except KeyNotFoundError as exc:
+            owner = "" if exc.op is not None else None
+        except Exception:  # noqa: BLE001 - unknown now: what was known stands
+            owner = None
+        if owner is None:
+            return clone in known and known[clone].get("label") == label
+        self.owners[label] = owner
+        if owner == clone:
+            return True
+        if clone not in self.refused_entries:
+            self.refused_entries.add(clone)
+            self.root.journal("relay-refused", why=f"directory entry {clone[:16]} claims label {label[:40]!r}, "
+                                                   f"which {'clone ' + owner[:16] if owner else 'no clone'} holds")
+        return False
 
     async def keep_pruned(self) -> None:
         """relay/sent and relay/received by the store's retention (relay/retention.py): at start,
