@@ -43,17 +43,21 @@ def refused() -> "Optional[str]":
     callback; without this a missing permission reads as "cannot reach". Taken once."""
     if not REFUSED:
         return None
-    why = f"the server refused {REFUSED[-1]}: this clone's user lacks a permission the relay needs (README, \"Several machines\")"
+    why = (f"the server refused {REFUSED[-1]}: this clone's user lacks a permission the relay needs "
+           f"(README, \"Several machines\")")
     del REFUSED[:]
     return why
 
 
 async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
+    del REFUSED[:]  # a refusal is told about the connection it came on, never a later one
+
     async def quiet(exc: "Any") -> None:
         text, mark = str(exc), "permissions violation for "
         at = text.lower().find(mark)
         if at >= 0:
             REFUSED[:] = REFUSED[-4:] + [text[at + len(mark):].strip()]
+
     opts = connect_options(conf)
     if not retry:
         # each server tried twice at most: with no limit (or 0), nats-py's first connect cycles
@@ -106,10 +110,10 @@ async def bind_inbox(js: "Any", ns: str, conf: "Dict[str, Any]", config: "Any") 
     stream is a work queue, so the server refuses a second consumer on that filter (NOT_UNIQUE),
     and that refusal is how the old one is found, at no cost to a relay that has none. It is
     deleted and the new one made: a work-queue stream keeps every message not yet acked when a
-    consumer goes (measured: both messages left of three kept, the one delivered and unacked and the one never
-    delivered), and the new
-    consumer, delivering all, gives them again; one delivered already meets the receiver's
-    guard (relay/received/<id>.json), so nothing is lost or doubled (tests/test_relay_auth.py).
+    consumer goes (measured: of three, the two not acked stayed, one delivered and one not), and
+    the new consumer, delivering all, gives them again; one delivered already meets the
+    receiver's guard (relay/received/<id>.json), so nothing is lost or doubled
+    (tests/test_relay_auth.py, with a kill between the delete and the make).
     The old one's delete needs the permissions it was made with: a relay under the README's
     narrowed ones says so (LegacyConsumer) and keeps the mail waiting on the server."""
     stream, name, want = names.stream(ns), names.durable(conf["label"]), names.inbox_filter(ns, conf["clone"])
@@ -126,6 +130,7 @@ async def bind_inbox(js: "Any", ns: str, conf: "Dict[str, Any]", config: "Any") 
     except NotFoundError:
         pass
     except (NatsTimeout, asyncio.TimeoutError):
+        del REFUSED[:]  # said here, with what to do
         raise LegacyConsumer(
             f"the consumer {legacy} an older relay made holds this clone's mail and these credentials "
             f"may not delete it: run the relay once with permission for $JS.API.CONSUMER.DELETE.*.{legacy} "
@@ -254,7 +259,7 @@ def teardown(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
             try:  # an older relay's, never migrated: gone too where the permissions allow
                 await _delete(js, names.stream(conf["namespace"]), names.legacy_durable(conf["clone"]), 1.0)
             except (NotFoundError, NatsTimeout, asyncio.TimeoutError):
-                pass
+                del REFUSED[:]  # refused under the narrowed permissions: nothing to say
             try:
                 kv = await js.key_value(names.bucket(conf["namespace"]))
             except BucketNotFoundError:
