@@ -6,6 +6,7 @@ test's directory, on 127.0.0.1 at free ports; every process is stopped by its pi
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -124,31 +125,57 @@ def stream_messages(url, stream):
 
 # -- a server whose users are the clones ---------------------------------------------------------
 def clone_user(label, password):
-    """One clone's user (the README's, "Credentials per clone"): it may publish mail and fates only
-    on subjects that end in its own label (docs/RELAY.md, "Trust"), put only its own label in the
-    namespace's bucket, put the cancel/delivery decisions (fate.>: an id has dots), use the JetStream API its relay needs, and subscribe only to reply inboxes.
-    (A `*` matches whole tokens only: `korus-*` would match no bucket.)"""
+    """One clone's user, as the README gives it ("Several machines"): it may publish mail and
+    fates only on subjects that end in its own label (docs/RELAY.md, "Trust"), put only its own
+    label in the namespace's bucket, put directory entries and the cancel/delivery decisions
+    (fate.>: an id has dots); of the JetStream API only the calls a relay makes: stream and
+    bucket lookups and creation (the account allows two streams), direct gets of bucket keys,
+    and its own consumer `relay-<label>` (made with a mail filter, read, fetched from, acked,
+    deleted). It subscribes only to reply inboxes. (A `*` matches whole tokens only: `korus-*`
+    would match no bucket.)"""
+    own = f"relay-{label}"
     return {"user": label, "password": password,
-            "permissions": {"publish": {"allow": [f"korus.*.to.*.from.{label}", "$JS.API.>", "$JS.ACK.>",
-                                                  "$KV.*.namespace", f"$KV.*.label.{label}",
-                                                  "$KV.*.clone.*", "$KV.*.fate.>"]},
+            "permissions": {"publish": {"allow": [
+                f"korus.*.to.*.from.{label}", f"$KV.*.label.{label}", "$KV.*.namespace", "$KV.*.clone.*",
+                "$KV.*.fate.>", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*", "$JS.API.DIRECT.GET.*.$KV.>",
+                f"$JS.API.CONSUMER.CREATE.*.{own}.korus.*.to.*.>", f"$JS.API.CONSUMER.INFO.*.{own}",
+                f"$JS.API.CONSUMER.MSG.NEXT.*.{own}", f"$JS.API.CONSUMER.DELETE.*.{own}", f"$JS.ACK.*.{own}.>"]},
                             "subscribe": {"allow": ["_INBOX.>"]}}}
 
 
 class AuthServer:
     """One JetStream server on loopback whose only users are the given clones (no anonymous
-    access): `users` is {label: password}."""
+    access): `users` is {label: password}; with `admin`, also a user of that name allowed
+    everything (the team's own, to set up what an older relay left). `grant` widens one
+    clone's permissions and has the running server reload its config (SIGHUP)."""
 
-    def __init__(self, base, users):
+    def __init__(self, base, users, admin=None):
         self.dir = base / "authjs"
         self.dir.mkdir()
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
         self.users = dict(users)
-        listed = [clone_user(label, pw) for label, pw in sorted(users.items())]
-        text = (f"listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: \"{self.dir / 'store'}\" }}\n"
-                f"authorization {{ users: {json.dumps(listed)} }}\n")
-        self.node = Node(self.dir, "auth", self.port, text)
+        self.admin = admin
+        self.admin_password = os.urandom(8).hex()
+        self.extra = {}
+        self.node = Node(self.dir, "auth", self.port, self._text())
+
+    def _text(self):
+        listed = []
+        for label, pw in sorted(self.users.items()):
+            user = clone_user(label, pw)
+            user["permissions"]["publish"]["allow"] += self.extra.get(label, [])
+            listed.append(user)
+        if self.admin is not None:
+            listed.append({"user": self.admin, "password": self.admin_password})
+        return (f"listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: \"{self.dir / 'store'}\" }}\n"
+                f"accounts {{ KORUS: {{ jetstream: {{ max_streams: 2 }}, users: {json.dumps(listed)} }} }}\n")
+
+    def grant(self, label, subjects):
+        """Set `label`'s extra publish permissions (replacing earlier ones) and reload."""
+        self.extra[label] = list(subjects)
+        self.node.conf.write_text(self._text())
+        self.node.proc.send_signal(signal.SIGHUP)
 
     def start(self):
         self.node.start()

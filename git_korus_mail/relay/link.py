@@ -25,12 +25,13 @@ import time
 import nats
 from nats.errors import NoServersError, TimeoutError as NatsTimeout
 from nats.js import api
-from nats.js.errors import NoKeysError
+from nats.js.errors import KeyNotFoundError
 
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import asking, decisions, directory, local, names, returns
-from git_korus_mail.relay.server import connect, ensure_bucket, ensure_stream, refilter
+from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, clone_keys, connect, ensure_bucket,
+                                         ensure_stream, refused)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ class Relay:
         self.stopping = False
         self.named: "list[Dict[str, Any]]" = []
         self.sessions_at = -SESSIONS_EVERY
+        self.owners: "Dict[str, str]" = {}         # label -> the clone id its claim names (owns_label)
+        self.refused_entries: "set[str]" = set()   # directory entries journaled as refused once
         from git_korus_mail.store.files import MailRoot
         root = MailRoot.open(common_dir, create=True)
         assert root is not None  # for mypy: create=True makes the root or raises
@@ -107,15 +110,17 @@ class Relay:
                     self.js = self.nc.jetstream(timeout=3)
                     await ensure_stream(self.js, self.ns)
                     self.kv = await ensure_bucket(self.js, self.ns)
-                    await refilter(self.js, self.ns, self.conf["clone"])
                     cfg = api.ConsumerConfig(ack_wait=ACK_WAIT, max_ack_pending=256)
-                    self.sub = await self.js.pull_subscribe(names.inbox_filter(self.ns, self.conf["clone"]),
-                                                            durable=names.durable(self.conf["clone"]),
-                                                            stream=names.stream(self.ns), config=cfg)
+                    self.sub = await bind_inbox(self.js, self.ns, self.conf, cfg)
                     self.connected_since = time.time()
                     self.error = None
+                except LegacyConsumer as exc:
+                    self.error = str(exc)
+                    await self._drop()
+                    await asyncio.sleep(5)
+                    continue
                 except (OSError, NoServersError, NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
-                    self.error = f"cannot reach {self.conf['url']}: {exc or type(exc).__name__}"
+                    self.error = refused() or f"cannot reach {self.conf['url']}: {exc or type(exc).__name__}"
                     await self._drop()
                     await asyncio.sleep(0.5)
                     continue
@@ -347,9 +352,8 @@ class Relay:
         # hiccup must never make it "unknown" (tests/test_relay_cluster.py)
         known = local.load_peers(self.common_dir) or {}
         peers: "Dict[str, Any]" = {}
-        try:
-            keys = await self.kv.keys()
-        except NoKeysError:
+        keys = await clone_keys(self.js, self.ns)
+        if not keys:
             return  # not even our own entry, put just now: nothing here to trust over what is known
         for k in keys:
             if k.startswith("clone."):
@@ -357,10 +361,16 @@ class Relay:
                 try:
                     entry = await self.kv.get(k)
                     peer = json.loads(entry.value.decode())
-                    # when this clone first saw this revision, by its own clock: the others' waits
-                    # count only while their entries are renewed (relay/asking.py cycle_across)
-                    peer.update(asking.seen_at(getattr(entry, "revision", None), known.get(clone), time.time()))
-                    peers[clone] = peer
+                    if await self.owns_label(clone, peer, known):
+                        # when this clone first saw this revision, by its own clock: the others'
+                        # waits count only while their entries are renewed (relay/asking.py cycle_across)
+                        peer.update(asking.seen_at(getattr(entry, "revision", None), known.get(clone), time.time()))
+                        peers[clone] = peer
+                except KeyNotFoundError as exc:
+                    if exc.op is not None:
+                        continue  # deleted (`remote remove`): its marker is what the server lists
+                    if clone in known:  # a replica behind the others has not got it yet
+                        peers[clone] = known[clone]
                 except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
                     if clone in known:
                         peers[clone] = known[clone]
@@ -370,6 +380,33 @@ class Relay:
             self.pending = int(info.num_pending) + int(info.num_ack_pending)
         except Exception:  # noqa: BLE001 - the lag is a report, never a failure
             self.pending = None
+
+    async def owns_label(self, clone: str, entry: "Dict[str, Any]", known: "Dict[str, Any]") -> bool:
+        """Is `entry`, put under `clone.<clone>`, by the clone that holds its label? Any clone's
+        user may put directory entries, but only the label's own user could claim
+        `label.<label>` (README, "Several machines"): an entry under another id that claims a
+        label would route mail for that label to an id whose subject the forger's own consumer
+        could filter on. Such an entry is refused (journaled once); an owner the server cannot
+        give now keeps what was known."""
+        label = str(entry.get("label"))
+        if self.owners.get(label) == clone:
+            return True
+        try:
+            owner = (await self.kv.get(f"label.{label}")).value.decode()
+        except KeyNotFoundError as exc:
+            owner = "" if exc.op is not None else None
+        except Exception:  # noqa: BLE001 - unknown now: what was known stands
+            owner = None
+        if owner is None:
+            return clone in known and known[clone].get("label") == label
+        self.owners[label] = owner
+        if owner == clone:
+            return True
+        if clone not in self.refused_entries:
+            self.refused_entries.add(clone)
+            self.root.journal("relay-refused", why=f"directory entry {clone[:16]} claims label {label[:40]!r}, "
+                                                   f"which {'clone ' + owner[:16] if owner else 'no clone'} holds")
+        return False
 
     async def keep_pruned(self) -> None:
         """relay/sent and relay/received by the store's retention (relay/retention.py): at start,

@@ -100,5 +100,14 @@ def sender_of(subject: str) -> "Optional[str]":
     return None
 
 
-def durable(clone: str) -> str:
+def durable(label: str) -> str:
+    """This clone's consumer on the namespace's stream, named by its label: the server's
+    permissions can then name it (`$JS.API.CONSUMER.*.*.relay-<label>`, README "Several
+    machines"), as the user is named by the label, and no clone can touch another's."""
+    return f"relay-{label}"
+
+
+def legacy_durable(clone: str) -> str:
+    """The consumer's name before it was named by the label (by the random clone id, which no
+    permission written before `remote add` can name): the relay migrates it (relay/server.py)."""
     return f"clone-{clone}"

@@ -11,11 +11,12 @@ from nats.errors import NoServersError, TimeoutError as NatsTimeout
 from nats.js import api
 from nats.js.errors import APIError, BucketNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
+from git_korus_mail import crash
 from git_korus_mail.relay import names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Awaitable, Callable, Dict, Optional
+    from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 MAX_AGE_DAYS = 30    # the stream keeps undelivered mail this long (a clone offline for weeks)
 REPLICAS = 3         # a stream in a cluster survives one node lost (the Raft majority of 3)
@@ -33,9 +34,30 @@ def connect_options(conf: "Dict[str, Any]") -> "Dict[str, Any]":
     return opts
 
 
-async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
-    async def quiet(_exc: "Any") -> None:
+REFUSED: "List[str]" = []   # the server's last permission refusals on this process's connections
+
+
+def refused() -> "Optional[str]":
+    """Why a call that timed out got no answer, when the server's permissions refused it: a
+    refused request is never answered, and the client hears of it only through the error
+    callback; without this a missing permission reads as "cannot reach". Taken once."""
+    if not REFUSED:
         return None
+    why = (f"the server refused {REFUSED[-1]}: this clone's user lacks a permission the relay needs "
+           f"(README, \"Several machines\")")
+    del REFUSED[:]
+    return why
+
+
+async def connect(conf: "Dict[str, Any]", retry: bool = True) -> "Any":
+    del REFUSED[:]  # a refusal is told about the connection it came on, never a later one
+
+    async def quiet(exc: "Any") -> None:
+        text, mark = str(exc), "permissions violation for "
+        at = text.lower().find(mark)
+        if at >= 0:
+            REFUSED[:] = REFUSED[-4:] + [text[at + len(mark):].strip()]
+
     opts = connect_options(conf)
     if not retry:
         # each server tried twice at most: with no limit (or 0), nats-py's first connect cycles
@@ -72,28 +94,107 @@ async def add_replicated(create: "Callable[[Any], Awaitable[Any]]", config: "Any
         return await create(config.evolve(**{field: 1}))
 
 
-async def refilter(js: "Any", ns: str, clone: str) -> None:
-    """A consumer an earlier relay made filters on `korus.<ns>.to.<clone>`, which no mail is sent
-    on since the sender's label ends the subject (names.subject_to): bound as it is, it would
-    take nothing, silently. Its filter is updated in place (a create with the same name updates)."""
+NOT_UNIQUE = 10100   # the server's "filtered consumer not unique on workqueue stream"
+LEGACY_WAIT = 3.0    # a narrowed user's request to the legacy name gets no answer: this long
+
+
+class LegacyConsumer(Exception):
+    """The consumer an older relay made still holds this clone's mail and cannot be deleted
+    with these credentials."""
+
+
+async def bind_inbox(js: "Any", ns: str, conf: "Dict[str, Any]", config: "Any") -> "Any":
+    """This clone's pull subscription, on its consumer named by its label (names.durable).
+
+    An older relay named it by the clone id (names.legacy_durable) with the same filter; the
+    stream is a work queue, so the server refuses a second consumer on that filter (NOT_UNIQUE),
+    and that refusal is how the old one is found, at no cost to a relay that has none. It is
+    deleted and the new one made: a work-queue stream keeps every message not yet acked when a
+    consumer goes (measured: of three, the two not acked stayed, one delivered and one not), and
+    the new consumer, delivering all, gives them again; one delivered already meets the
+    receiver's guard (relay/received/<id>.json), so nothing is lost or doubled
+    (tests/test_relay_auth.py, with a kill between the delete and the make).
+    The old one's delete needs the permissions it was made with: a relay under the README's
+    narrowed ones says so (LegacyConsumer) and keeps the mail waiting on the server."""
+    stream, name, want = names.stream(ns), names.durable(conf["label"]), names.inbox_filter(ns, conf["clone"])
     try:
-        info = await js.consumer_info(names.stream(ns), names.durable(clone))
+        sub = await js.pull_subscribe(want, durable=name, stream=stream, config=config)
+    except APIError as exc:
+        if exc.err_code != NOT_UNIQUE:
+            raise
+    else:
+        return await _own_filter(js, sub, stream, name, want)
+    legacy = names.legacy_durable(conf["clone"])
+    try:
+        await _delete(js, stream, legacy, LEGACY_WAIT)
     except NotFoundError:
-        return
-    want = names.inbox_filter(ns, clone)
-    if info.config.filter_subject != want and not info.config.filter_subjects:
-        await js.add_consumer(names.stream(ns), config=api.ConsumerConfig(
-            durable_name=names.durable(clone), name=names.durable(clone), filter_subject=want,
-            ack_policy=info.config.ack_policy, ack_wait=info.config.ack_wait,
-            max_ack_pending=info.config.max_ack_pending, deliver_policy=info.config.deliver_policy))
+        pass
+    except (NatsTimeout, asyncio.TimeoutError):
+        del REFUSED[:]  # said here, with what to do
+        raise LegacyConsumer(
+            f"the consumer {legacy} an older relay made holds this clone's mail and these credentials "
+            f"may not delete it: run the relay once with permission for $JS.API.CONSUMER.DELETE.*.{legacy} "
+            f"(README, \"Several machines\"); the mail waits on the server") from None
+    crash.point("relay:legacy-consumer-deleted")
+    sub = await js.pull_subscribe(want, durable=name, stream=stream, config=config)
+    return await _own_filter(js, sub, stream, name, want)
+
+
+async def _own_filter(js: "Any", sub: "Any", stream: str, name: str, want: str) -> "Any":
+    """A consumer of this name that filters on another clone's subject: one a clone with this
+    label left behind (a `remote remove` that could not reach the server; a label is taken
+    again only once it is free). nats-py binds to a consumer that exists as it is, so it would
+    take the other clone's mail and never ours: its filter is set to ours (a create with the
+    same name updates), and what waited for the other clone stays in the stream, unread."""
+    info = await js.consumer_info(stream, name)
+    if info.config.filter_subject == want and not info.config.filter_subjects:
+        return sub
+    c = info.config
+    await js.add_consumer(stream, config=api.ConsumerConfig(
+        durable_name=name, name=name, filter_subject=want, ack_policy=c.ack_policy, ack_wait=c.ack_wait,
+        max_ack_pending=c.max_ack_pending, deliver_policy=c.deliver_policy))
+    return sub
+
+
+async def _delete(js: "Any", stream: str, consumer: str, timeout: float) -> None:
+    """Delete a consumer; a request the server's permissions refuse gets no answer, only this
+    wait (nats-py reports the violation to the error callback)."""
+    await asyncio.wait_for(js.delete_consumer(stream, consumer), timeout)
 
 
 async def ensure_bucket(js: "Any", ns: str) -> "Any":
+    """The namespace's bucket, read by direct gets: `$JS.API.DIRECT.GET.<stream>.$KV.>` names
+    only bucket keys, so the README's permissions can allow it, where the other read
+    (`STREAM.MSG.GET.<stream>`, any message by sequence) would also read another clone's mail.
+    A bucket an older relay made without direct gets is changed once (it needs the permissions
+    it was made with; under the narrowed ones its reads fail, and the relay says why)."""
     try:
-        return await js.key_value(names.bucket(ns))
+        kv = await js.key_value(names.bucket(ns))
     except BucketNotFoundError:
         return await add_replicated(js.create_key_value,
-                                    api.KeyValueConfig(bucket=names.bucket(ns), history=1), "replicas")
+                                    api.KeyValueConfig(bucket=names.bucket(ns), history=1, direct=True), "replicas")
+    if not kv._direct:
+        stream = f"KV_{names.bucket(ns)}"
+        try:
+            info = await js.stream_info(stream)
+            await asyncio.wait_for(js.update_stream(info.config.evolve(allow_direct=True)), LEGACY_WAIT)
+        except (NatsTimeout, asyncio.TimeoutError, APIError):
+            raise LegacyConsumer(
+                f"the bucket {names.bucket(ns)} an older relay made has no direct gets and these credentials "
+                f"may not change it: run the relay once with permission for $JS.API.STREAM.UPDATE.{stream} "
+                f"(README, \"Several machines\")") from None
+        kv = await js.key_value(names.bucket(ns))
+    return kv
+
+
+async def clone_keys(js: "Any", ns: str) -> "List[str]":
+    """The bucket's `clone.<id>` keys, from the stream's own list of its subjects: listing keys
+    through the KV API makes a consumer on the bucket, which the README's permissions do not
+    allow (a consumer made on any stream could be one on the mail). A deleted entry is listed
+    too (its delete marker): reading it says so."""
+    prefix = f"$KV.{names.bucket(ns)}."
+    info = await js.stream_info(f"KV_{names.bucket(ns)}", subjects_filter=prefix + "clone.>")
+    return sorted(s[len(prefix):] for s in (info.state.subjects or {}))
 
 
 async def claim_namespace(kv: "Any", conf: "Dict[str, Any]") -> "Optional[str]":
@@ -152,9 +253,13 @@ def teardown(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
         try:
             js = nc.jetstream(timeout=3)
             try:
-                await js.delete_consumer(names.stream(conf["namespace"]), names.durable(conf["clone"]))
+                await js.delete_consumer(names.stream(conf["namespace"]), names.durable(conf["label"]))
             except NotFoundError:
                 pass
+            try:  # an older relay's, never migrated: gone too where the permissions allow
+                await _delete(js, names.stream(conf["namespace"]), names.legacy_durable(conf["clone"]), 1.0)
+            except (NotFoundError, NatsTimeout, asyncio.TimeoutError):
+                del REFUSED[:]  # refused under the narrowed permissions: nothing to say
             try:
                 kv = await js.key_value(names.bucket(conf["namespace"]))
             except BucketNotFoundError:
@@ -177,5 +282,7 @@ def _run(coro: "Any", conf: "Dict[str, Any]", timeout: float) -> "Optional[str]"
         return await asyncio.wait_for(coro, timeout)
     try:
         return asyncio.run(bounded())
+    except LegacyConsumer as exc:
+        return str(exc)
     except (OSError, NoServersError, NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
-        return f"cannot reach {conf['url']}: {exc or type(exc).__name__}"
+        return refused() or f"cannot reach {conf['url']}: {exc or type(exc).__name__}"
