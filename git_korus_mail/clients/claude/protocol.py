@@ -272,16 +272,8 @@ def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
 
 
 def pre_edit_output(text: str, block: bool) -> str:
-    """The answer before an edit of reserved paths: a refusal whose reason the model reads as the
-    tool's error, before the tool runs (`block`: the told-once refusal, or a `--block`
-    reservation's), or else the tell as context (read after the tool's result: docs/HOOKS.md,
-    "Before an edit"). The person is shown one line either way (systemMessage)."""
-    out: "Dict[str, Any]" = {"hookEventName": PRE_EDIT_EVENT}
-    if block:
-        out["permissionDecision"] = "deny"
-        out["permissionDecisionReason"] = text
-    else:
-        out["additionalContext"] = text
-    first = text.split("\n", 1)[0]
-    return json.dumps({"hookSpecificOutput": out,
-                       "systemMessage": ("refused an edit: " if block else "") + first[:300]})
+    """The answer before an edit of reserved paths: the refusal (told once, or a `--block`
+    reservation's) or the tell as context (clients/hookjson.py: Codex's PreToolUse takes the
+    same shape). Imported here, not above: only an edit with reservations in the clone needs it."""
+    from git_korus_mail.clients.hookjson import pre_tool_use_output
+    return pre_tool_use_output(PRE_EDIT_EVENT, text, block)
