@@ -72,7 +72,7 @@ def test_claude_and_codex_pre_edit_answers_are_one_shape_in_pinned_bytes():
 
 
 def test_codex_wiring_hooks_apply_patch_only():
-    group = codex_hooks.wanted_groups("/c/.git/mail/hooks/codex-hook")["PreToolUse"]
+    group = codex_hooks.FILE.wanted_groups("/c/.git/mail/hooks/codex-hook")["PreToolUse"]
     assert group == {"matcher": "apply_patch", "hooks": [
         {"type": "command", "command": "'/c/.git/mail/hooks/codex-hook' PreToolUse", "timeout": 30}]}
 
@@ -96,7 +96,7 @@ def test_gemini_answers_pinned():
 
 
 def test_gemini_wiring_hooks_the_editing_tools_only():
-    group = gemini_settings.wanted_groups("/c/.git/mail/hooks/gemini-hook")["BeforeTool"]
+    group = gemini_settings.FILE.wanted_groups("/c/.git/mail/hooks/gemini-hook")["BeforeTool"]
     assert group == {"matcher": "write_file|replace", "hooks": [
         {"type": "command", "command": "'/c/.git/mail/hooks/gemini-hook' BeforeTool", "timeout": 30000}]}
 
