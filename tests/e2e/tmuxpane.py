@@ -16,6 +16,9 @@ import subprocess
 import time
 
 
+UNKNOWN = -1000  # Pane.dead(): ended, with no status known (yet)
+
+
 class Pane:
     def __init__(self, sock: str, target: str):
         self.sock = sock
@@ -40,13 +43,17 @@ class Pane:
         return self.tmux("capture-pane", "-p", "-t", self.target, check=False).stdout
 
     def dead(self) -> "int | None":
-        """The program's exit status once it has ended, else None (and -1 if the server is gone)."""
-        out = self.tmux("display-message", "-p", "-t", self.target, "#{pane_dead} #{pane_dead_status}",
-                        check=False)
+        """None while the program runs; once it has ended, its exit status, minus the signal that
+        ended it, or UNKNOWN: tmux marks a pane dead when its terminal closes, a moment before it
+        has reaped the program (or the tmux server itself is gone)."""
+        out = self.tmux("display-message", "-p", "-t", self.target,
+                        "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}", check=False)
         if out.returncode != 0:
-            return -1
-        flag, _, status = out.stdout.strip().partition(" ")
-        return (int(status) if status.lstrip("-").isdigit() else -1) if flag == "1" else None
+            return UNKNOWN
+        flag, status, signal = (out.stdout.strip().split(":") + ["", ""])[:3]
+        if flag != "1":
+            return None
+        return int(status) if status else -int(signal) if signal else UNKNOWN
 
     def last_screen(self) -> str:
         """What a failure should show: the screen with the lines scrolled above it (a dead pane's
@@ -54,9 +61,11 @@ class Pane:
         out = self.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", self.target, check=False).stdout
         return "\n".join(out.rstrip().splitlines()[-60:])
 
-    def _why(self, what: str) -> str:
+    def why(self, what: str) -> str:
+        """`what` went wrong, with the program's state and its last screen (for an AssertionError)."""
         status = self.dead()
-        state = "running" if status is None else f"ended with status {status}"
+        state = ("running" if status is None else "ended, its status unknown" if status == UNKNOWN
+                 else f"ended by signal {-status}" if status < 0 else f"ended with status {status}")
         return f"{what} (the program {state}); its last screen:\n{self.last_screen()}"
 
     def wait_for(self, needle: str, timeout: float = 30.0) -> str:
@@ -67,9 +76,9 @@ class Pane:
             if needle in screen:
                 return screen
             if self.dead() is not None:
-                raise AssertionError(self._why(f"{needle!r} never came"))
+                raise AssertionError(self.why(f"{needle!r} never came"))
             if time.monotonic() > deadline:
-                raise AssertionError(self._why(f"{needle!r} not on the screen within {timeout} s"))
+                raise AssertionError(self.why(f"{needle!r} not on the screen within {timeout} s"))
             time.sleep(0.1)
 
     def keys(self, *keys: str, running: bool = True) -> None:
@@ -77,17 +86,23 @@ class Pane:
         its last screen (never tmux's bare "can't find pane"). running=False: keys that may meet
         a program on its way out (a second C-c); the dead pane stays, so they land nowhere."""
         if running and self.dead() is not None:
-            raise AssertionError(self._why(f"cannot type {keys!r}"))
+            raise AssertionError(self.why(f"cannot type {keys!r}"))
         self.tmux("send-keys", "-t", self.target, *keys, check=running)
 
-    def wait_dead(self, timeout: float = 30.0) -> int:
+    def wait_dead(self, timeout: float = 30.0, reaped: float = 2.0) -> int:
+        """Once the program has ended: its exit status (or minus its signal), or UNKNOWN when
+        tmux has not said it within `reaped` seconds of marking the pane dead (seen under load
+        with tmux 3.3a: "pane_dead" with neither status nor signal for 15 s and more)."""
         deadline = time.monotonic() + timeout
+        ended = None
         while True:
             status = self.dead()
             if status is not None:
-                return status
-            if time.monotonic() > deadline:
-                raise AssertionError(self._why(f"still running after {timeout} s"))
+                ended = time.monotonic() if ended is None else ended
+                if status != UNKNOWN or time.monotonic() - ended > reaped:
+                    return status
+            elif time.monotonic() > deadline:
+                raise AssertionError(self.why(f"still running after {timeout} s"))
             time.sleep(0.1)
 
     def kill(self) -> None:
