@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from drainmodules import drain_modules
 from helpers import context_of, hook, launch_dir, run_cli
 from git_korus_mail.core import keys
 
@@ -221,14 +222,7 @@ def test_hot_path_adds_no_costly_stdlib_module(clone, event):
     """What the drain itself adds to sys.modules on an event with nothing to show: `import json`
     alone (through re, enum, functools, collections) costs more than the rest of the drain."""
     hook("SessionStart", clone.web, "warm")
-    payload = json.dumps({"session_id": "warm", "transcript_path": "", "cwd": str(clone.web),
-                          "hook_event_name": event})
-    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
-            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
-                          cwd=clone.web)
-    assert proc.returncode == 0, proc.stderr
-    added = set(proc.stderr.split())
+    _, added = drain_modules(clone.web, event, "warm")
     assert "git_korus_mail.core.drain" in added  # the measurement itself works
     assert not added & set(STDLIB_HEAVY), sorted(added & set(STDLIB_HEAVY))
     other_phase = "core.drain_show" if event == "Stop" else "core.drain_consume"
@@ -243,15 +237,8 @@ def test_a_show_of_one_plain_message_loads_no_drop_or_move_code(clone):
     hook("SessionStart", clone.web, "s1")
     hook("Stop", clone.web, "s1")
     send(clone, "wake up")
-    payload = json.dumps({"session_id": "s1", "transcript_path": "", "cwd": str(clone.web),
-                          "hook_event_name": "UserPromptSubmit", "prompt": "go on"})
-    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
-            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
-                          cwd=clone.web)
-    assert proc.returncode == 0, proc.stderr
+    proc, added = drain_modules(clone.web, "UserPromptSubmit", "s1", prompt="go on")
     assert "wake up" in context_of(json.loads(proc.stdout))  # it did show the message
-    added = set(proc.stderr.split())
     assert "git_korus_mail.core.limits" in added  # the message was judged
     assert not added & {"git_korus_mail.store.drops", "git_korus_mail.store.moves"}, sorted(added)
 

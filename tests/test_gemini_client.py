@@ -229,7 +229,7 @@ def test_install_wires_settings_json_in_milliseconds_and_uninstall_restores_it_b
         {"type": "command", "command": f"'{stub}' SessionEnd", "timeout": 3000}]}]
     assert sorted(data["hooks"]) == ["AfterAgent", "AfterTool", "BeforeAgent", "BeforeTool", "SessionEnd", "SessionStart"]
     made = json.loads((clone.main / ".gemini" / "settings.json").read_text())
-    assert settingsfile.check(made, stub) == []
+    assert settingsfile.FILE.check(made, stub) == []
     # nothing trusted for the person: neither a folder nor a hook
     assert not (home / ".gemini" / "trustedFolders.json").exists()
     assert not (home / ".gemini" / "trusted_hooks.json").exists()

@@ -1,4 +1,4 @@
-"""Codex's and Gemini's pre-edit protocol (issue 29): which files a tool call is about to write,
+"""Codex's and Gemini's pre-edit protocol (issue 29), and the answer Claude Code shares with Codex: which files a tool call is about to write,
 and the exact answer each client reads (clients/codex/preedit.py, clients/gemini/preedit.py).
 What the real CLIs do with these answers: tests/e2e/test_reserve_clients_e2e.py."""
 
@@ -54,8 +54,25 @@ def test_codex_answers_pinned():
     assert len(ctx.encode()) <= codex_protocol.CONTEXT_LIMIT and ctx.startswith("line 0 ")
 
 
+def test_claude_and_codex_pre_edit_answers_are_one_shape_in_pinned_bytes():
+    """Both PreToolUse answers come from clients/hookjson.pre_tool_use_output: the same bytes,
+    ASCII only (a non-ASCII reason is escaped), the person's line cut to 300 characters."""
+    from git_korus_mail.clients.claude import protocol as claude_protocol
+    text = "held by s-1 \u2014 caf\u00e9\nline two"
+    assert claude_protocol.pre_edit_output(text, block=True) == codex_protocol.pre_edit_output(text, block=True) == (
+        '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", '
+        '"permissionDecisionReason": "held by s-1 \\u2014 caf\\u00e9\\nline two"}, '
+        '"systemMessage": "refused an edit: held by s-1 \\u2014 caf\\u00e9"}')
+    assert claude_protocol.pre_edit_output(text, block=False) == codex_protocol.pre_edit_output(text, block=False) == (
+        '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": '
+        '"held by s-1 \\u2014 caf\\u00e9\\nline two"}, "systemMessage": "held by s-1 \\u2014 caf\\u00e9"}')
+    wide = "w" * 400 + "\nrest"
+    for client in (claude_protocol, codex_protocol):
+        assert json.loads(client.pre_edit_output(wide, block=False))["systemMessage"] == "w" * 300
+
+
 def test_codex_wiring_hooks_apply_patch_only():
-    group = codex_hooks.wanted_groups("/c/.git/mail/hooks/codex-hook")["PreToolUse"]
+    group = codex_hooks.FILE.wanted_groups("/c/.git/mail/hooks/codex-hook")["PreToolUse"]
     assert group == {"matcher": "apply_patch", "hooks": [
         {"type": "command", "command": "'/c/.git/mail/hooks/codex-hook' PreToolUse", "timeout": 30}]}
 
@@ -79,7 +96,7 @@ def test_gemini_answers_pinned():
 
 
 def test_gemini_wiring_hooks_the_editing_tools_only():
-    group = gemini_settings.wanted_groups("/c/.git/mail/hooks/gemini-hook")["BeforeTool"]
+    group = gemini_settings.FILE.wanted_groups("/c/.git/mail/hooks/gemini-hook")["BeforeTool"]
     assert group == {"matcher": "write_file|replace", "hooks": [
         {"type": "command", "command": "'/c/.git/mail/hooks/gemini-hook' BeforeTool", "timeout": 30000}]}
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+from drainmodules import drain_modules
 from helpers import context_of, git, hook, run_cli
 from git_korus_mail.core import keys
 from git_korus_mail.core.retention import check
@@ -225,14 +226,7 @@ def test_doctor_reports_the_store_size_per_state(clone):
 
 
 def _modules_an_opening_show_adds(clone, session):
-    payload = json.dumps({"session_id": session, "transcript_path": "", "cwd": str(clone.web),
-                          "hook_event_name": "SessionStart", "source": "startup"})
-    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
-            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
-                          cwd=clone.web)
-    assert proc.returncode == 0, proc.stderr
-    return set(proc.stderr.split())
+    return drain_modules(clone.web, "SessionStart", session, source="startup")[1]
 
 
 def test_an_opening_show_asks_git_only_when_a_prune_is_due(clone):

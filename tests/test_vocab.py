@@ -10,13 +10,12 @@ run time and says what the code does.
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import get_args
 
 import pytest
 
+from drainmodules import drain_modules
 from helpers import hook
 
 PACKAGE = Path(__file__).resolve().parent.parent / "git_korus_mail"
@@ -83,14 +82,7 @@ def test_a_hook_event_loads_no_vocabulary_and_no_typing(clone, event):
     """What a drain with an empty box adds to sys.modules: never the vocabulary, nor `typing`
     (which the hints would drag in were they evaluated: a few milliseconds per hook event)."""
     hook("SessionStart", clone.web, "warm")
-    payload = json.dumps({"session_id": "warm", "transcript_path": "", "cwd": str(clone.web),
-                          "hook_event_name": event})
-    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
-            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
-                          cwd=clone.web)
-    assert proc.returncode == 0, proc.stderr
-    added = set(proc.stderr.split())
+    _, added = drain_modules(clone.web, event, "warm")
     assert "git_korus_mail.core.drain" in added  # the measurement itself works
     loaded = sorted(added & set(TYPE_ONLY + ("typing",)))
     assert not loaded, loaded
@@ -183,14 +175,7 @@ def test_a_hook_event_with_mail_loads_no_vocabulary_and_no_typing(clone, event):
     run_cli("send", "--to", "../web", "typed on the way", cwd=clone.main, check=True)
     if event == "Stop":
         hook("SessionStart", clone.web, "s1")  # shown: the Stop consumes it
-    payload = json.dumps({"session_id": "s1", "transcript_path": "", "cwd": str(clone.web),
-                          "hook_event_name": event})
-    code = ("import sys; before = set(sys.modules); from git_korus_mail.cli import main; rc = main(['drain']); "
-            "sys.stderr.write(' '.join(sorted(set(sys.modules) - before)))")
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
-                          cwd=clone.web)
-    assert proc.returncode == 0, proc.stderr
-    added = set(proc.stderr.split())
+    _, added = drain_modules(clone.web, event, "s1")
     assert ("git_korus_mail.store.moves" if event == "Stop" else "git_korus_mail.store.markers") in added
     loaded = sorted(added & set(TYPE_ONLY + ("typing",)))
     assert not loaded, loaded

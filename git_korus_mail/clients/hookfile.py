@@ -26,6 +26,16 @@ hook_command = hookdoc.hook_command
 read = hookdoc.read  # (raw bytes or None, parsed dict or None); MailError when we cannot merge
 
 
+def read_back(path: str) -> "Tuple[Optional[Doc], List[str]]":
+    """doctor's read of one wired file: (its document, []) or (None, [why it cannot be read]):
+    absent, not JSON, or not a hooks document."""
+    try:
+        _raw, data = read(path)
+    except MailError as exc:
+        return None, [str(exc)]
+    return (None, ["missing"]) if data is None else (data, [])
+
+
 def dump(data: "Doc", raw: "Optional[bytes]") -> bytes:
     """`data` as JSON in the style of the file it came from (indent 2 for a new one)."""
     text = raw.decode("utf-8") if raw else ""
@@ -106,13 +116,9 @@ class HookFile:
         first."""
         results: "Checked" = []
         for path, repo, cwd in wired:
-            try:
-                _raw, data = read(path)
-            except MailError as exc:
-                results.append((path, [str(exc)]))
-                continue
+            data, unread = read_back(path)
             if data is None:
-                results.append((path, ["missing"]))
+                results.append((path, unread))
                 continue
             problems = self.check(data, stub_file, repo)
             if run_stub is not None and not problems:

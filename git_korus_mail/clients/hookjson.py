@@ -149,3 +149,22 @@ class Answers:
                                "hookSpecificOutput": {"hookEventName": event, "additionalContext": self.fit(text)}},
                               ensure_ascii=True)
         return self.user_notice_output(text)
+
+
+def pre_tool_use_output(event: str, text: str, block: bool) -> str:
+    """The answer before an edit of reserved paths where the client's pre-tool event takes Claude
+    Code's shape (Claude Code's and Codex's PreToolUse; Gemini's BeforeTool has its own,
+    clients/gemini/preedit.py). `block` (the told-once refusal, or a `--block` reservation's):
+    `permissionDecision: "deny"`, whose reason the model reads as the tool's output before the
+    tool runs; otherwise the tell as context, which both clients place after the tool's result
+    (docs/HOOKS.md, "Before an edit"). The person is shown the first line either way
+    (systemMessage). `text` already fits the client's limit."""
+    out: "Dict[str, Any]" = {"hookEventName": event}
+    if block:
+        out["permissionDecision"] = "deny"
+        out["permissionDecisionReason"] = text
+    else:
+        out["additionalContext"] = text
+    first = text.split("\n", 1)[0][:300]
+    return json.dumps({"hookSpecificOutput": out, "systemMessage": ("refused an edit: " if block else "") + first},
+                      ensure_ascii=True)

@@ -175,6 +175,24 @@ def codex_bin() -> str:
     return path
 
 
+OUTSIDE = "/var/tmp"  # not /tmp, not $TMPDIR: none of the roots Codex's default sandbox makes writable
+
+
+@pytest.fixture
+def outside(request: pytest.FixtureRequest):
+    """A fresh directory outside every writable root of Codex's default sandbox, for a clone
+    that only the mail root install adds to writable_roots may write in (the guide: the clone
+    outside every writable root, not under /tmp)."""
+    import tempfile
+    if not os.access(OUTSIDE, os.W_OK):
+        pytest.skip(f"{OUTSIDE} is not writable here")
+    base = Path(tempfile.mkdtemp(prefix=f"korus-{request.module.__name__}-", dir=OUTSIDE))
+    tmpdir = os.environ.get("TMPDIR")
+    assert not str(base).startswith("/tmp/") and not (tmpdir and str(base).startswith(tmpdir))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.fixture
 def codexmock():
     from codexmock import ResponsesMock

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -24,19 +21,6 @@ from helpers import Clone
 from test_codex_e2e import HELPER_BIN, IN_SHELL, PATH, cli, codex_env, developer_texts
 
 pytestmark = pytest.mark.e2e
-
-OUTSIDE = "/var/tmp"  # not /tmp, not $TMPDIR: none of Codex's default writable roots
-
-
-@pytest.fixture
-def outside():
-    if not os.access(OUTSIDE, os.W_OK):
-        pytest.skip(f"{OUTSIDE} is not writable here")
-    base = Path(tempfile.mkdtemp(prefix="korus-codex-sandbox-", dir=OUTSIDE))
-    tmpdir = os.environ.get("TMPDIR")
-    assert not str(base).startswith("/tmp/") and not (tmpdir and str(base).startswith(tmpdir))
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ started Python is counted, not timed.
 from __future__ import annotations
 
 import os
-import re
 import time
 
 import pytest
 
-from test_scenarios import PTU_PREFIX, _uid, assert_delivered, mail, runners, session_requests  # noqa: F401
+from test_scenarios import (PTU_PREFIX, _uid, assert_delivered, log_helper_starts, mail, runners,  # noqa: F401
+                            session_requests)
 
 pytestmark = pytest.mark.e2e
 
@@ -23,16 +23,7 @@ pytestmark = pytest.mark.e2e
 def test_tool_calls_with_nothing_new_start_no_drain_and_new_mail_still_arrives(mail, mockapi, runners, tmp_path):  # noqa: F811
     from mockapi import bash, text
 
-    stub = mail.root / "hooks" / "claude-hook"
-    body = stub.read_text()
-    helper = re.search(r"^helper='([^']+)'$", body, re.M).group(1)
-    log = tmp_path / "starts.log"
-    wrapper = tmp_path / "logging-helper"
-    wrapper.write_text("#!/bin/sh\npayload=$(cat)\n"  # the event each start served, from its payload
-                       f"printf '%s' \"$payload\" | grep -o '\"hook_event_name\": *\"[A-Za-z]*\"' >> '{log}'\n"
-                       f"printf '%s' \"$payload\" | exec '{helper}' \"$@\"\n")
-    wrapper.chmod(0o700)
-    stub.write_text(body.replace(f"helper='{helper}'", f"helper='{wrapper}'", 1))
+    logged = log_helper_starts(mail.root / "hooks" / "claude-hook", tmp_path)
     mail.send(mail.a, "../b", "an old message")  # the inbox exists; shown at SessionStart
     inbox = mail.box_b.dir / "inbox"
     then = time.time_ns() - 10 * 1_000_000_000
@@ -44,7 +35,7 @@ def test_tool_calls_with_nothing_new_start_no_drain_and_new_mail_still_arrives(m
                         bash("echo four", "d"), text("finished")])
     run = runners().run("work", cwd=mail.b).check()
     sid = run.session_id
-    starts = [line.split('"')[-2] for line in log.read_text().splitlines()]
+    starts = logged()
     # Of the four tool calls, Python ran for the one that sent the mail and for the next one (the
     # inbox had just changed: too recent to stamp); the first two were answered by the stub alone.
     assert starts.count("PostToolUse") == 2, starts
@@ -65,16 +56,7 @@ def test_a_worktree_that_never_got_mail_starts_no_drain_at_its_tool_calls(mail, 
     tool call, makes the inbox and reaches the model at that call's PostToolUse."""
     from mockapi import bash, text
 
-    stub = mail.root / "hooks" / "claude-hook"
-    body = stub.read_text()
-    helper = re.search(r"^helper='([^']+)'$", body, re.M).group(1)
-    log = tmp_path / "starts.log"
-    wrapper = tmp_path / "logging-helper"
-    wrapper.write_text("#!/bin/sh\npayload=$(cat)\n"
-                       f"printf '%s' \"$payload\" | grep -o '\"hook_event_name\": *\"[A-Za-z]*\"' >> '{log}'\n"
-                       f"printf '%s' \"$payload\" | exec '{helper}' \"$@\"\n")
-    wrapper.chmod(0o700)
-    stub.write_text(body.replace(f"helper='{helper}'", f"helper='{wrapper}'", 1))
+    logged = log_helper_starts(mail.root / "hooks" / "claude-hook", tmp_path)
     assert mail.box_b.dir is None  # no box yet, so no inbox: the first drain makes the box alone
     uid = _uid()
     needle = f"FIRST-{uid}-42"
@@ -83,7 +65,7 @@ def test_a_worktree_that_never_got_mail_starts_no_drain_at_its_tool_calls(mail, 
                         bash("echo five", "e"), text("finished")])
     run = runners().run("work", cwd=mail.b).check()
     sid = run.session_id
-    starts = [line.split('"')[-2] for line in log.read_text().splitlines()]
+    starts = logged()
     # Of the five tool calls, Python ran for the one that sent the first mail (the inbox now
     # exists) and the next one (too recent to stamp); the first three were answered by the stub.
     assert starts.count("PostToolUse") == 2, starts

@@ -8,12 +8,11 @@ stub's helper is wrapped to log each start, so which events started Python is co
 
 from __future__ import annotations
 
-import re
-
 import invariants
 import pytest
 
-from test_scenarios import UPS_PREFIX, _uid, assert_delivered, cli, mail, runners, session_requests  # noqa: F401
+from test_scenarios import (UPS_PREFIX, _uid, assert_delivered, cli, log_helper_starts, mail, runners,  # noqa: F401
+                            session_requests)
 
 pytestmark = pytest.mark.e2e
 
@@ -29,19 +28,7 @@ def _state(world, sid):
 def test_turns_with_nothing_new_start_no_drain_and_presence_follows_them(mail, mockapi, runners, tmp_path):  # noqa: F811
     from mockapi import bash, text
 
-    stub = mail.root / "hooks" / "claude-hook"
-    body = stub.read_text()
-    helper = re.search(r"^helper='([^']+)'$", body, re.M).group(1)
-    log = tmp_path / "starts.log"
-    wrapper = tmp_path / "logging-helper"
-    wrapper.write_text("#!/bin/sh\npayload=$(cat)\n"  # the event each start served, from its payload
-                       f"printf '%s' \"$payload\" | grep -o '\"hook_event_name\": *\"[A-Za-z]*\"' >> '{log}'\n"
-                       f"printf '%s' \"$payload\" | exec '{helper}' \"$@\"\n")
-    wrapper.chmod(0o700)
-    stub.write_text(body.replace(f"helper='{helper}'", f"helper='{wrapper}'", 1))
-
-    def starts():
-        return [line.split('"')[-2] for line in log.read_text().splitlines()] if log.exists() else []
+    starts = log_helper_starts(mail.root / "hooks" / "claude-hook", tmp_path)
 
     needle = f"BETWEEN-{_uid()}"
     script = []

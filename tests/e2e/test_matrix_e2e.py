@@ -34,11 +34,8 @@ import os
 import re
 import subprocess
 import sys
-import shutil
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -52,23 +49,16 @@ PATH = HELPER_BIN + os.pathsep + os.environ.get("PATH", "")
 CLIENTS = ("claude", "codex", "gemini")
 PAIRS = [(a, b) for a in CLIENTS for b in CLIENTS if a != b]
 REPLY_HINT = re.compile(r"git korus-mail reply (\S+) --")
-OUTSIDE = "/var/tmp"  # not /tmp, not $TMPDIR: none of the roots Codex's default sandbox makes writable
 
 
 @pytest.fixture
-def clone():
+def clone(outside):
     """The clone (and CODEX_HOME beside it) outside every writable root of Codex's default
     sandbox, so that only the mail root install adds to writable_roots lets a send through."""
     from helpers import Clone
-    if not os.access(OUTSIDE, os.W_OK):
-        pytest.skip(f"{OUTSIDE} is not writable here")
-    base = Path(tempfile.mkdtemp(prefix="korus-matrix-", dir=OUTSIDE))
-    tmpdir = os.environ.get("TMPDIR")
-    assert not str(base).startswith("/tmp/") and not (tmpdir and str(base).startswith(tmpdir))
-    c = Clone(base)
+    c = Clone(outside)
     c.web = c.add_worktree("web")
-    yield c
-    shutil.rmtree(base, ignore_errors=True)
+    return c
 
 
 class Agent:

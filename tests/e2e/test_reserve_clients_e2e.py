@@ -13,9 +13,6 @@ is `gpt-5.5`, a model Codex knows, so that it is offered the `apply_patch` tool.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -30,8 +27,6 @@ from git_korus_mail.core import reservations
 from git_korus_mail.store.files import MailRoot
 
 pytestmark = pytest.mark.e2e
-
-OUTSIDE = "/var/tmp"  # not /tmp, not $TMPDIR: none of Codex's default writable roots
 
 
 def reserve(clone, worktree, specs, note, block=False):
@@ -50,15 +45,6 @@ def add_file(path, line="hello"):
 def tool_outputs(mock, kind="custom_tool_call_output"):
     return [item.get("output") for r in mock.agent_requests() for item in r.items
             if isinstance(item, dict) and item.get("type") == kind]
-
-
-@pytest.fixture
-def outside():
-    if not os.access(OUTSIDE, os.W_OK):
-        pytest.skip(f"{OUTSIDE} is not writable here")
-    base = Path(tempfile.mkdtemp(prefix="korus-reserve-", dir=OUTSIDE))
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -176,6 +176,25 @@ def runners(claude_bin, mockapi, tmp_path):
 # what reached the model
 
 
+def log_helper_starts(stub: Path, tmp_path: Path):
+    """Wrap the helper `stub` runs so each start logs the event it served (read from its
+    payload); returns a function that lists those events in order. What started Python is then
+    counted, not timed (test_fastpath_e2e.py, test_fastturn_e2e.py)."""
+    body = stub.read_text()
+    helper = re.search(r"^helper='([^']+)'$", body, re.M).group(1)
+    log = tmp_path / "starts.log"
+    wrapper = tmp_path / "logging-helper"
+    wrapper.write_text("#!/bin/sh\npayload=$(cat)\n"
+                       f"printf '%s' \"$payload\" | grep -o '\"hook_event_name\": *\"[A-Za-z]*\"' >> '{log}'\n"
+                       f"printf '%s' \"$payload\" | exec '{helper}' \"$@\"\n")
+    wrapper.chmod(0o700)
+    stub.write_text(body.replace(f"helper='{helper}'", f"helper='{wrapper}'", 1))
+
+    def starts() -> list:
+        return [line.split('"')[-2] for line in log.read_text().splitlines()] if log.exists() else []
+    return starts
+
+
 def session_requests(api, sid: str) -> list:
     return [r for r in api.agent_requests() if r.session_id == sid]
 

@@ -22,6 +22,7 @@ Facts this follows (Claude Code 2.1.332, observed):
 """
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
+from git_korus_mail.clients import hookjson  # the payload's fields, checked as for every client
 # the package's own: below this module and registry.py, which the SessionStart here asks for a name
 from git_korus_mail.clients.claude import NAME as NAME  # re-exported: the client's name (clients.hook_protocols)
 from git_korus_mail.clients.claude import surface_of
@@ -77,26 +78,9 @@ class BadPayload(Exception):
 
 
 def read_payload(data: bytes) -> Payload:
-    """Parse stdin bytes; BadPayload when it is not a hook payload we can act on."""
-    try:
-        raw = json.loads(data.decode("utf-8", "replace"))
-    except ValueError:
-        raise BadPayload("stdin is not JSON") from None
-    if not isinstance(raw, dict):
-        raise BadPayload("stdin is not a JSON object")
-    event = raw.get("hook_event_name")
-    session = raw.get("session_id")
-    cwd = raw.get("cwd")
-    if not isinstance(event, str) or not event:
-        raise BadPayload("no hook_event_name")
-    if not isinstance(session, str) or not session:
-        raise BadPayload("no session_id")
-    if not isinstance(cwd, str) or not cwd:
-        raise BadPayload("no cwd")
-    if "\0" in cwd:
-        raise BadPayload("cwd contains a NUL character")
-    if len(cwd) > MAX_CWD:
-        raise BadPayload(f"cwd is {len(cwd)} characters long, over {MAX_CWD}")
+    """Parse stdin bytes; BadPayload when it is not a hook payload we can act on (the fields
+    every client's payload must carry are checked alike: clients/hookjson.read_fields)."""
+    raw, event, session, cwd = hookjson.read_fields(data, MAX_CWD, BadPayload)
     source = raw.get("source") if isinstance(raw.get("source"), str) else None
     return Payload(event, session, cwd, source, raw, data)
 
@@ -243,8 +227,7 @@ def fault_output(event: str, text: str) -> str:
 def check_answer(event: str, stdout: str) -> "Optional[str]":
     """None when a hook's stdout is an answer Claude Code accepts at `event` and carries no fault;
     otherwise what is wrong (clients/hookjson.py: the same for every client)."""
-    from git_korus_mail.clients.hookjson import check_answer as check
-    return check(event, stdout)
+    return hookjson.check_answer(event, stdout)
 
 
 # The wake-up tier (docs/HOOKS.md): install --urgent adds a second CONSUME_EVENT entry that runs
@@ -272,16 +255,7 @@ def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
 
 
 def pre_edit_output(text: str, block: bool) -> str:
-    """The answer before an edit of reserved paths: a refusal whose reason the model reads as the
-    tool's error, before the tool runs (`block`: the told-once refusal, or a `--block`
-    reservation's), or else the tell as context (read after the tool's result: docs/HOOKS.md,
-    "Before an edit"). The person is shown one line either way (systemMessage)."""
-    out: "Dict[str, Any]" = {"hookEventName": PRE_EDIT_EVENT}
-    if block:
-        out["permissionDecision"] = "deny"
-        out["permissionDecisionReason"] = text
-    else:
-        out["additionalContext"] = text
-    first = text.split("\n", 1)[0]
-    return json.dumps({"hookSpecificOutput": out,
-                       "systemMessage": ("refused an edit: " if block else "") + first[:300]})
+    """The answer before an edit of reserved paths: the refusal (told once, or a `--block`
+    reservation's) or the tell as context (clients/hookjson.py: Codex's PreToolUse takes the
+    same shape)."""
+    return hookjson.pre_tool_use_output(PRE_EDIT_EVENT, text, block)

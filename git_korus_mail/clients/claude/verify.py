@@ -5,8 +5,8 @@ import os
 
 from git_korus_mail.clients.claude import protocol as claude_protocol
 from git_korus_mail.clients.claude import settings as claude
-from git_korus_mail.clients.claude.settings_file import local_targets, read_settings, user_settings_path
-from git_korus_mail.errors import MailError
+from git_korus_mail.clients.claude.settings_file import local_targets, user_settings_path
+from git_korus_mail.clients.hookfile import read_back
 from git_korus_mail.wiring import hookdoc, selftest
 from git_korus_mail.wiring.postcheckout import repo_anchor
 
@@ -29,16 +29,11 @@ def verify(root: object, stub: str, wired: "Wired", run_stub: bool = True,
     results: "Checked" = []
     called = False
     for path, repo, cwd in wired:
-        problems: "List[str]" = []
-        try:
-            raw, data = read_settings(path)
-        except MailError as exc:
-            results.append((path, [str(exc)]))
-            continue
+        data, unread = read_back(path)  # the same read-back as every client's (clients/hookfile.py)
         if data is None:
-            results.append((path, ["missing"]))
+            results.append((path, unread))
             continue
-        problems += claude.check_settings(data, stub, repo, urgent=urgent)
+        problems = claude.check_settings(data, stub, repo, urgent=urgent)
         for event, path_called in claude.callers(data):
             if path_called == stub:
                 called = True

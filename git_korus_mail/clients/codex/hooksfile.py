@@ -15,7 +15,6 @@ import os
 from git_korus_mail.clients import hookfile
 from git_korus_mail.clients.codex import preedit
 from git_korus_mail.clients.codex.protocol import EVENTS, END_EVENT
-from git_korus_mail.wiring import hookdoc
 
 HOOK_TIMEOUT = 30   # seconds; a drain takes milliseconds
 END_TIMEOUT = 3     # Codex clamps SessionEnd to 3 s, with a warning at every start above it
@@ -23,7 +22,6 @@ STUB_TAIL = "/mail/hooks/codex-hook"  # every clone's Codex stub ends so: the ma
 PROJECT_FILE = os.path.join(".codex", "hooks.json")
 EXCLUDE_LINE = ".codex/hooks.json"
 EXCLUDE_COVERING = {EXCLUDE_LINE, "/" + EXCLUDE_LINE, ".codex", ".codex/", "/.codex", "/.codex/"}
-BadHooks = hookdoc.BadHooks
 
 
 def codex_home() -> str:
@@ -34,18 +32,8 @@ def user_hooks_path() -> str:
     return os.path.join(codex_home(), "hooks.json")
 
 
-# Codex's values (clients/hookfile.HookFile): PostToolUse matches every tool; seconds
-# and before an edit (reservations, clients/codex/preedit.py) apply_patch only; with no reservation
-# in the clone the stub answers it in sh (hooks/hook.sh)
+# Codex's values (clients/hookfile.HookFile, which callers use through FILE): PostToolUse matches
+# every tool; seconds; and before an edit (reservations, clients/codex/preedit.py) apply_patch
+# only; with no reservation in the clone the stub answers it in sh (hooks/hook.sh)
 FILE = hookfile.HookFile(STUB_TAIL, EVENTS, ("PostToolUse",), HOOK_TIMEOUT, {END_EVENT: END_TIMEOUT},
                          matchers={preedit.PRE_EDIT_EVENT: preedit.MATCHER})
-# the names the wiring and the tests call (FILE has the rest)
-hook_command = hookfile.hook_command
-wanted_groups = FILE.wanted_groups
-stub_of = FILE.stub_of
-merge = FILE.merge
-remove = FILE.remove
-check = FILE.check
-read = hookfile.read  # (raw bytes or None, parsed dict or None); MailError when we cannot merge
-wire_file = FILE.wire_file
-unwire_file = FILE.unwire_file

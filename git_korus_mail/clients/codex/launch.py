@@ -17,7 +17,7 @@ and one readlink per open file of the Codex process when a transcript is named.
 import os
 
 from git_korus_mail.store.launch import Launch as Launch  # re-exported: protocol.py names it through here
-from git_korus_mail.store.launch import NoLaunch
+from git_korus_mail.store.launch import NoLaunch, parent_of
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -28,16 +28,6 @@ if TYPE_CHECKING:
 CLIENT = "codex"
 EXECUTABLE = "codex"
 MAX_DEPTH = 4  # drain <- stub <- (a shell) <- codex; one level spare
-
-
-def _ppid(pid: int) -> "Optional[int]":
-    """The parent of a running process; None when it is gone or unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-        return int(stat.rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _exe_name(pid: int) -> "Optional[str]":
@@ -61,7 +51,7 @@ def codex_ancestor(start_pid: int) -> "Optional[int]":
     binary, or None within MAX_DEPTH levels."""
     pid = start_pid
     for _level in range(MAX_DEPTH):
-        parent = _ppid(pid)
+        parent = parent_of(pid)
         if parent is None or parent <= 1:
             return None
         pid = parent

@@ -15,13 +15,12 @@ edit"). Observed on 0.171.0 offline (tests/e2e/test_reserve_clients_e2e.py):
 The paths come from the patch's own headers (`*** Add File:`, `*** Update File:`, `*** Delete
 File:`, `*** Move to:`), relative to the session's cwd. A shell command that writes files
 (including `apply_patch` typed into the shell) is not read: the commit guard catches it.
+The answer takes Claude Code's shape (clients/hookjson.pre_tool_use_output).
 """
-
-from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Mapping, Optional
+    from typing import Any, List, Mapping, Optional
 
 PRE_EDIT_EVENT = "PreToolUse"
 EDIT_TOOLS = ("apply_patch",)
@@ -58,17 +57,3 @@ def paths(event: str, raw: "Mapping[str, Any]") -> "Optional[List[str]]":
     patch = args.get("command")
     return patch_paths(patch) if isinstance(patch, str) else []
 
-
-def output(text: str, block: bool) -> str:
-    """The refusal (told once, or a `--block` reservation), or the tell as context; the person gets its first
-    line (systemMessage: a warning line in the TUI). `text` already fits Codex's limit
-    (protocol.pre_edit_output cuts it)."""
-    out: "Dict[str, Any]" = {"hookEventName": PRE_EDIT_EVENT}
-    if block:
-        out["permissionDecision"] = "deny"
-        out["permissionDecisionReason"] = text
-    else:
-        out["additionalContext"] = text
-    first = text.split("\n", 1)[0][:300]
-    return json.dumps({"hookSpecificOutput": out, "systemMessage": ("refused an edit: " if block else "") + first},
-                      ensure_ascii=True)

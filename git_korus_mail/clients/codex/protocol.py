@@ -142,6 +142,7 @@ def pre_edit_paths(payload: Payload) -> "Optional[list[str]]":
 
 
 def pre_edit_output(text: str, block: bool) -> str:
-    """The answer before an edit of reserved paths (the tell, or the refusal of a --block one)."""
+    """The answer before an edit of reserved paths (the tell, or the refusal of a --block one), in
+    Claude Code's shape (clients/hookjson.py), cut to Codex's limit."""
     from git_korus_mail.clients.codex import preedit
-    return preedit.output(fit(text), block)
+    return hookjson.pre_tool_use_output(preedit.PRE_EDIT_EVENT, fit(text), block)

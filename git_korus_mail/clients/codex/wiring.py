@@ -20,6 +20,7 @@ there), both written by Codex's app-server and recorded so uninstall undoes them
 
 import os
 
+from git_korus_mail.clients import hookfile
 from git_korus_mail.clients.codex import hooksfile, stub, trust
 from git_korus_mail.clients.codex import protocol as codex_protocol
 from git_korus_mail.errors import MailError
@@ -48,9 +49,9 @@ VERIFIED_AS = "the stub answers SessionStart and Codex reports every hook truste
 stub_path = stub.stub_path
 write_stub = stub.write_stub
 render_stub = stub.render_stub
-read_settings = hooksfile.read
-wire_file = hooksfile.wire_file
-unwire_file = hooksfile.unwire_file
+read_settings = hookfile.read
+wire_file = hooksfile.FILE.wire_file
+unwire_file = hooksfile.FILE.unwire_file
 
 
 def trusts_projects(scope_rec: "Optional[ScopeRec]") -> bool:
@@ -123,12 +124,12 @@ def own_config_worktrees(clone: "Clone") -> "List[Tuple[str, List[str]]]":
 
 def _only_ours(path: str) -> bool:
     try:
-        _raw, data = hooksfile.read(path)
+        _raw, data = hookfile.read(path)
     except MailError:
         return False
     if data is None:
         return True
-    return all(hooksfile.stub_of(h) for gs in (data.get("hooks") or {}).values()
+    return all(hooksfile.FILE.stub_of(h) for gs in (data.get("hooks") or {}).values()
                for g in gs for h in g.get("hooks") or ())
 
 
@@ -153,7 +154,7 @@ def _sources(clone: "Clone", projects: bool, wired: "Wired") -> "Set[str]":
 
 
 def commands(stub_file: str, repo: "Optional[str]") -> "List[str]":
-    return [h["command"] for g in hooksfile.wanted_groups(stub_file, repo).values() for h in g["hooks"]]
+    return [h["command"] for g in hooksfile.FILE.wanted_groups(stub_file, repo).values() for h in g["hooks"]]
 
 
 def after_wiring(clone: "Clone", scope: str, wired: "Wired", scope_rec: "ScopeRec", out: "IO[str]",
@@ -191,7 +192,7 @@ def retire_project_files(scope_rec: "ScopeRec", stub_file: str, out: "IO[str]") 
     user = os.path.realpath(hooksfile.user_hooks_path())
     for path in [p for p in files if p.endswith(os.sep + hooksfile.PROJECT_FILE) and os.path.realpath(p) != user]:
         try:
-            state = hooksfile.unwire_file(path, stub_file, files.get(path))
+            state = hooksfile.FILE.unwire_file(path, stub_file, files.get(path))
         except MailError as exc:
             out.write(f"settings  {path}  not changed: {exc}\n")
             continue
@@ -246,7 +247,7 @@ def recorded(record: "Record", scope: str) -> bool:
 def run_stub_once(stub_file: str, repo: "Optional[str]", cwd: str) -> "Optional[str]":
     """Run our SessionStart command as Codex would, with install's self-test payload
     (wiring/selftest.py); Codex's names no transcript."""
-    return selftest.run_opening(hooksfile.hook_command(stub_file, "SessionStart", repo), cwd,
+    return selftest.run_opening(hookfile.hook_command(stub_file, "SessionStart", repo), cwd,
                                 "SessionStart", None,
                                 selftest.GIT_VARS, codex_protocol.check_answer,
                                 silent="the stub printed nothing at SessionStart")

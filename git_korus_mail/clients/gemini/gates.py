@@ -99,12 +99,12 @@ def other_after_agent(cwd: str) -> "List[str]":
         if not isinstance(groups, list):
             continue
         hooks = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list) for h in g["hooks"]]
-        if any(settingsfile.stub_of(h) is None for h in hooks):
+        if any(settingsfile.FILE.stub_of(h) is None for h in hooks):
             found.append(path)
     return found
 
 
 def is_gate(problem: str) -> bool:
     """Is this problem one of Gemini's own gates (trust, hooksConfig), which only the person
-    changes, in Gemini (settingsfile.check says a file's own hooksConfig.enabled alike)?"""
+    changes, in Gemini (settingsfile.FILE.check says a file's own hooksConfig.enabled alike)?"""
     return " is not trusted in " in problem or problem.startswith("hooksConfig.")

@@ -12,7 +12,7 @@ not proved and there is no launch (mail is shown, not consumed).
 import os
 
 from git_korus_mail.store.launch import Launch as Launch  # re-exported: protocol.py names it through here
-from git_korus_mail.store.launch import NoLaunch
+from git_korus_mail.store.launch import NoLaunch, parent_of
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
@@ -24,15 +24,6 @@ CLIENT = "gemini"
 MAX_DEPTH = 4  # drain <- stub <- (a shell) <- gemini; one level spare
 COMMAND_DEPTH = 16  # a shell tool call: bash -c, a pipeline, git, our helper ...
 SCRIPT_NAMES = ("gemini", "gemini.js")
-
-
-def _ppid(pid: int) -> "Optional[int]":
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-        return int(stat.rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _argv(pid: int) -> "List[str]":
@@ -64,7 +55,7 @@ def gemini_ancestor(start_pid: "Optional[int]" = None, depth: int = MAX_DEPTH) -
     Gemini CLI, or None within `depth` levels."""
     pid = os.getpid() if start_pid is None else start_pid
     for _level in range(depth):
-        parent = _ppid(pid)
+        parent = parent_of(pid)
         if parent is None or parent <= 1:
             return None
         if is_gemini(parent):

@@ -12,7 +12,6 @@ import os
 from git_korus_mail.clients import hookfile
 from git_korus_mail.clients.gemini import preedit
 from git_korus_mail.clients.gemini.protocol import EVENTS, END_EVENT
-from git_korus_mail.wiring import hookdoc
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
@@ -26,7 +25,6 @@ STUB_TAIL = "/mail/hooks/gemini-hook"  # every clone's Gemini stub ends so: the 
 PROJECT_FILE = os.path.join(".gemini", "settings.json")
 EXCLUDE_LINE = ".gemini/settings.json"
 EXCLUDE_COVERING = {EXCLUDE_LINE, "/" + EXCLUDE_LINE, ".gemini", ".gemini/", "/.gemini", "/.gemini/"}
-BadHooks = hookdoc.BadHooks
 
 
 def user_settings_path() -> str:
@@ -42,16 +40,8 @@ def _switched_off(doc: "Doc") -> "List[str]":
     return []
 
 
-# Gemini's values (clients/hookfile.HookFile): AfterTool matches every tool; milliseconds
-# and before an edit (reservations, clients/gemini/preedit.py) the editing tools only; with no
-# reservation in the clone the stub answers it in sh (hooks/hook.sh)
+# Gemini's values (clients/hookfile.HookFile, which callers use through FILE): AfterTool matches
+# every tool; milliseconds; and before an edit (reservations, clients/gemini/preedit.py) the
+# editing tools only; with no reservation in the clone the stub answers it in sh (hooks/hook.sh)
 FILE = hookfile.HookFile(STUB_TAIL, EVENTS, ("AfterTool",), HOOK_TIMEOUT_MS, {END_EVENT: END_TIMEOUT_MS},
                          extra_check=_switched_off, matchers={preedit.PRE_EDIT_EVENT: preedit.MATCHER})
-# the names the wiring and the tests call (FILE has the rest)
-hook_command = hookfile.hook_command
-wanted_groups = FILE.wanted_groups
-stub_of = FILE.stub_of
-check = FILE.check
-read = hookfile.read  # (raw bytes or None, parsed dict or None); MailError when we cannot merge
-wire_file = FILE.wire_file
-unwire_file = FILE.unwire_file

@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 
+from git_korus_mail.clients import hookfile
 from git_korus_mail.clients.gemini import protocol as gemini_protocol
 from git_korus_mail.clients.gemini import gates as gemini_gates
 from git_korus_mail.clients.gemini import settingsfile, stub
@@ -46,9 +47,9 @@ VERIFIED_AS = (f"the stub answers {gemini_protocol.OPENING_EVENT}, and Gemini's 
 stub_path = stub.stub_path
 write_stub = stub.write_stub
 render_stub = stub.render_stub
-read_settings = settingsfile.read
-wire_file = settingsfile.wire_file
-unwire_file = settingsfile.unwire_file
+read_settings = hookfile.read
+wire_file = settingsfile.FILE.wire_file
+unwire_file = settingsfile.FILE.unwire_file
 
 
 def _tracked(wt_path: str) -> bool:
@@ -158,7 +159,7 @@ def after_unwiring(scope_rec: "ScopeRec", out: "IO[str]") -> None:
 def run_stub_once(stub_file: str, repo: "Optional[str]", cwd: str) -> "Optional[str]":
     """Run our SessionStart command as Gemini would (wiring/selftest.py), without the variables
     that name a Gemini session."""
-    return selftest.run_opening(settingsfile.hook_command(stub_file, "SessionStart", repo), cwd, "SessionStart", None,
+    return selftest.run_opening(hookfile.hook_command(stub_file, "SessionStart", repo), cwd, "SessionStart", None,
                                 ("GEMINI_SESSION_ID", "GEMINI_CLI") + selftest.GIT_VARS,
                                 gemini_protocol.check_answer, stderr_tail=True,
                                 silent="the stub printed nothing at SessionStart")
@@ -204,7 +205,7 @@ def check(root: "MailRoot", stub_file: str, wired: "Wired", run_stub: bool = Tru
     (clients/hookfile.HookFile.check_wired), and what Gemini's own files say of running our hooks
     in that folder when `gates` (doctor's: gates.py, trust, hooksConfig.enabled and .disabled)."""
     def ask(path: str, repo: "Optional[str]", cwd: str) -> "List[str]":
-        commands = [settingsfile.hook_command(stub_file, event, repo) for event in gemini_protocol.EVENTS]
+        commands = [hookfile.hook_command(stub_file, event, repo) for event in gemini_protocol.EVENTS]
         return gemini_gates.problems(cwd, commands, folder_trusted, trusted_folders_path(), checked=path)
     return settingsfile.FILE.check_wired(NAME, stub_file, wired, run_stub_once if run_stub else None,
                                          ask=ask if gates else None)
