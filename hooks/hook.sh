@@ -25,8 +25,10 @@
 # path's key, read from the hook's environment; empty for a client whose hooks' environment
 # does not name the session), `fast_events` (the events the fast path may answer),
 # `opening_event` and `end_event` (where the fault report is said: a session's start, a run's end;
-# `end_event` and `prompt_event` are also the turn's ends the fast path may record), and
-# `pre_edit_events` (the events before an edit: reservations, below).
+# `end_event` and `prompt_event` are also the turn's ends the fast path may record),
+# `pre_edit_events` (the events before an edit: reservations, below), and `fast_head` (for a
+# client whose hooks' environment names no session: how its payload begins, the session's
+# value next; the fast path's key is then that session and the stub's parent, below).
 # start values
 @VALUES@
 # end values
@@ -48,8 +50,30 @@ fi
 # a broken one, another directory, a changed inbox, OFF) runs the drain as before. Builtins
 # only: the payload is left unread (Claude Code does not need it read). The key and the events
 # are the client's values above; a client whose hooks' environment names no session has none.
-fast=
-case " $fast_events " in *" ${1-} "*) [ -z "$fast_session" ] || [ -z "$fast_launch" ] || fast=$fast_session@$fast_launch ;; esac
+#
+# A payload's head (docs/HOOKS.md, "Codex's key: the payload's head"): with `fast_head`, the
+# session is the payload's first field and the launch the process that started this stub. One
+# read(2) of at most 512 bytes (dd: one process, against a whole payload that may carry a tool's
+# output); the bytes taken are handed back in front of the rest when the drain runs (below), so
+# it reads the very payload the client wrote. The `.` keeps a trailing newline that $( ) drops.
+fast= head= headed=
+case " $fast_events " in
+    *" ${1-} "*)
+        if [ -n "$fast_head" ]; then
+            head=$(dd bs=512 count=1 2>/dev/null; echo .) || head=.
+            head=${head%.}
+            headed=1
+            case "$head" in
+                "$fast_head"*\"*)
+                    fast_session=${head#"$fast_head"}
+                    fast_session=${fast_session%%\"*}
+                    fast_launch=$PPID
+                    ;;
+            esac
+        fi
+        [ -z "$fast_session" ] || [ -z "$fast_launch" ] || fast=$fast_session@$fast_launch
+        ;;
+esac
 if [ -n "$fast" ]; then
     case "$fast" in
         .* | *[!A-Za-z0-9._@-]*) ;;
@@ -152,10 +176,20 @@ if [ -n "$run" ]; then
     if [ "$run" = "$helper" ] && [ -n "$pypath" ]; then
         { IFS= read -r first && IFS= read -r second; } <"$run" 2>/dev/null || first=
     fi
-    if [ "$first" = "#!$python" ] && [ "$second" = "$fast_start" ] && [ -x "$python" ]; then
-        answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
+    quick=
+    [ "$first" = "#!$python" ] && [ "$second" = "$fast_start" ] && [ -x "$python" ] && quick=1
+    drain() {
+        if [ -n "$quick" ]; then
+            KORUS_MAIL_FAST_KEY=$fast KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@"
+        else
+            KORUS_MAIL_FAST_KEY=$fast "$run" drain --client="$client" "$@"
+        fi
+    }
+    if [ -n "$headed" ]; then
+        # the head taken above, then the rest: the bytes the client wrote, in order
+        answer=$({ printf '%s' "$head"; exec cat; } | drain "$@")
     else
-        answer=$("$run" drain --client="$client" "$@")
+        answer=$(drain "$@")
     fi
     status=$?
     if [ "$status" -eq 0 ] || [ -n "$answer" ]; then
