@@ -7,8 +7,8 @@ off (every event starts Python, as before issue 26's Codex part).
 Codex runs a hook as its own child with the payload on a pipe, and the drain proves the launch as
 the nearest `codex` process holding the session's rollout open (clients/codex/launch.py). So this
 bench re-runs itself under a copy of its Python interpreter named `codex`, holds a rollout file
-open, and runs each event as `/bin/sh -c "'<hook>' <Event>"` (sh execs the hook: its parent is
-this `codex`), writing a compact payload with session_id first, as Codex 0.171.0 writes it, its
+open, and runs each event's hook as its own child (no shell between: its parent is this
+`codex`, as under Codex; dash's `sh -c` would stay between and name itself as the launch), writing a compact payload with session_id first, as Codex 0.171.0 writes it, its
 PostToolUse carrying `--output` bytes of tool output. Every round runs each hook once, alternating;
 wall and CPU (user + system of the process and its children, from wait4); the table gives the
 medians and the median of each round's own ratio. Two worktrees: one whose inbox exists (mail
@@ -92,7 +92,10 @@ def main(argv=None):
             if not transcript.exists():
                 transcript.write_text("")
                 held.append(open(transcript))  # this `codex` holds it open while the session lives
-            w, c, status, out = run(["/bin/sh", "-c", f"'{stub}' {ev}"], wt, env,
+            # the hook as Codex starts it: its own child, no shell between (measured: the stub's
+            # parent is `codex`, tests/e2e/test_codex_unread_payload_e2e.py); dash's `sh -c` would
+            # stay between as the parent, and its pid would then be the key's launch
+            w, c, status, out = run([str(stub), ev], wt, env,
                                     payload(ev, session, wt, transcript, args.output))
             if status != 0:
                 raise SystemExit(f"{stub.name} {ev}: exit status {status}")

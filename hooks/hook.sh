@@ -55,13 +55,14 @@ fi
 # session is the payload's first field and the launch the process that started this stub. One
 # read(2) of at most 512 bytes (dd: one process, against a whole payload that may carry a tool's
 # output); the bytes taken are handed back in front of the rest when the drain runs (below), so
-# it reads the very payload the client wrote. The `.` keeps a trailing newline that $( ) drops.
+# it reads the payload the client wrote, less the trailing newlines $( ) drops from a payload the
+# head holds whole (the event's identity ignores them: clients/codex/protocol._event_key). `exec`:
+# dd is the substitution's own process, not one more fork (measured: 1.5 ms an event here).
 fast= head= headed=
 case " $fast_events " in
     *" ${1-} "*)
         if [ -n "$fast_head" ]; then
-            head=$(dd bs=512 count=1 2>/dev/null; echo .) || head=.
-            head=${head%.}
+            head=$(exec dd bs=512 count=1 2>/dev/null)
             headed=1
             case "$head" in
                 "$fast_head"*\"*)

@@ -106,9 +106,12 @@ def fast_key_of(payload: Payload, environ: "Mapping[str, str]") -> "Optional[str
 
 
 def _event_key(data: bytes) -> "Optional[str]":
-    """A digest of the payload: every wiring of one event gets the same bytes (store/events.py)."""
+    """A digest of the payload: every wiring of one event gets the same bytes (store/events.py),
+    less any trailing newline: the stub hands a payload its head held whole to the drain without
+    them, and one it did not take with them (hooks/hook.sh; docs/HOOKS.md, "Codex's key: the
+    payload's head")."""
     from git_korus_mail.clients.claude.protocol import event_key_of
-    return event_key_of(data)
+    return event_key_of(data.rstrip(b"\n"))
 
 
 def session_of(environ: "Mapping[str, str]") -> "Optional[str]":
