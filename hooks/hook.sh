@@ -179,18 +179,17 @@ if [ -n "$run" ]; then
     fi
     quick=
     [ "$first" = "#!$python" ] && [ "$second" = "$fast_start" ] && [ -x "$python" ] && quick=1
-    drain() {
-        if [ -n "$quick" ]; then
-            KORUS_MAIL_FAST_KEY=$fast KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@"
-        else
-            KORUS_MAIL_FAST_KEY=$fast "$run" drain --client="$client" "$@"
-        fi
-    }
-    if [ -n "$headed" ]; then
-        # the head taken above, then the rest: the bytes the client wrote, in order
-        answer=$({ printf '%s' "$head"; exec cat; } | drain "$@")
+    # with a head taken (above): that head, then the rest, the bytes the client wrote in order,
+    # and the key looked up, for the drain to stamp under (clients/codex/protocol.fast_key_of)
+    if [ -n "$headed" ] && [ -n "$quick" ]; then
+        answer=$({ printf '%s' "$head"; exec cat; } \
+            | KORUS_MAIL_FAST_KEY=$fast KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
+    elif [ -n "$headed" ]; then
+        answer=$({ printf '%s' "$head"; exec cat; } | KORUS_MAIL_FAST_KEY=$fast "$run" drain --client="$client" "$@")
+    elif [ -n "$quick" ]; then
+        answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
     else
-        answer=$(drain "$@")
+        answer=$("$run" drain --client="$client" "$@")
     fi
     status=$?
     if [ "$status" -eq 0 ] || [ -n "$answer" ]; then

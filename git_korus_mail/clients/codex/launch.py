@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 CLIENT = "codex"
 EXECUTABLE = "codex"
-MAX_DEPTH = 6  # drain <- (the stub's subshells: a $( ), a pipe's end) <- stub <- (a shell) <- codex; one spare
+MAX_DEPTH = 4  # drain <- stub <- (a shell) <- codex; one level spare
 
 
 def _ppid(pid: int) -> "Optional[int]":
