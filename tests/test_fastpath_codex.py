@@ -176,15 +176,19 @@ def test_the_drain_gets_the_payload_byte_for_byte(clone, tmp_path, size):
     helper.chmod(0o700)
     path = tmp_path / "codex-hook"
     path.write_text(codex_stub.render_stub(str(helper)))
-    head = '{"session_id":"s1","x":"'
-    tail = '"}\n'
-    data = head + "y" * max(0, size - len(head) - len(tail)) + tail
-    for shell in SHELLS:
-        got.unlink(missing_ok=True)
-        proc = subprocess.run([shell, str(path), "PostToolUse"], input=data.encode(), capture_output=True)
-        assert proc.returncode == 0, proc.stderr
-        want = data.encode() if len(data.encode()) > 512 else data.encode().rstrip(b"\n")
-        assert got.read_bytes() == want, shell
+    head = b'{"session_id":"s1","x":"'
+    tail = b'"}\n'
+    # ASCII, and UTF-8 whose characters the 512-byte edge cuts in two (one byte of three, two of four)
+    for fill in (b"y", "\u00e9\u20ac\U0001f600".encode()):
+        body = (fill * size)[:max(0, size - len(head) - len(tail))]
+        data = head + body + tail
+        for shell in SHELLS:
+            got.unlink(missing_ok=True)
+            proc = subprocess.run([shell, str(path), "PostToolUse"], input=data, capture_output=True,
+                                  env=dict(os.environ, LC_ALL="C.UTF-8"))
+            assert proc.returncode == 0, proc.stderr
+            want = data if len(data) > 512 else data.rstrip(b"\n")
+            assert got.read_bytes() == want, (shell, fill)
 
 
 def test_the_events_identity_ignores_a_trailing_newline_and_nothing_else():
