@@ -58,23 +58,22 @@ fi
 # it reads the payload the client wrote, less the trailing newlines $( ) drops from a payload the
 # head holds whole (the event's identity ignores them: clients/codex/protocol._event_key). `exec`:
 # dd is the substitution's own process, not one more fork (measured: 1.5 ms an event here).
-fast= head= headed=
-case " $fast_events " in
-    *" ${1-} "*)
-        if [ -n "$fast_head" ]; then
-            head=$(exec dd bs=512 count=1 2>/dev/null)
-            headed=1
-            case "$head" in
-                "$fast_head"*\"*)
-                    fast_session=${head#"$fast_head"}
-                    fast_session=${fast_session%%\"*}
-                    fast_launch=$PPID
-                    ;;
-            esac
-        fi
-        [ -z "$fast_session" ] || [ -z "$fast_launch" ] || fast=$fast_session@$fast_launch
-        ;;
-esac
+# The head is taken at every event but the watcher's, so the drain knows the key wherever it
+# must remove the launch's stamp too (a consume, an end, an opening show).
+fast= head= headed= key=
+if [ -n "$fast_head" ] && [ -n "${1-}" ] && [ "${1-}" != Watch ]; then
+    head=$(exec dd bs=512 count=1 2>/dev/null)
+    headed=1
+    case "$head" in
+        "$fast_head"*\"*)
+            fast_session=${head#"$fast_head"}
+            fast_session=${fast_session%%\"*}
+            fast_launch=$PPID
+            ;;
+    esac
+fi
+[ -z "$fast_session" ] || [ -z "$fast_launch" ] || key=$fast_session@$fast_launch
+case " $fast_events " in *" ${1-} "*) fast=$key ;; esac
 if [ -n "$fast" ]; then
     case "$fast" in
         .* | *[!A-Za-z0-9._@-]*) ;;
@@ -183,9 +182,9 @@ if [ -n "$run" ]; then
     # and the key looked up, for the drain to stamp under (clients/codex/protocol.fast_key_of)
     if [ -n "$headed" ] && [ -n "$quick" ]; then
         answer=$({ printf '%s' "$head"; exec cat; } \
-            | KORUS_MAIL_FAST_KEY=$fast KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
+            | KORUS_MAIL_FAST_KEY=$key KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
     elif [ -n "$headed" ]; then
-        answer=$({ printf '%s' "$head"; exec cat; } | KORUS_MAIL_FAST_KEY=$fast "$run" drain --client="$client" "$@")
+        answer=$({ printf '%s' "$head"; exec cat; } | KORUS_MAIL_FAST_KEY=$key "$run" drain --client="$client" "$@")
     elif [ -n "$quick" ]; then
         answer=$(KORUS_MAIL_PYPATH=$pypath "$python" -S "$run" drain --client="$client" "$@")
     else

@@ -341,3 +341,38 @@ def test_a_codex_stub_killed_between_its_steps(stub, clone, tmp_path, when):
     stub.run("SessionStart")  # an opening show sweeps what a killed stub staged
     assert not [n for n in os.listdir(sessions_of(clone)) if n.startswith(".")]
     invariants.check(clone.mail_root)
+
+
+def test_a_resumed_launch_on_the_same_pid_never_trusts_the_old_launchs_stamp(stub, clone):
+    """A stamp outlives its launch (killed), and a new launch of the same session gets the same
+    pid (pids are reused): the key is the same, but the new launch was shown nothing. Its
+    SessionStart (source `resume`) always runs the drain, whose opening show removes that key's
+    stamp, so its first tool call shows the mail the old launch was shown."""
+    stub.run("PostToolUse")
+    assert stub.run("PostToolUse") == (None, False)
+    # as if this process were a new Codex launch of the same session: its display markers are
+    # empty (the old launch's were under another start time); the stamp still names its pid
+    box = inbox_of(clone, clone.web).parent
+    for d in (box / "shown").iterdir():
+        for f in d.iterdir():
+            f.unlink()
+        d.rmdir()
+    assert os.path.lexists(stub.stamp)
+    answer, started = stub.run("SessionStart", source="resume")
+    assert started and "first" in context_of(answer)
+    assert not os.path.lexists(stub.stamp)
+
+
+def test_codexs_stop_and_session_end_remove_the_stamp(stub, clone):
+    """Every consume and end phase removes the launch's stamp: the stub hands the drain its key
+    at every event, not only at those it may answer (hooks/hook.sh, the head)."""
+    stub.run("PostToolUse")
+    assert os.path.lexists(stub.stamp)
+    assert stub.run("Stop")[1]
+    assert not os.path.lexists(stub.stamp)
+    age(inbox_of(clone, clone.web))
+    assert stub.run("UserPromptSubmit", prompt="next")[1]
+    assert os.path.lexists(stub.stamp)
+    assert stub.run("SessionEnd", reason="other")[1]
+    assert not os.path.lexists(stub.stamp)
+    assert not [n for n in os.listdir(clone.mail_root / "fast") if n.startswith(stub.key)]
