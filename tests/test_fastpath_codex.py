@@ -228,9 +228,8 @@ def test_a_whole_codex_turn_with_nothing_new_starts_no_python(stub, clone, shell
     invariants.check(clone.mail_root)
 
 
-def test_a_shown_message_sends_codexs_stop_to_python_which_consumes_and_answers(stub, clone):
-    """A question shown to the launch and not answered: its Stop is the drain's (the final text
-    answers it), never the stub's."""
+def test_a_shown_message_sends_codexs_stop_to_python_which_consumes_it(stub, clone):
+    """A message shown to the launch and not consumed: its Stop is the drain's, never the stub's."""
     assert stub.run("PostToolUse")[1]
     assert stub.run("Stop")[1]
     age(inbox_of(clone, clone.web))
@@ -244,6 +243,34 @@ def test_a_shown_message_sends_codexs_stop_to_python_which_consumes_and_answers(
     assert stub.run("PostToolUse") == (None, False)
     assert stub.run("Stop")[1]  # the drain consumes it
     assert not os.listdir(inbox_of(clone, clone.web))
+
+
+def test_a_question_shown_to_codex_is_answered_by_the_stop_the_stub_leaves_to_python(stub, clone):
+    """A question shown at a tool call: the Stop after it goes to the drain, whose automatic
+    answer is the run's final text (Stop's last_assistant_message), delivered to the asker."""
+    from asking import start_ask
+    assert stub.run("PostToolUse")[1]
+    assert stub.run("Stop")[1]
+    age(inbox_of(clone, clone.web))
+    assert stub.run("UserPromptSubmit", prompt="next")[1]  # working: an ask to it waits
+    asker = start_ask(clone, "which port does the api use?", timeout=60)
+    try:
+        deadline = time.time() + 30
+        while True:
+            answer, started = stub.run("PostToolUse")
+            if context_of(answer) and "which port" in context_of(answer):
+                break
+            assert time.time() < deadline, "the question was never shown"
+            time.sleep(0.2)
+        assert started
+        assert stub.run("Stop", last_assistant_message="port 8080")[1]
+        out, err = asker.communicate(timeout=60)
+    finally:
+        if asker.poll() is None:
+            asker.kill()
+    assert asker.returncode == 0, err
+    assert "port 8080" in out
+    invariants.check(clone.mail_root)
 
 
 @pytest.fixture
