@@ -120,6 +120,12 @@ def test_an_environment_name_and_an_event_name_are_checked():
     for bad in ("", 'Stop", "x', "Stop Start"):
         with pytest.raises(ValueError):
             stub.values("x", HELPER, opening_event="Begin", end_event=bad)
+    # a payload's head (Codex's key): printable, and never beside an environment key
+    with pytest.raises(ValueError):
+        stub.values("x", HELPER, session_head='{"s":"\n', opening_event="Begin", end_event="End")
+    with pytest.raises(ValueError):
+        stub.values("x", HELPER, session_env="S", launch_env="P", session_head='{"s":"', opening_event="Begin",
+                    end_event="End")
 
 
 @pytest.mark.parametrize("event, said", [("AfterAgent", "user"), ("BeforeAgent", None), ("Begin", "both")])

@@ -191,8 +191,10 @@ def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: 
     from git_korus_mail.core import advice
     from git_korus_mail.shell import sh_quote
     python, dirs = fast_start(helper)
-    if session_head and (session_env or launch_env or not session_head.isprintable() or "'" in session_head):
+    if session_head and (session_env or launch_env):
         raise ValueError(f"a payload head and an environment key exclude each other: {session_head!r}")
+    if not session_head.isprintable():
+        raise ValueError(f"not a payload's head: {session_head!r}")  # it goes into a sh case pattern, quoted
     for name in (session_env, launch_env):
         if name is not None and not _ENV_NAME.match(name):
             raise ValueError(f"not an environment variable's name: {name!r}")
