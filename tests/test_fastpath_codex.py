@@ -403,3 +403,32 @@ def test_codexs_stop_and_session_end_remove_the_stamp(stub, clone):
     assert stub.run("SessionEnd", reason="other")[1]
     assert not os.path.lexists(stub.stamp)
     assert not [n for n in os.listdir(clone.mail_root / "fast") if n.startswith(stub.key)]
+
+
+def test_a_drain_killed_superseding_codexs_turn_record_leaves_the_session_right(stub, clone):
+    """After a Stop the stub recorded, the next drain writes the presence record and removes the
+    turn record; killed between the two (crash point `turn:recorded`), the record it wrote names
+    the turn record as seen, so readers take the drain's state, and the next events go on."""
+    from git_korus_mail.core import keys
+    from git_korus_mail.store import presence
+    from git_korus_mail.store.files import MailRoot
+    assert stub.run("PostToolUse")[1]
+    assert stub.run("Stop")[1]
+    age(inbox_of(clone, clone.web))
+    assert stub.run("UserPromptSubmit", prompt="next")[1]
+    assert stub.run("Stop") == (None, False)  # the stub's turn record: idle
+    turn = sessions_of(clone) / f"{stub.session}.state"
+    assert turn.exists()
+    send(clone, "wakes the drain")
+    assert stub.sh("export KORUS_MAIL_CRASH_AT=turn:recorded") == "rc=0\n"
+    stub.run("UserPromptSubmit", prompt="again")  # killed after its record, before the unlink
+    assert stub.sh("unset KORUS_MAIL_CRASH_AT") == "rc=0\n"
+    assert turn.exists()
+    root = MailRoot.open(str(clone.mail_root.parent), create=False)
+    box = root.box(keys.key_for(str(clone.web)).name, create=False)
+    assert presence.load(box, stub.session)["state"] == "working"  # the drain's, over the stale turn record
+    answer, started = stub.run("PostToolUse")
+    assert started and "wakes the drain" in context_of(answer)  # the killed run had not marked it shown
+    assert stub.run("Stop")[1]
+    assert presence.load(box, stub.session)["state"] == "idle"
+    invariants.check(clone.mail_root, killed_debris_ok=True)
