@@ -432,3 +432,31 @@ def test_a_drain_killed_superseding_codexs_turn_record_leaves_the_session_right(
     assert stub.run("Stop")[1]
     assert presence.load(box, stub.session)["state"] == "idle"
     invariants.check(clone.mail_root, killed_debris_ok=True)
+
+
+def test_the_sweep_takes_staged_turn_records_only_of_dead_stubs_or_old_ones(clone):
+    """store/presence.sweep_staged: `.<session>.state.<pid>` of a pid that no longer runs, or
+    older than a minute, goes; a live stub's fresh one stays (it may be between its write and its
+    `mv`), and nothing else in sessions/ is touched."""
+    import subprocess as sp
+    from git_korus_mail.core import keys
+    from git_korus_mail.store import presence
+    from git_korus_mail.store.files import MailRoot
+    send(clone, "makes the box")
+    root = MailRoot.open(str(clone.mail_root.parent), create=False)
+    box = root.box(keys.key_for(str(clone.web)).name, create=False)
+    sessions = sessions_of(clone)
+    sessions.mkdir(exist_ok=True)
+    dead = sp.Popen(["true"])
+    dead.wait()
+    live = os.getpid()
+    names = {f".s1.state.{dead.pid}": "dead", f".s2.state.{live}": "live", f".s3.state.{live}": "old",
+             ".s4.state.x1": "other", "s5.state": "record", ".state.1": "other"}
+    for name, kind in names.items():
+        (sessions / name).write_text("idle Stop 1\n")
+        if kind == "old":
+            age(sessions / name, 120)
+    assert presence.sweep_staged(box, time.time()) == 2
+    assert sorted(os.listdir(sessions)) == sorted(n for n, k in names.items() if k not in ("dead", "old"))
+    assert [n for n in names if presence.staged_turn(n)] == [f".s1.state.{dead.pid}", f".s2.state.{live}",
+                                                            f".s3.state.{live}"]
