@@ -40,6 +40,8 @@ ROOT_NAMES = {"OFF", "tmp", "box", "hooks", "journal.jsonl", "journal.1.jsonl", 
 LIVE_NAME = re.compile(r"^\d+-(\d+|x)-[0-9a-f]{8}$")  # store/life.py
 STATES = ("inbox", "seen", "expired", "cancelled", "dropped")
 ARRIVAL_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z\+\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16}$")  # store/arrivals.py
+TURN_STAGED = re.compile(r"^\.(?P<session>.+)\.state\.(?P<pid>\d+)$")  # hooks/hook.sh, killed before its mv
+TURN_RECORD = re.compile(r"^(working|idle) [A-Za-z]+ \d+\n$")  # store/presence.py, the stub's turn record
 MSG_TMP = re.compile(r"^msg\.(?P<id>\d{8}T\d{6}\.\d{6}Z-p\d+-[0-9a-f]{16})$")  # store.staging_name
 STAGING_TMP = re.compile(r"^(?P<kind>claim|receipt|marker|replace|fwd|fwdrec|prune|answer|wait|live|event)\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+$")
 
@@ -283,6 +285,30 @@ def check(mail_root, idle=True, torn_tmp_ok=False, killed_debris_ok=False, quara
             arrived.add(name[24:])
         no_arrival = relayed_queued - arrived
         assert not no_arrival, f"{bname}: relayed mail queued with no arrival record: {sorted(no_arrival)}"
+
+        # sessions/: presence (<session>.json, whole: written by replace), what `who` learned
+        # (.roster), the faults flag (.faults, empty) and the stub's turn record (.state, one line
+        # of three words, store/presence.py). A stub killed between its write and its `mv` leaves
+        # its staged record `.<session>.state.<pid>` (hooks/hook.sh), which nothing reads and an
+        # opening show sweeps (presence.sweep_staged): debris of a dead pid, never anything else.
+        for name in _ls(os.path.join(bdir, "sessions")):
+            path = os.path.join(bdir, "sessions", name)
+            m = TURN_STAGED.match(name)
+            if m:
+                assert killed_debris_ok, f"{bname}/sessions/{name}: a staged turn record left while no stub was killed"
+                assert not _pid_alive(int(m.group("pid"))), f"{bname}/sessions/{name}: staged by a live pid while idle"
+                summary.debris.append(("turn-staged", name))
+                continue
+            assert not name.startswith("."), f"{bname}/sessions/{name}: stray file"
+            base, _dot, suffix = name.rpartition(".")
+            assert base and suffix in ("json", "roster", "faults", "state"), f"{bname}/sessions/{name}: stray file"
+            data, _ = _read(path)
+            if suffix in ("json", "roster"):
+                json.loads(data)  # raises on a torn record
+            elif suffix == "faults":
+                assert data == b"", f"{bname}/sessions/{name}: the faults flag holds {data[:40]!r}"
+            else:
+                assert TURN_RECORD.match(data.decode("ascii", "replace")), f"{bname}/sessions/{name}: {data[:80]!r}"
 
         shown = os.path.join(bdir, "shown")
         markers = {}

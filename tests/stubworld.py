@@ -62,3 +62,103 @@ def age(path, seconds=10.0):
     t = time.time_ns() - int(seconds * 1e9)
     os.utime(path, ns=(t, t))
     return t
+
+
+class CodexLaunch:
+    """One launch of Codex as its stub's fast path meets it (docs/HOOKS.md, "Codex's key: the
+    payload's head"): a copy of bash named `codex` (what clients/codex/launch.py proves) that
+    holds the session's transcript open and runs each hook event's stub as its own child, the
+    payload written into a pipe as compact JSON with session_id first, as Codex 0.171.0 writes it.
+    The stub is Codex's, rendered from hooks/hook.sh around a helper that logs each start."""
+
+    def __init__(self, clone, worktree, session="019a2f00-0000-7000-8000-00000000c0de", shell="sh", tmp=None):
+        from git_korus_mail.clients.codex import stub as codex_stub
+        self.clone, self.cwd, self.session, self.shell = clone, worktree, session, shell
+        self.tmp = tmp or clone.base
+        hooks = clone.mail_root / "hooks"
+        hooks.mkdir(parents=True, exist_ok=True)
+        self.log = clone.base / "helper-starts.log"
+        helper = clone.base / "logging-helper"
+        helper.write_text(f"#!/bin/sh\necho \"$*\" >> '{self.log}'\nexec '{CONSOLE_SCRIPT}' \"$@\"\n")
+        helper.chmod(0o700)
+        self.path = hooks / "codex-hook"
+        self.path.write_text(codex_stub.render_stub(str(helper)))
+        self.path.chmod(0o700)
+        codex = self.tmp / "bin" / "codex"
+        if not codex.exists():
+            codex.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(shutil.which("bash"), codex)
+        self.transcript = self.tmp / f"rollout-{session}.jsonl"
+        self.transcript.write_text("")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX"))}
+        env["T"] = str(self.transcript)
+        # each line read is one command; its status is said back as one line
+        script = 'exec 9<"$T"\nwhile IFS= read -r line; do eval "$line"; echo "rc=$?"; done\n'
+        self.proc = subprocess.Popen([str(codex), "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, cwd=worktree, env=env)
+        self.n = 0
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    @property
+    def key(self):
+        return f"{self.session}@{self.proc.pid}"
+
+    @property
+    def stamp(self):
+        return self.clone.mail_root / "fast" / self.key
+
+    def starts(self):
+        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+    def payload(self, event, session=None, **extra):
+        p = {"session_id": session or self.session, "transcript_path": str(self.transcript),
+             "cwd": str(self.cwd), "hook_event_name": event, "model": "m", "permission_mode": "default"}
+        if event == "SessionStart":
+            p["source"] = "startup"
+        if event == "Stop":
+            p.update(stop_hook_active=False, last_assistant_message="done")
+        p.update(extra)
+        return json.dumps(p, separators=(",", ":"))
+
+    def run(self, event, shell=None, session=None, raw=None, **extra):
+        """(parsed answer or None, whether the helper started) for one event through the stub,
+        run by this launch's process with the payload on a pipe."""
+        self.n += 1
+        src, out, err = (self.tmp / f"codex-{self.n}.{x}" for x in ("in", "out", "err"))
+        src.write_text(raw if raw is not None else self.payload(event, session, **extra))
+        before = self.starts()
+        self.proc.stdin.write(f"cat '{src}' | {shell or self.shell} '{self.path}' {event} >'{out}' 2>'{err}'\n")
+        self.proc.stdin.flush()
+        said = self.proc.stdout.readline()
+        assert said == "rc=0\n", (said, err.read_text())
+        text = out.read_text().strip()
+        return (json.loads(text) if text else None), self.starts() > before
+
+    def sh(self, line):
+        """Run one line of shell in this launch's process (an export, a cd); its status."""
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline()
+
+    def start(self, event, env="", **extra):
+        """Start one event through the stub in the background (still this process's child, as
+        Codex runs it), with `env` (`NAME=value ...`) for it; `finish()` waits for it."""
+        self.n += 1
+        src, out, err = (self.tmp / f"codex-{self.n}.{x}" for x in ("in", "out", "err"))
+        src.write_text(self.payload(event, **extra))
+        assert self.sh(f"cat '{src}' | {env} {self.shell} '{self.path}' {event} >'{out}' 2>'{err}' & bg=$!") == "rc=0\n"
+        before = self.starts()
+
+        def finish():
+            said = self.sh("wait $bg")
+            text = out.read_text().strip()
+            return said, (json.loads(text) if text else None), self.starts() > before
+        return finish
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)

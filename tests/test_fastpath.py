@@ -142,9 +142,10 @@ def test_a_payload_of_another_session_never_stamps_the_environments(clone, shell
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_codexs_stub_takes_no_fast_path_even_inside_a_stamped_claude_launch(stub, clone, shell):
-    """Codex's hooks name no session (docs/HOOKS.md, "Codex has no fast path"): its stub has no
-    key, so every Codex event runs the drain, even when Codex runs inside a Claude Code session
-    whose environment (CLAUDE_CODE_SESSION_ID, CLAUDE_PID) it inherits and whose stamp is valid."""
+    """Codex's stub keys its fast path by its payload's head and its own parent (docs/HOOKS.md,
+    "Codex's key: the payload's head"), never by Claude Code's environment: a Codex run inside a
+    Claude Code session whose environment (CLAUDE_CODE_SESSION_ID, CLAUDE_PID) it inherits and
+    whose stamp is valid still runs the drain."""
     import subprocess
     from git_korus_mail.clients.codex import stub as codex_stub
     stub.run("PostToolUse", shell)

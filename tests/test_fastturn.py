@@ -270,6 +270,10 @@ def test_a_stub_killed_around_its_mv(stub, clone, tmp_path, when):
     assert presence_of(clone)["state"] == "working"
     assert stub.run("Stop") == (None, False)
     assert presence_of(clone)["state"] == "idle"
+    debris = [d for d in invariants.check(clone.mail_root, killed_debris_ok=True).debris if d[0] == "turn-staged"]
+    assert len(debris) == (1 if when == "before" else 0)
+    stub.run("SessionStart")  # an opening show sweeps what a killed stub staged (store/presence.sweep_staged)
+    assert not [n for n in os.listdir(sessions_dir(clone)) if n.startswith(".")]
     invariants.check(clone.mail_root)
 
 

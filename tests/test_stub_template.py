@@ -36,16 +36,20 @@ def test_the_clients_stubs_differ_only_in_their_block_of_values():
     blocks = {name: stub._split(t)[1] for name, t in texts.items()}
     assert ("fast_session=${CLAUDE_CODE_SESSION_ID-}\nfast_launch=${CLAUDE_PID-}\n"
             "fast_events='PostToolUse UserPromptSubmit Stop'\n") in blocks["claude"]
-    assert "client='codex'\n" in blocks["codex"] and "fast_session=''\nfast_launch=''\n" in blocks["codex"]
+    # Codex: the key from the payload's head (its session) and the stub's parent (docs/HOOKS.md,
+    # "Codex's key: the payload's head"), at the same three events as Claude Code's
+    assert "client='codex'\n" in blocks["codex"] and ("fast_session=''\nfast_launch=''\n"
+                                                     "fast_events='PostToolUse UserPromptSubmit Stop'\n") in blocks["codex"]
     # Gemini: no fast path (no variable names its process), the fault report at its run's end
     assert "client='gemini'\n" in blocks["gemini"] \
         and "fast_session=''\nfast_launch=''\nfast_events=''\n" in blocks["gemini"]
     assert blocks["gemini"].endswith("opening_event='SessionStart'\nend_event='AfterAgent'\nprompt_event=''\n"
-                                     "pre_edit_events='BeforeTool'\n"), blocks["gemini"]
-    assert blocks["codex"].endswith("opening_event='SessionStart'\nend_event='Stop'\nprompt_event=''\n"
-                                    "pre_edit_events='PreToolUse'\n"), blocks["codex"]
+                                     "pre_edit_events='BeforeTool'\nfast_head=''\n"), blocks["gemini"]
+    assert blocks["codex"].endswith("opening_event='SessionStart'\nend_event='Stop'\nprompt_event='UserPromptSubmit'\n"
+                                    "pre_edit_events='PreToolUse'\nfast_head='{\"session_id\":\"'\n"), blocks["codex"]
     assert blocks["claude"].endswith("opening_event='SessionStart'\nend_event='Stop'\n"
-                                     "prompt_event='UserPromptSubmit'\npre_edit_events='PreToolUse'\n"), blocks["claude"]
+                                     "prompt_event='UserPromptSubmit'\npre_edit_events='PreToolUse'\nfast_head=''\n"), \
+        blocks["claude"]
     # before an edit: Claude Code's and Codex's PreToolUse, Gemini's BeforeTool, answered in sh when
     # nothing is reserved (issue 29)
 
@@ -116,6 +120,12 @@ def test_an_environment_name_and_an_event_name_are_checked():
     for bad in ("", 'Stop", "x', "Stop Start"):
         with pytest.raises(ValueError):
             stub.values("x", HELPER, opening_event="Begin", end_event=bad)
+    # a payload's head (Codex's key): printable, and never beside an environment key
+    with pytest.raises(ValueError):
+        stub.values("x", HELPER, session_head='{"s":"\n', opening_event="Begin", end_event="End")
+    with pytest.raises(ValueError):
+        stub.values("x", HELPER, session_env="S", launch_env="P", session_head='{"s":"', opening_event="Begin",
+                    end_event="End")
 
 
 @pytest.mark.parametrize("event, said", [("AfterAgent", "user"), ("BeforeAgent", None), ("Begin", "both")])

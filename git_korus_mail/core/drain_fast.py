@@ -38,6 +38,11 @@ def stamp(ctx: "DrainContext", seen: "Look") -> "List[str]":
         if root.is_off() or box.names("claiming") or not ctx.launch.known:
             return []
         assert key is not None  # for mypy: valid_key said so
+        if key.rpartition("@")[2] != str(ctx.launch.pid):
+            # the stub's launch is not the one this run proved (a client whose stub names its
+            # own parent, with a process between them): its stamp would speak for another
+            # launch's markers (docs/HOOKS.md, "The fast path")
+            return []
         if mtime is None:
             if box.inbox_mtime_ns() is None:
                 turn = _turn_free(ctx, key)

@@ -95,6 +95,11 @@ def _before_reading(ctx: "DrainContext") -> "Optional[Outcome]":
         answer.close_open(ctx, "stopped", answer.STOPPED_TEXT)
     if facts.opening:
         ctx.root.sweep_tmp(ctx.now)  # staging files of killed processes (older than 36 h)
+        from git_korus_mail.store import presence
+        try:
+            presence.sweep_staged(ctx.box, ctx.now)  # turn records staged by killed stubs (hooks/hook.sh)
+        except (OSError, MailError):
+            pass  # left for the next opening show: nothing reads them
     return None
 
 

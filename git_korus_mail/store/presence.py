@@ -121,6 +121,53 @@ def _turn(d: "Dir", session: str) -> "Optional[tuple[str, str, str, float]]":
     return words[0], words[1], f"{st.st_ino}:{st.st_mtime_ns}:{words[2]}", st.st_mtime
 
 
+STAGED_MAX_AGE = 60.0  # seconds: a stub's write and its `mv` take microseconds
+
+
+def staged_turn(name: str) -> bool:
+    """Whether `name` in sessions/ is a turn record the stub staged, `.<session>.state.<its pid>`
+    (hooks/hook.sh): a stub killed between its write and its `mv` leaves it, and nothing reads it."""
+    base, dot, pid = name.rpartition(".")
+    return (name.startswith(".") and bool(dot) and base.endswith(STATE_SUFFIX) and len(base) > len(STATE_SUFFIX) + 1
+            and pid.isascii() and pid.isdigit())
+
+
+def sweep_staged(box: "Box", now: float) -> int:
+    """Remove the staged turn records killed stubs left in the box's sessions/ (docs/HOOKS.md, "A
+    turn with nothing new"): each one whose stub no longer runs, or older than STAGED_MAX_AGE.
+    Removing a live stub's file is harmless: its `mv` then fails and it leaves the event to the
+    drain. Returns how many went."""
+    d = box.open_sub("sessions")
+    if d is None:
+        return 0
+    removed = 0
+    for name in d.names():
+        if not staged_turn(name):
+            continue
+        try:
+            st = d.lstat(name)
+        except FileNotFoundError:
+            continue
+        if now - st.st_mtime > STAGED_MAX_AGE or not _runs(int(name.rpartition(".")[2])):
+            removed += d.unlink_quiet(name)
+    return removed
+
+
+def _runs(pid: int) -> bool:
+    """Whether process `pid` runs (one it may not signal does)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
 def has_turn(box: "Box", session: str) -> bool:
     """Whether a stub's turn record lies beside the session's record (a drain must rewrite the
     record to supersede and remove it)."""

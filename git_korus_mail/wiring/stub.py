@@ -175,7 +175,7 @@ def identify(data: bytes) -> "Tuple[str, str]":
 def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: "Optional[str]" = None,
            launch_env: "Optional[str]" = None, fast_events: "Sequence[str]" = (), *,
            opening_event: str, end_event: str, prompt_event: str = "",
-           pre_edit_events: "Sequence[str]" = ()) -> str:
+           pre_edit_events: "Sequence[str]" = (), session_head: str = "") -> str:
     """The block of values for `client`'s stub, one `name=value` line each, every value quoted
     for shell; the reinstall advice for this machine (core/advice.py) is baked in, since when the
     stub needs it the package may not run at all. The fast path's key is read from the hook's
@@ -184,10 +184,17 @@ def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: 
     `end_event` and `prompt_event` (empty: none) are a turn's end and start: among `fast_events`,
     the stub may record them itself (docs/HOOKS.md, "A turn with nothing new").
     `pre_edit_events`: the events before an edit, which a clone with no reservation answers in sh
-    (store/reservations.py, the signal)."""
+    (store/reservations.py, the signal). `session_head`: for a client whose hooks' environment
+    names no session, the bytes its payload begins with, the session's value next; the stub then
+    keys the fast path by that session and its own parent process (docs/HOOKS.md, "Codex's key:
+    the payload's head")."""
     from git_korus_mail.core import advice
     from git_korus_mail.shell import sh_quote
     python, dirs = fast_start(helper)
+    if session_head and (session_env or launch_env):
+        raise ValueError(f"a payload head and an environment key exclude each other: {session_head!r}")
+    if not session_head.isprintable():
+        raise ValueError(f"not a payload's head: {session_head!r}")  # it goes into a sh case pattern, quoted
     for name in (session_env, launch_env):
         if name is not None and not _ENV_NAME.match(name):
             raise ValueError(f"not an environment variable's name: {name!r}")
@@ -208,7 +215,8 @@ def values(client: str, helper: str, repo: "Optional[str]" = None, session_env: 
              ("opening_event", sh_quote(opening_event)),
              ("end_event", sh_quote(end_event)),
              ("prompt_event", sh_quote(prompt_event)),
-             ("pre_edit_events", sh_quote(" ".join(pre_edit_events)))]
+             ("pre_edit_events", sh_quote(" ".join(pre_edit_events))),
+             ("fast_head", sh_quote(session_head))]
     return "".join(f"{name}={value}\n" for name, value in pairs)
 
 
@@ -240,11 +248,11 @@ class Stub:
     def __init__(self, name: str, client: str, *, opening_event: str, end_event: str,
                  session_env: "Optional[str]" = None, launch_env: "Optional[str]" = None,
                  fast_events: "Sequence[str]" = (), prompt_event: str = "",
-                 pre_edit_events: "Sequence[str]" = ()) -> None:
+                 pre_edit_events: "Sequence[str]" = (), session_head: str = "") -> None:
         self.name, self.client = name, client
         self.fast: "dict[str, Any]" = {"session_env": session_env, "launch_env": launch_env, "fast_events": tuple(fast_events),
                      "opening_event": opening_event, "end_event": end_event, "prompt_event": prompt_event,
-                     "pre_edit_events": tuple(pre_edit_events)}
+                     "pre_edit_events": tuple(pre_edit_events), "session_head": session_head}
 
     def path(self, root: "MailRoot") -> str:
         return os.path.join(root.path, HOOKS_SUBDIR, self.name)

@@ -1,4 +1,4 @@
-"""Facts a Codex fast path would rest on (docs/HOOKS.md, "Codex has no fast path"), under the real
+"""Facts Codex's fast path rests on (docs/HOOKS.md, "Codex's key: the payload's head"), under the real
 Codex CLI in its default sandbox: a hook that exits without reading its payload, even a
 PostToolUse payload carrying a 400 KB tool output, completes and the run goes on; and in `codex
 exec` the hook's parent is the `codex` process itself (no shell between)."""

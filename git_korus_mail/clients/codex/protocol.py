@@ -12,7 +12,8 @@ follows (Codex CLI 0.171.0, observed):
   bytes (drain_facts), and `fit` guards any other text at whole lines and whole frames;
 - the session id survives `exec resume`, and hook context is replayed on resume; no hook's
   environment names the session or the process (launch.py proves the process), while the
-  model's commands get CODEX_SESSION_ID (`session_of`).
+  model's commands get CODEX_SESSION_ID (`session_of`); every payload begins with its
+  session_id, which the stub's fast path reads from the payload's head (`fast_key_of`).
 """
 
 from git_korus_mail.clients import hookjson  # the JSON in and out every client shares
@@ -87,13 +88,30 @@ def drain_facts(payload: Payload, environ: "Mapping[str, str]") -> "DrainFacts":
                       # the automatic answer to open questions (core/answer.py)
                       final_text=payload.last_message if event == CONSUME_EVENT else None,
                       run_start=event == "UserPromptSubmit", event_key=lambda: _event_key(payload.data),
+                      fast_key=fast_key_of(payload, environ),
                       context_unit="utf-8", context_limit=CONTEXT_LIMIT)  # Codex cuts at 10,000 UTF-8 bytes
 
 
+def fast_key_of(payload: Payload, environ: "Mapping[str, str]") -> "Optional[str]":
+    """The name the stub (hooks/hook.sh, with clients/codex/stub.py's values) looked this launch's
+    fast-path stamp up by, `<session id>@<the stub's parent pid>`, which it hands the drain as
+    KORUS_MAIL_FAST_KEY: the session read from the payload's head, the launch its parent. None
+    unless it names this payload's session. Whether that pid is the launch the drain proves is
+    judged where the stamp is written (core/drain_fast.py): a stamp is only ever written for it."""
+    key = environ.get("KORUS_MAIL_FAST_KEY") or ""
+    session, _at, pid = key.rpartition("@")
+    if not session or session != payload.session or not pid.isdigit():
+        return None
+    return key
+
+
 def _event_key(data: bytes) -> "Optional[str]":
-    """A digest of the payload: every wiring of one event gets the same bytes (store/events.py)."""
+    """A digest of the payload: every wiring of one event gets the same bytes (store/events.py),
+    less any trailing newline: the stub hands a payload its head held whole to the drain without
+    them, and one it did not take with them (hooks/hook.sh; docs/HOOKS.md, "Codex's key: the
+    payload's head")."""
     from git_korus_mail.clients.claude.protocol import event_key_of
-    return event_key_of(data)
+    return event_key_of(data.rstrip(b"\n"))
 
 
 def session_of(environ: "Mapping[str, str]") -> "Optional[str]":

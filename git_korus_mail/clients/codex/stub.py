@@ -4,18 +4,21 @@
 wiring/stub.py). A stub, not the helper's own path, in the hook command: Codex trusts a hook by
 the hash of its command, so the command must not change when the helper does.
 
-No fast-path key: Codex 0.171.0 names neither the session nor its process in a hook's
-environment, and with its daemon one parent process runs the hooks of several sessions
-(docs/CLIENTS.md, "Launch identity: what is proved"), so the stub cannot name a launch without
-reading the payload (docs/HOOKS.md, "The fast path", "Codex has no fast path").
+The fast path's key: Codex 0.171.0 names neither the session nor its process in a hook's
+environment, so the stub takes the session from the payload's head (its first field, written as
+`SESSION_HEAD` then the id: measured, /work/shared/reference/codex-hooks.md "Events and stdin")
+and the launch from its own parent, the process that ran the hook (docs/HOOKS.md, "Codex's key:
+the payload's head"; protocol.fast_key_of is the drain's side).
 
 Before an edit (PreToolUse, clients/codex/preedit.py) the stub answers in sh while the clone holds no
 reservation (hooks/hook.sh, `pre_edit_events`)."""
 
 from git_korus_mail.wiring import stub as hookstub
 
-STUB = hookstub.Stub("codex-hook", "codex", opening_event="SessionStart", end_event="Stop",
-                     pre_edit_events=("PreToolUse",))
+SESSION_HEAD = '{"session_id":"'  # how every payload Codex writes begins (compact JSON, this key first)
+STUB = hookstub.Stub("codex-hook", "codex", fast_events=("PostToolUse", "UserPromptSubmit", "Stop"),
+                     opening_event="SessionStart", end_event="Stop", prompt_event="UserPromptSubmit",
+                     pre_edit_events=("PreToolUse",), session_head=SESSION_HEAD)
 stub_path = STUB.path            # (root) -> the stub's path
 render_stub = STUB.render        # (helper, repo=None) -> its text, every value quoted for shell and JSON
 write_stub = STUB.write          # (root, helper, force=False, repo=None) -> (path, "current" or "written")
