@@ -16,7 +16,7 @@ from git_korus_mail import clients
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Union
+    from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
     from git_korus_mail.clients.interface import HookProtocol
 
@@ -159,25 +159,6 @@ def _said(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{type(exc).__name__}: {exc.strerror}"
     return type(exc).__name__
-
-
-def leave(status: int) -> "NoReturn":
-    """End the drain's process with `status`, skipping the interpreter's teardown (freeing every
-    module and object: 2-3 ms of a 20 ms drain, bench/RESULTS.md "h26wake"), since the client
-    waits for this process to end before it goes on (the woken turn's request, the next tool
-    call). Safe because every file the drain writes is written with plain syscalls (the store's
-    fsafe and journal): nothing waits in a buffer but stdout and stderr, flushed here, and the
-    atexit handlers (store/life.py's release) still run. Only the script calls it: a drain run
-    inside another Python process (the tests) returns instead."""
-    import atexit
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            pass  # a closed pipe: the output is lost either way, and the drain decided with that known
-    atexit._run_exitfuncs()
-    os._exit(status)
 
 
 def _emit(text: str) -> None:
