@@ -23,10 +23,10 @@ def on_sigint(handler: "Union[Callable[[int, Any], None], str]") -> None:
 
 def leave(status: int) -> "NoReturn":
     """End the process with `status`, skipping the interpreter's teardown (freeing every module
-    and object: 8-10 ms of a 40 ms drain, bench/RESULTS.md "h26wake"), for the commands whose end
-    someone waits on: the drain (the client waits for the hook before it goes on: the woken turn's
-    request, the next tool call) and send, ask and reply (the model's tool call returns at their
-    exit). Safe for them because every file they write is written with plain syscalls (the store's
+    and object: about 3 ms of CPU of a 25-28 ms drain or send, bench/RESULTS.md "h26wake"), for
+    the commands whose end someone waits on: the drain (the client waits for the hook before it
+    goes on: the woken turn's request, the next tool call) and send, ask and reply (the model's
+    tool call returns at their exit). Safe for them because every file they write is written with plain syscalls (the store's
     fsafe and journal): nothing waits in a buffer but stdout and stderr, flushed here, and the
     atexit handlers (store/life.py's release, weakref finalizers) still run. Only the script calls
     it (scripts/git-korus-mail): a command run inside another Python process returns instead."""
