@@ -272,7 +272,13 @@ def main():
     base = Path(tempfile.mkdtemp(prefix="korus-bench-wake-"))
     world = World(base)
     api = MockAPI(log_path=str(base / "api.jsonl")).start()
-    runner = Claude(claude_bin(), api, base / "claude-config", env={"PATH": world.env["PATH"]}, skip_permissions=True)
+    # Claude Code's environment is the hooks' (the stub, the watcher, the woken drain): it gets the
+    # same bytecode cache as the sends (World), or an inherited PYTHONDONTWRITEBYTECODE=1 would
+    # have every hook compile each module without a fresh .pyc beside it at every event (empty:
+    # unset for Python)
+    runner = Claude(claude_bin(), api, base / "claude-config", skip_permissions=True,
+                    env={"PATH": world.env["PATH"], "PYTHONDONTWRITEBYTECODE": "",
+                         "PYTHONPYCACHEPREFIX": world.env["PYTHONPYCACHEPREFIX"]})
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(int(round(args.load * len(os.sched_getaffinity(0)))))]
     loads = []
