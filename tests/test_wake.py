@@ -414,10 +414,15 @@ _SLOW_LOOKS = (
 )
 
 
-def slow_watcher(clone, worktree, claude, session):
+_LOOKS = "import sys\nfrom git_korus_mail.commands.drain import main\nsys.exit(main(['--watch']))\n"
+
+
+def slow_watcher(clone, worktree, claude, session, code=_SLOW_LOOKS):
+    """The watcher process itself (no stub between: a kill ends it), by default with its own
+    looks an hour apart."""
     from helpers import PYTHON
     env = dict(os.environ, **env_for(claude, session))
-    p = subprocess.Popen([PYTHON, "-c", _SLOW_LOOKS], cwd=str(worktree), env=env, stdin=subprocess.PIPE,
+    p = subprocess.Popen([PYTHON, "-c", code], cwd=str(worktree), env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=lambda: os.umask(0o477))
     p.stdin.write(json.dumps(hermetic.payload("Stop", session, worktree)).encode())
     p.stdin.close()
@@ -508,3 +513,25 @@ def test_a_killed_watchers_fifo_never_holds_up_a_send_and_is_swept(urgent, claud
     w2.communicate(timeout=30)
     assert not fifo.exists()
     assert not fifo.with_name(fifo.name[1:-len(".signal")]).exists()
+
+
+def test_mail_that_comes_without_a_poke_still_wakes_by_the_watchers_own_look(urgent, claude, monkeypatch):
+    """A publisher killed between its link and its poke, or one of an older version, pokes
+    nobody: the watcher's own look at the inbox (every 0.1 s with a FIFO) finds the mail."""
+    from git_korus_mail.store import watch
+    cc, sid = claude(), "s-no-poke"
+    drain("SessionStart", urgent.web, cc, sid)
+    w = slow_watcher(urgent, urgent.web, cc, sid, code=_LOOKS)  # its looks as shipped
+    try:
+        wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
+        poked = []
+        monkeypatch.setattr(watch, "poke", lambda box: poked.append(box))  # this publisher pokes nobody
+        publish_question(urgent, urgent.web, "unpoked: ready?")
+        assert len(poked) == 1  # the stand-in ran in place of the poke: no byte was written
+        out, err = w.communicate(timeout=30)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.communicate()
+    assert w.returncode == 0, err
+    assert out.decode().startswith("korus-mail-wake 1 new message(s) from "), (out, err)
