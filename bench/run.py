@@ -61,6 +61,7 @@ def main(argv=None):
     ap.add_argument("--only", help="comma-separated benchmark numbers to run (e.g. 1,6)")
     ap.add_argument("--tmp", help="base directory for the temp repos (its filesystem matters)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--base", help="row 8: also run this commit's package and script, interleaved (git archive)")
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "check" if args.check else "full"
     prof = PROFILES[mode]
@@ -82,6 +83,9 @@ def main(argv=None):
         conds.append(("as-is", world.env_inherited))
     log(f"profile {mode}; temp dir {base}; tool {tool}; interpreter {py}; conditions {[c for c, _ in conds]}")
     mach = machine(world, base)
+    if args.base:
+        import rows_ask
+        rows_ask.VARIANTS[:] = [("this tree", tool, {}), export_base(args.base, base / "base-export", py)]
     try:
         if "1" in only:
             bench_empty(world, conds, prof)
@@ -117,6 +121,24 @@ def main(argv=None):
         log(f"{len(FAILURES)} failure(s)")
         return 1
     return 0
+
+
+def export_base(commit, into, py):
+    """(label, script, environment) of `commit`: its package, hook template and script exported
+    with git archive, the script's #! pointed at this venv's interpreter, the package first on
+    PYTHONPATH (the same interpreter and libraries as this tree's)."""
+    import subprocess
+    into.mkdir()
+    archive = subprocess.run(["git", "archive", commit, "git_korus_mail", "hooks", "scripts/git-korus-mail"],
+                             cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    script = into / "scripts" / "git-korus-mail"
+    lines = script.read_text().split("\n")
+    script.write_text("\n".join([f"#!{py}"] + lines[1:]))
+    script.chmod(0o755)
+    rev = subprocess.run(["git", "rev-parse", "--short", commit], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return f"base {rev}", str(script), {"PYTHONPATH": str(into)}
 
 
 if __name__ == "__main__":

@@ -61,20 +61,20 @@ class World:
         env["PATH"] = str(Path(TOOL).parent) + os.pathsep + env.get("PATH", "")
         self.env = env
 
-    def run(self, *args, cwd):
-        p = subprocess.run(list(args), cwd=cwd, env=self.env, capture_output=True, text=True)
+    def run(self, *args, cwd, extra=None):
+        p = subprocess.run(list(args), cwd=cwd, env=dict(self.env, **(extra or {})), capture_output=True, text=True)
         if p.returncode != 0:
             raise SystemExit(f"{args}: rc {p.returncode}\n{p.stdout}\n{p.stderr}")
         return p.stdout
 
-    def clone(self, name, urgent):
+    def clone(self, name, urgent, tool=TOOL, extra=None):
         top = self.base / name
         top.mkdir()
         main = top / "main"
         hermetic.init_repo(main, lambda *a, cwd: self.run("git", *a, cwd=cwd))
         a = hermetic.add_worktree(main, top / "a", "a", lambda *x, cwd: self.run("git", *x, cwd=cwd))
         b = hermetic.add_worktree(main, top / "b", "b", lambda *x, cwd: self.run("git", *x, cwd=cwd))
-        self.run(TOOL, "install", *(["--urgent"] if urgent else []), cwd=main)
+        self.run(tool, "install", *(["--urgent"] if urgent else []), cwd=main, extra=extra)
         # the trials send faster than the receiver's default rate limit (8 per 30 s from one sender)
         self.run("git", "config", "korus-mail.rate", "1000/30", cwd=main)
         common = Path(self.run("git", "rev-parse", "--path-format=absolute", "--git-common-dir", cwd=main).strip())
@@ -82,7 +82,7 @@ class World:
 
 
 def armed(mail_root):
-    return any(not n.name.endswith(".wakes") for n in mail_root.glob("box/*/watch/*"))
+    return any(not n.name.endswith(".wakes") and not n.name.startswith(".") for n in mail_root.glob("box/*/watch/*"))
 
 
 def wait_until(pred, timeout=20.0):
@@ -126,62 +126,100 @@ def _shown_at(mail_root, msg_id):
     return None
 
 
-STAGES = ["send spawned → message built (send's start)", "built → the watcher decides (link, poll)",
-          "watcher decides → the woken drain shows it (watcher exit, Claude Code's rewake, the drain)",
-          "shown → the request at the mock (the drain's output, Claude Code)"]
+STAGES = ["send spawned → message built (send's start)",
+          "built → the watcher decides (the publish's fsyncs, the watcher's notice and look)",
+          "watcher decides → Claude Code logs its exit 2 (the watcher's exit, the stub, Claude Code's notice)",
+          "that log → the woken UserPromptSubmit hook starts (Claude Code's rewake)",
+          "the woken hook: its start → the drain's show (the stub, Python's start, the drain)",
+          "the woken hook: the show → its end (markers, the process's exit, the stub's output)",
+          "the hook's end → the request at the mock (Claude Code)"]
 
 
-def latency(world, runner, api, trials, queued, returned, stages=None):
-    """[send spawned -> request]; fills `queued` with [message built -> request] and `returned`
-    with [send exited -> request]; `stages` (a list per STAGES) with the split of each trial."""
-    mail_root, a, b = world.clone("wake", urgent=True)
-    out = []
-    debugs = []
-    while len(out) < trials:
-        debug = world.base / f"debug-{len(out)}.txt"
-        debugs.append(debug)
-        with runner.stream(cwd=b, args=["--debug-file", str(debug)]) as s:
-            api.set_script([text("ready")])
-            s.send("hello")
-            s.read_result()
-            sid = s.session_id
-            for _ in range(min(5, trials - len(out))):
-                wait_until(lambda: armed(mail_root))
-                time.sleep(0.3)  # idle for a moment, as a real recipient is
-                needle = f"LAT-{uuid.uuid4().hex[:8]}"
-                api.set_script([text("noted")])
-                t0 = time.time()
-                sent = world.run(TOOL, "send", "--wait=0", "--to", "../b", f"{needle} ping", cwd=a)
-                t_sent = time.time()
-                s.read_result(timeout=30)
-                reqs = [r for r in api.agent_requests() if r.session_id == sid and r.time >= t0
-                        and any(needle in t for t in r.texts("system"))]
-                if not reqs:
-                    raise SystemExit(f"the woken request did not carry {needle}:\n{api.summary()}")
-                out.append(reqs[0].time - t0)
-                from git_korus_mail.store.message import id_time
-                msg_id = sent.split()[1]
-                queued.append(reqs[0].time - id_time(msg_id))
-                returned.append(reqs[0].time - t_sent)
-                woke, shown = _woken_at(mail_root, msg_id), _shown_at(mail_root, msg_id)
-                if stages is not None and woke is not None and shown is not None:
-                    built = id_time(msg_id)
-                    for into, dt in zip(stages, (built - t0, woke - built, shown - woke, reqs[0].time - shown)):
-                        into.append(dt)
-    if stages is not None:
-        # Claude Code's own timing of the woken turns' UserPromptSubmit hook (the stub and the
-        # drain that shows the mail): every one but each session's first (its "hello" prompt)
-        for debug in debugs:
-            try:
-                found = [int(m) for m in UPS.findall(debug.read_text(errors="replace"))]
-            except OSError:
-                continue
-            hook_ms.extend(found[1:])
-    return out
+class Variant:
+    """One version of the product under trial: its git-korus-mail script and environment (this
+    tree's, or with --base a commit's package and script), its clone, and what its trials measured."""
+
+    def __init__(self, label, tool, extra):
+        self.label, self.tool, self.extra = label, tool, extra
+        self.lat, self.queued, self.returned, self.hook_ms = [], [], [], []
+        self.stages = [[] for _ in STAGES]
+        self.where = None  # (mail root, a, b), made by the first session
 
 
-UPS = re.compile(r"Hooks: UserPromptSubmit\S* \[[^\]]*\] finished with status \d+ \((\d+)ms\)")
-hook_ms = []  # filled by latency(): Claude Code's reported UserPromptSubmit hook times, ms
+def session(world, runner, api, v, n):
+    """One stream-json session of variant `v` woken `n` times (a launch may be woken 6 times in
+    10 minutes). Per trial: send spawned -> the woken request (v.lat), message built -> request
+    (v.queued), send exited -> request (v.returned), and the split (v.stages) from the store's own
+    records and Claude Code's debug log of the session."""
+    if v.where is None:
+        v.where = world.clone(f"wake-{v.label.split()[0]}-{uuid.uuid4().hex[:4]}",
+                              urgent=True, tool=v.tool, extra=v.extra)
+    mail_root, a, b = v.where
+    debug = world.base / f"debug-{uuid.uuid4().hex[:8]}.txt"
+    points = []  # per trial: (spawned, built, woken, shown, request)
+    with runner.stream(cwd=b, args=["--debug-file", str(debug)], env=v.extra) as s:
+        api.set_script([text("ready")])
+        s.send("hello")
+        s.read_result()
+        sid = s.session_id
+        for _ in range(n):
+            wait_until(lambda: armed(mail_root))
+            time.sleep(0.3)  # idle for a moment, as a real recipient is
+            needle = f"LAT-{uuid.uuid4().hex[:8]}"
+            api.set_script([text("noted")])
+            t0 = time.time()
+            sent = world.run(v.tool, "send", "--wait=0", "--to", "../b", f"{needle} ping", cwd=a, extra=v.extra)
+            t_sent = time.time()
+            s.read_result(timeout=30)
+            reqs = [r for r in api.agent_requests() if r.session_id == sid and r.time >= t0
+                    and any(needle in t for t in r.texts("system"))]
+            if not reqs:
+                raise SystemExit(f"the woken request did not carry {needle}:\n{api.summary()}")
+            v.lat.append(reqs[0].time - t0)
+            from git_korus_mail.store.message import id_time
+            msg_id = sent.split()[1]
+            v.queued.append(reqs[0].time - id_time(msg_id))
+            v.returned.append(reqs[0].time - t_sent)
+            points.append((t0, id_time(msg_id), _woken_at(mail_root, msg_id), _shown_at(mail_root, msg_id),
+                           reqs[0].time))
+    hooks = _hook_times(debug)
+    v.hook_ms.extend(round((end - start) * 1000) for _x, start, end in hooks)
+    _split(points, hooks, v.stages)
+
+
+UPS = re.compile(r"^(\S+) \[DEBUG\] Hooks: UserPromptSubmit\S* \[[^\]]*\] finished with status \d+ \((\d+)ms\)", re.M)
+EXIT2 = re.compile(r"^(\S+) \[ERROR\] \"Hook Stop \(Stop\) error: status code 2", re.M)
+
+
+def _log_time(stamp):
+    from datetime import datetime, timezone
+    return datetime.strptime(stamp.rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+
+
+def _hook_times(debug):
+    """Per wake in the session's debug log, in order: (Claude Code logs the watcher's exit 2, the
+    woken UserPromptSubmit hook starts, it ends), epoch seconds at the log's millisecond. The
+    session's first prompt ("hello") has no wake before it and is left out."""
+    try:
+        log = debug.read_text(errors="replace")
+    except OSError:
+        return []
+    exits = [_log_time(m.group(1)) for m in EXIT2.finditer(log)]
+    hooks = [(_log_time(m.group(1)), int(m.group(2)) / 1000) for m in UPS.finditer(log)][1:]
+    return [(x, end - d, end) for x, (end, d) in zip(exits, hooks)]
+
+
+def _split(points, hooks, stages):
+    for n, (t0, built, woke, shown, req) in enumerate(points):
+        if woke is None or shown is None:
+            continue
+        slack = 0.002  # the log's times are cut to the millisecond
+        if n < len(hooks) and all(x <= y + slack for x, y in zip((woke, *hooks[n][:2], shown), (*hooks[n][:2], shown, hooks[n][2]))):
+            exit_seen, started, ended = hooks[n]
+            parts = (built - t0, woke - built, exit_seen - woke, started - exit_seen, shown - started,
+                     max(0.0, ended - shown), req - ended)
+            for into, dt in zip(stages, parts):
+                into.append(dt)
 
 
 def print_pairs(world, runner, api, pairs):
@@ -199,25 +237,61 @@ def print_pairs(world, runner, api, pairs):
     return plain, urgent
 
 
+def _measures(v, labelled):
+    ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
+    out = [f"**{v.label}**", ""] if labelled else []
+    out += ["| measure | n | median | p90 | max |", "|---|---|---|---|---|"]
+    for name, xs in (("send → the idle session's next request (stream-json)", v.lat),
+                     ("message queued (its id's time) → that request", v.queued),
+                     ("`send` exited → that request", v.returned)):
+        out.append(f"| {name} | {len(xs)} | {ms(statistics.median(xs))} | {ms(pct(xs, 90))} | {ms(max(xs))} |")
+    return out + [""]
+
+
+def _stage_table(v, labelled):
+    ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
+    out = [f"**{v.label}**", ""] if labelled else []
+    out += ["| stage | n | median | p90 |", "|---|---|---|---|"]
+    out += [f"| {name} | {len(xs)} | {ms(statistics.median(xs))} | {ms(pct(xs, 90))} |"
+            for name, xs in zip(STAGES, v.stages) if xs]
+    if v.hook_ms:
+        out.append(f"| the woken UserPromptSubmit hook, whole (Claude Code's own timing) | {len(v.hook_ms)} | "
+                   f"{statistics.median(v.hook_ms):.0f} ms | {pct(v.hook_ms, 90):.0f} ms |")
+    return out + [""]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=12)
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--base", help="also run this commit's package and script (git archive), sessions alternating")
     ap.add_argument("--load", type=float, default=0.0,
                     help="busy processes per core during the trials (issue 26's goal: 2, a load of twice the cores)")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="korus-bench-wake-"))
     world = World(base)
     api = MockAPI(log_path=str(base / "api.jsonl")).start()
-    runner = Claude(claude_bin(), api, base / "claude-config", env={"PATH": world.env["PATH"]}, skip_permissions=True)
+    # Claude Code's environment is the hooks' (the stub, the watcher, the woken drain): it gets the
+    # same bytecode cache as the sends (World), or an inherited PYTHONDONTWRITEBYTECODE=1 would
+    # have every hook compile each module without a fresh .pyc beside it at every event (empty:
+    # unset for Python)
+    runner = Claude(claude_bin(), api, base / "claude-config", skip_permissions=True,
+                    env={"PATH": world.env["PATH"], "PYTHONDONTWRITEBYTECODE": "",
+                         "PYTHONPYCACHEPREFIX": world.env["PYTHONPYCACHEPREFIX"]})
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(int(round(args.load * len(os.sched_getaffinity(0)))))]
     loads = []
     try:
-        queued, returned = [], []
-        stages = [[] for _ in STAGES]
-        lat = latency(world, runner, api, args.trials, queued, returned, stages)
+        variants = [Variant("this tree", TOOL, {})]
+        if args.base:
+            sys.path.insert(0, str(REPO / "bench"))
+            from run import export_base
+            variants.append(Variant(*export_base(args.base, base / "base-export", sys.executable)))
+        while any(len(v.lat) < args.trials for v in variants):
+            for v in variants:  # alternately, a session (up to 5 wakes) of each
+                if len(v.lat) < args.trials:
+                    session(world, runner, api, v, min(5, args.trials - len(v.lat)))
         loads.append(os.getloadavg()[0])
         plain, urgent = print_pairs(world, runner, api, args.pairs) if args.pairs else ([], [])
     finally:
@@ -236,14 +310,7 @@ def main():
         + (f" During the trials {len(hogs)} busy processes ran (`--load {args.load}`); load average "
            f"{loads[0]:.1f} when they ended." if hogs and loads else ""),
         "",
-        "| measure | n | median | p90 | max |",
-        "|---|---|---|---|---|",
-        f"| send → the idle session's next request (stream-json) | {len(lat)} | {ms(statistics.median(lat))} "
-        f"| {ms(pct(lat, 90))} | {ms(max(lat))} |",
-        f"| message queued (its id's time) → that request | {len(queued)} | {ms(statistics.median(queued))} "
-        f"| {ms(pct(queued, 90))} | {ms(max(queued))} |",
-        f"| `send` exited → that request | {len(returned)} | {ms(statistics.median(returned))} "
-        f"| {ms(pct(returned, 90))} | {ms(max(returned))} |",
+        *[line for v in variants for line in _measures(v, len(variants) > 1)],
         *([f"| `claude -p` without the tier | {len(plain)} | {ms(statistics.median(plain))} | {ms(pct(plain, 90))} "
            f"| {ms(max(plain))} |",
            f"| `claude -p` with the tier (install --urgent) | {len(urgent)} | {ms(statistics.median(urgent))} "
@@ -252,16 +319,10 @@ def main():
           if plain else ["", "(`claude -p` pairs not run: --pairs 0)"]),
         "",
         "Where the latency goes, trial by trial (the watcher's decision is its wakes record's time, the",
-        "show is the woken drain's journal line; the clocks are the same machine's):",
+        "show is the woken drain's journal line, Claude Code's times are its debug log's, to the ms; one",
+        "machine's clock):",
         "",
-        "| stage | n | median | p90 |",
-        "|---|---|---|---|",
-        *[f"| {name} | {len(xs)} | {ms(statistics.median(xs))} | {ms(pct(xs, 90))} |"
-          for name, xs in zip(STAGES, stages) if xs],
-        *([f"| of the third: the woken turn's UserPromptSubmit hook (stub and drain), by Claude Code's "
-           f"own timing | {len(hook_ms)} | {statistics.median(hook_ms):.0f} ms | {pct(hook_ms, 90):.0f} ms |"]
-          if hook_ms else []),
-        "",
+        *[line for v in variants for line in _stage_table(v, len(variants) > 1)],
         "Latency runs from the moment `git korus-mail send` is spawned (its own ~0.1-0.2 s included) to",
         "the request's arrival at the mock, whose system context carries the message text.",
         "",

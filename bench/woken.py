@@ -37,6 +37,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from fixtures import SCRUB, World  # noqa: E402
 from harness import tool_paths  # noqa: E402
 
+TOOL_KEY = "KORUS_BENCH_TOOL"  # in a condition's environment: the git-korus-mail script it runs
+
 
 def timed(cmd, cwd, env, stdin=b""):
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -61,6 +63,7 @@ class Session:
         for key, value in (("backlog", "100000"), ("loop-seconds", "0"), ("rate", "100000/1")):
             world.git("config", f"korus-mail.{key}", value, cwd=paths["main"])  # the drain is measured, not the limits
         self.world, self.env, self.web, self.main = world, env, paths["web"], paths["main"]
+        self.tool = env.get(TOOL_KEY, world.tool)  # the base's own script (run.py export_base), else this tree's
         self.sid = f"woken-{uuid.uuid4().hex[:8]}"
         self.drain("SessionStart")
 
@@ -72,13 +75,13 @@ class Session:
         return json.dumps(p).encode()
 
     def drain(self, name):
-        return timed([self.world.tool, "drain"], self.web, self.env, self.event(name))
+        return timed([self.tool, "drain"], self.web, self.env, self.event(name))
 
     def round(self, i):
         """(woken wall, woken CPU, nothing-new wall, nothing-new CPU) of one round."""
         self.drain("UserPromptSubmit")
         self.drain("Stop")
-        sent = subprocess.run([self.world.tool, "send", f"--to={self.web}", "--", f"wake {i}"], cwd=str(self.main),
+        sent = subprocess.run([self.tool, "send", f"--to={self.web}", "--", f"wake {i}"], cwd=str(self.main),
                               env=self.env, capture_output=True)
         if sent.returncode != 0:
             raise RuntimeError(f"send failed: {sent.stderr[:300]!r}")
@@ -142,14 +145,9 @@ def main(argv=None):
         env = dict(world.env_cached, CLAUDE_PID=str(os.getpid()))  # the drains' launch: this process
         conds = [("this tree", env)]
         if args.base:
-            export = Path(tmp) / "base"
-            export.mkdir()
-            archive = subprocess.run(["git", "archive", args.base, "git_korus_mail"], cwd=REPO, capture_output=True,
-                                     check=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(export)], input=archive, check=True)
-            rev = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=REPO, capture_output=True,
-                                 text=True, check=True).stdout.strip()
-            conds.append((f"{args.base} {rev}", dict(env, PYTHONPATH=str(export))))
+            from run import export_base
+            label, script, extra = export_base(args.base, Path(tmp) / "base", py)
+            conds.append((label, dict(env, **extra, **{TOOL_KEY: script})))
         base_label = conds[-1][0]
         out = [f"Command: `.venv/bin/python bench/woken.py --runs {args.runs} --load {args.load}"
                f"{' --base ' + args.base if args.base else ''}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"]

@@ -398,3 +398,140 @@ def test_who_and_the_verdict_say_a_spent_wake_budget(urgent, claude):
     res = _judge(urgent, msg_id)
     assert res["why"] == (f"a session there is idle and its wake budget is spent until "
                           f"{mine['wake_budget_spent_until']}; it is shown at its next prompt"), res
+
+
+# -- the box's FIFO (store/watch.py open_signal, issue 26): a publication wakes the watcher at once --
+# The watcher run directly (as the stub runs it, `drain --watch`), with its own looks at the inbox
+# set to an hour: only the publication's poke can make it look in time.
+_SLOW_LOOKS = (
+    "import sys\n"
+    "from git_korus_mail.core import wake\n"
+    "wake.RESCAN = wake.SIGNAL_POLL = 3600.0\n"
+    "_orig = wake.watch_launch\n"
+    "wake.watch_launch = lambda *a, **kw: _orig(*a, poll=3600.0, **kw)\n"
+    "from git_korus_mail.commands.drain import main\n"
+    "sys.exit(main(['--watch']))\n"
+)
+
+
+_LOOKS = "import sys\nfrom git_korus_mail.commands.drain import main\nsys.exit(main(['--watch']))\n"
+
+
+def slow_watcher(clone, worktree, claude, session, code=_SLOW_LOOKS):
+    """The watcher process itself (no stub between: a kill ends it), by default with its own
+    looks an hour apart."""
+    from helpers import PYTHON
+    env = dict(os.environ, **env_for(claude, session))
+    p = subprocess.Popen([PYTHON, "-c", code], cwd=str(worktree), env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=lambda: os.umask(0o477))
+    p.stdin.write(json.dumps(hermetic.payload("Stop", session, worktree)).encode())
+    p.stdin.close()
+    p.stdin = None
+    return p
+
+
+def fifo_of(clone, worktree, session, claude):
+    claim = claim_path(clone, worktree, session, claude)
+    return claim.parent / f".{claim.name}.signal"
+
+
+def fifo_ready(clone, worktree, session, claude):
+    import stat
+
+    def check():
+        try:
+            st = os.lstat(fifo_of(clone, worktree, session, claude))
+        except (OSError, AttributeError):
+            return False
+        # pinned: watch/.<session>@<launch>.signal, a FIFO, 0600 whatever the umask
+        assert stat.S_ISFIFO(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+        return True
+    return check
+
+
+def test_a_watcher_is_woken_by_the_publication_not_by_a_later_look(urgent, claude):
+    cc, sid = claude(), "s-poke"
+    drain("SessionStart", urgent.web, cc, sid)
+    w = slow_watcher(urgent, urgent.web, cc, sid)
+    try:
+        wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
+        wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
+        time.sleep(0.5)  # its first look (an empty inbox) is behind it: the next is an hour away
+        send(urgent, urgent.web, "poked awake")
+        out, err = w.communicate(timeout=30)  # an hour's look would not come in time
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.communicate()
+    assert w.returncode == 0, err
+    assert out.decode().startswith("korus-mail-wake 1 new message(s) from "), (out, err)
+    assert not fifo_of(urgent, urgent.web, sid, cc).exists()  # gone with the claim
+    assert not claim_path(urgent, urgent.web, sid, cc).exists()
+    invariants.check(urgent.mail_root, idle=False)
+
+
+def test_a_prompt_ends_the_watcher_and_its_fifo(urgent, claude):
+    """The prompt's drain ends the watcher with SIGTERM, which ends it at once without its own
+    cleanup (commands/watch.py): the FIFO goes with the claim (store/watch.disarm)."""
+    cc, sid = claude(), "s-poke-prompt"
+    drain("SessionStart", urgent.web, cc, sid)
+    w = slow_watcher(urgent, urgent.web, cc, sid)
+    try:
+        wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
+        drain("UserPromptSubmit", urgent.web, cc, sid)
+        assert w.wait(timeout=30) == 0
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.communicate()
+    assert not fifo_of(urgent, urgent.web, sid, cc).exists()
+    assert not claim_path(urgent, urgent.web, sid, cc).exists()
+
+
+def test_a_killed_watchers_fifo_never_holds_up_a_send_and_is_swept(urgent, claude):
+    import signal
+    cc, sid = claude(), "s-poke-killed"
+    drain("SessionStart", urgent.web, cc, sid)
+    w = slow_watcher(urgent, urgent.web, cc, sid)
+    fifo = None
+    try:
+        wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
+        fifo = fifo_of(urgent, urgent.web, sid, cc)
+        w.send_signal(signal.SIGKILL)
+        w.communicate(timeout=30)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.communicate()
+    assert fifo.exists()  # nobody reads it now
+    send(urgent, urgent.web, "no reader")  # the poke's open fails at once: the send is not held up
+    cc.kill()
+    cc.wait()  # its launch ended: the watcher's leftovers are provably dead
+    cc2, sid2 = claude(), "s-poke-next"
+    drain("SessionStart", urgent.web, cc2, sid2)
+    w2 = start_watcher(urgent, urgent.web, cc2, sid2, reach=1)  # its arming sweeps the dead launch's files
+    w2.communicate(timeout=30)
+    assert not fifo.exists()
+    assert not fifo.with_name(fifo.name[1:-len(".signal")]).exists()
+
+
+def test_mail_that_comes_without_a_poke_still_wakes_by_the_watchers_own_look(urgent, claude, monkeypatch):
+    """A publisher killed between its link and its poke, or one of an older version, pokes
+    nobody: the watcher's own look at the inbox (every 0.1 s with a FIFO) finds the mail."""
+    from git_korus_mail.store import watch
+    cc, sid = claude(), "s-no-poke"
+    drain("SessionStart", urgent.web, cc, sid)
+    w = slow_watcher(urgent, urgent.web, cc, sid, code=_LOOKS)  # its looks as shipped
+    try:
+        wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
+        poked = []
+        monkeypatch.setattr(watch, "poke", lambda box: poked.append(box))  # this publisher pokes nobody
+        publish_question(urgent, urgent.web, "unpoked: ready?")
+        assert len(poked) == 1  # the stand-in ran in place of the poke: no byte was written
+        out, err = w.communicate(timeout=30)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.communicate()
+    assert w.returncode == 0, err
+    assert out.decode().startswith("korus-mail-wake 1 new message(s) from "), (out, err)

@@ -26,6 +26,10 @@ REACH = 900.0  # seconds a watcher waits; the hook's timeout (1,200 s) leaves he
 # cost a watcher 0.05% of a core, and the wait from a message's link to its look drops from 25 ms
 # (at 0.05 s) to 10 ms on average (issue 26: bench/WAKE.md)
 POLL = 0.02
+# with the box's FIFO (store/watch.py open_signal) a publication wakes the watcher at once, so its
+# own look at the inbox is only the fallback (a publisher killed between its link and its poke,
+# mail moved back into the inbox by a repair): 10 looks a second instead of 50
+SIGNAL_POLL = 0.1
 CHECK = 0.5  # seconds between looks at the claim and the launch's process
 RESCAN = 2.0  # seconds between full listings even when the inbox stamp did not move
 BUDGET = 6  # wakes per launch ...
@@ -90,6 +94,7 @@ class Watcher:
         self.rec: "Optional[Dict[str, Any]]" = None
         self.spawned: "Optional[float]" = None
         self._dropped: "Set[str]" = set()  # ids the limits drop (judged once: see _waiting)
+        self.signal: "Optional[int]" = None  # the box's FIFO (store/watch.py), when one could be had
 
     def run(self) -> "Optional[str]":
         """Wait; the wake text when mail came that may wake this launch, None otherwise (the
@@ -108,15 +113,19 @@ class Watcher:
         from git_korus_mail.core import render  # noqa: F401
         from git_korus_mail.core import limits  # noqa: F401  (_waiting judges every message with it)
         from git_korus_mail.store import message  # noqa: F401
+        # opened before the first look: mail published after that look pokes this descriptor
+        self.signal = watch.open_signal(self.box, self.session, self.launch)
         try:
             return self._wait(start + self.reach)
         finally:
+            watch.close_signal(self.box, self.session, self.launch, self.signal)
             watch.release(self.box, self.session, self.launch, rec)
 
     def _wait(self, deadline: float) -> "Optional[str]":
         assert self.rec is not None
         last_stamp: "Any" = ()
         next_check = next_scan = 0.0
+        poked = False
         while True:
             now = time.time()
             if now >= deadline:
@@ -127,12 +136,17 @@ class Watcher:
                     return None
                 next_check = now + CHECK
             stamp = watch.inbox_stamp(self.box)
-            if stamp != last_stamp or now >= next_scan:
+            # poked: a publication came, and it is looked at even when the inbox's mtime did not move
+            # (a link in the same clock tick as the last look)
+            if stamp != last_stamp or now >= next_scan or poked:
                 last_stamp, next_scan = stamp, now + RESCAN
                 text = self._look(now)
                 if text is not None:
                     return text if text else None
-            time.sleep(self.poll)
+            got = watch.await_signal(self.signal, max(self.poll, SIGNAL_POLL)) if self.signal is not None else None
+            if got is None:
+                time.sleep(self.poll)
+            poked = bool(got)
 
     def _superseded(self) -> bool:
         """Whether the session has worked again since the end of turn that started this watcher.

@@ -51,6 +51,9 @@ def publish(box: "Box", msg: "Message", data: bytes, again: bool = False) -> Non
     crash.point("send:linked")
     tmp.unlink_quiet(tmp_name)
     inbox.fsync()
+    if box.has_watchers():  # a launch of this box armed a wake-up watcher once: wake it at once
+        from git_korus_mail.store import watch
+        watch.poke(box)
 
 
 # -- a publication found half done ------------------------------------------

@@ -5,6 +5,12 @@ launch's watchers woke it for (a message wakes a launch at most once; the wake b
 The claim is created exclusively (staged, then linked: complete before it is visible), so two
 watchers of one launch can never both hold it; one whose owner provably died is broken. Only
 the claim's holder writes the wakes record, so it needs no lock.
+
+`watch/.<session>@<launch>.signal` is a FIFO the claim's holder keeps open while it waits; a
+publication into the box writes a byte to every one there (`poke`), so the watcher looks at once
+instead of at its next look at the inbox's mtime (issue 26). A wake-up only: what wakes is the
+look, which reads the inbox as before. Its name starts with a dot so that nothing that counts a
+launch's watchers by their claims (the stub's `watch/<session>@*`, hooks/hook.sh) counts it.
 """
 
 import os
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
 
 SUB = WATCH_DIR
 WAKES_SUFFIX = ".wakes"
+SIGNAL_SUFFIX = ".signal"  # "." + the claim's name + this: the watcher's FIFO
 SIGTERM = 15  # os.kill takes the number: the signal module costs the hot path an import
 SWEEP = 4  # other launches' files judged per arming: bounded work
 
@@ -77,6 +84,87 @@ def release(box: "Box", session_dir: str, launch: "Launch", rec: "dict[str, Any]
             d.unlink_quiet(name_of(session_dir, launch))
 
 
+def signal_name(session_dir: str, launch: "Launch") -> str:
+    return f".{name_of(session_dir, launch)}{SIGNAL_SUFFIX}"
+
+
+def open_signal(box: "Box", session_dir: str, launch: "Launch") -> "Optional[int]":
+    """The claim's holder: a descriptor that becomes readable when mail is published into the
+    box, or None where no FIFO can be had (the watcher then only polls). Opened read and write,
+    so it never reads an end of file; a FIFO left by a killed watcher of this launch serves
+    again once proved a FIFO of ours. Close it with `close_signal`."""
+    import stat
+    name = signal_name(session_dir, launch)
+    d = _dir(box, create=False)
+    if d is None:
+        return None
+    try:
+        try:
+            os.mkfifo(name, 0o600, dir_fd=d.fd)
+            os.chmod(name, 0o600, dir_fd=d.fd)  # the umask cut it; before the open, which needs the read bit
+        except FileExistsError:
+            pass
+        fd = os.open(name, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
+    except (OSError, NotImplementedError):
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
+        os.close(fd)
+        return None
+    return fd
+
+
+def close_signal(box: "Box", session_dir: str, launch: "Launch", fd: "Optional[int]") -> None:
+    """The watcher is done waiting: its FIFO goes (before its claim, so no FIFO outlives one)."""
+    d = _dir(box, create=False)
+    if d is not None:
+        d.unlink_quiet(signal_name(session_dir, launch))
+    if fd is not None:
+        os.close(fd)
+
+
+def await_signal(fd: int, timeout: float) -> "Optional[bool]":
+    """Wait up to `timeout` seconds on the FIFO `fd` (open_signal): True when poked (the FIFO is
+    emptied, so the next wait blocks again), False when the time passed, None when it cannot be
+    waited on (the caller then sleeps instead)."""
+    import select
+    try:
+        ready, _w, _x = select.select([fd], [], [], timeout)
+        if not ready:
+            return False
+        os.read(fd, 4096)
+    except BlockingIOError:
+        return False  # another reader emptied it: nothing to wake for
+    except (OSError, ValueError):  # ValueError: a descriptor past select's limit
+        return None
+    return True
+
+
+def poke(box: "Box") -> None:
+    """After a publication into `box`: wake every watcher waiting there at once. Never blocks and
+    never fails the publication: no FIFO, no reader (a killed watcher's FIFO: the open fails at
+    once), a full pipe or anything else is only no wake-up, and the watcher's own look at the
+    inbox (every 0.1 s with a FIFO) finds the mail all the same."""
+    import stat
+    d = _dir(box, create=False)
+    if d is None:
+        return
+    for name in d.names():
+        if not (name.startswith(".") and name.endswith(SIGNAL_SUFFIX)):
+            continue
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
+        except OSError:
+            continue
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):  # a regular file of that name is not written to
+                os.write(fd, b"!")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
 def disarm(box: "Box", session_dir: str, launch: "Launch") -> bool:
     """End the launch's watcher, if it has one: the session works again (a prompt) or
     ends. The claim goes first, then the watcher is told to stop (SIGTERM, to the process the
@@ -86,6 +174,8 @@ def disarm(box: "Box", session_dir: str, launch: "Launch") -> bool:
         return False
     name = name_of(session_dir, launch)
     held = d.read_json(name, 4096)
+    # the FIFO too: the watcher ends on SIGTERM without its own cleanup (commands/watch.py)
+    d.unlink_quiet(signal_name(session_dir, launch))
     if not d.unlink_quiet(name):
         return False
     pid = held.get("pid") if isinstance(held, dict) else None
@@ -170,8 +260,12 @@ def until_of(box: "Box", session_dir: str, launch_tag: str) -> "Optional[str]":
 def _sweep(d: "Dir", keep: str) -> None:
     """Remove a few files of launches that provably no longer run (a killed launch runs no end phase)."""
     me: "Optional[dict[str, Any]]" = None
-    for name in [n for n in d.names() if not n.startswith(".") and not n.startswith(keep)][:SWEEP]:
+    mine = f".{keep}{SIGNAL_SUFFIX}"
+    for name in [n for n in d.names() if (not n.startswith(".") or n.endswith(SIGNAL_SUFFIX))
+                 and not n.startswith(keep) and n != mine][:SWEEP]:
         tag = name[:-len(WAKES_SUFFIX)] if name.endswith(WAKES_SUFFIX) else name
+        if name.startswith("."):  # a killed watcher's FIFO
+            tag = name[1:-len(SIGNAL_SUFFIX)]
         parsed = parse_tag(tag.rpartition("@")[2])
         if parsed is None:
             continue
