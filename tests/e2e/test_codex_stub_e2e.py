@@ -15,7 +15,7 @@ import pytest
 
 from codexmock import shell, text as codex_text
 from test_codex_e2e import HELPER, PATH, cli, codex_env
-from test_codex_sandbox_e2e import outside, sandbox_of, world  # noqa: F401 (fixtures)
+from test_codex_sandbox_e2e import sandbox_of, world  # noqa: F401 (fixtures; `outside` is conftest.py's)
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ import pytest
 
 from codexmock import shell, text as codex_text
 from test_codex_e2e import cli, codex_env
-from test_codex_sandbox_e2e import outside, world  # noqa: F401 (fixtures)
+from test_codex_sandbox_e2e import world  # noqa: F401 (a fixture; `outside` is conftest.py's)
 
 pytestmark = pytest.mark.e2e
 
