@@ -33,7 +33,7 @@ from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
 from git_korus_mail.store import answers, launch as launches, markers, message, presence, sent
 from git_korus_mail import crash
-from git_korus_mail.store import moves, publish, records
+from git_korus_mail.store import layout, moves, publish, records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,6 +108,8 @@ def _refuse_across(clone: "Clone", root: "MailRoot", qid: str, target: str) -> N
     """A cycle through other clones' waits (an ask across waits on a box there, whose ask waits on
     one here): refused like a local one. Only with a remote configured (docs/RELAY.md, "A wait
     cycle across clones")."""
+    if not layout.remote_configured(clone.common_dir):
+        return  # one stat: without a remote, ask loads nothing of the relay (tests/test_text_stamps.py)
     from git_korus_mail.relay import asking
     line = asking.refusal_here(clone.common_dir, root, clone.own_key.name, target)
     if line is not None:

@@ -14,9 +14,10 @@ import os
 import time
 
 from git_korus_mail.store import relayfiles
+from git_korus_mail.store.layout import RELAY_CONFIG, remote_configured
 
 RELAY = "relay"
-CONFIG = "config.json"
+CONFIG = RELAY_CONFIG
 STATE = "state.json"
 PEERS = "peers.json"
 LOCK = "lock"
@@ -40,7 +41,7 @@ def relay_dir(common_dir: str) -> str:
 
 def configured(common_dir: str) -> bool:
     """One stat: the whole cost of a clone with no remote (send's `<label>:<worktree>` check)."""
-    return relayfiles.exists(common_dir, CONFIG)
+    return remote_configured(common_dir)
 
 
 def present(common_dir: str) -> bool:

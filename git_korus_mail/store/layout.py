@@ -22,6 +22,8 @@ WORKTREE_FILE = "worktree"  # see forwarding: which worktree the box belongs to
 CANCELLED = "cancelled"  # withdrawn by their sender before anyone consumed them (moves.cancel)
 DROPPED = "dropped"  # stopped by the receiver's limits (drops.drop); why: drops/<id>.json
 DROPS = "drops"  # the reason record of each dropped message: the rule that fired, and when
+RELAY_DIR = "relay"  # <mail>/relay/: the relay's own files (store/relayfiles.py, docs/RELAY.md)
+RELAY_CONFIG = "config.json"  # relay/config.json: there only while a remote is configured
 ARRIVED = "arrived"  # arrived/<stamp>+<id>: when relayed mail arrived here, by this clock (store/arrivals.py)
 # The states a message leaves the inbox for without being consumed; each one's journal event
 # has the same name. A move into one is decided by the link into it (moves.complete_decided).
@@ -57,3 +59,9 @@ def quarantine_name(t: float) -> str:
 
 def mail_root_path(common_dir: str) -> str:
     return os.path.join(common_dir, MAIL_DIR)
+
+
+def remote_configured(common_dir: str) -> bool:
+    """One stat, and no import: is a remote configured for this clone? A clone without one pays
+    only this wherever a remote could matter (ask's wait-cycle check, docs/RELAY.md)."""
+    return os.path.exists(os.path.join(common_dir, MAIL_DIR, RELAY_DIR, RELAY_CONFIG))

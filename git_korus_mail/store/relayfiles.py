@@ -12,13 +12,13 @@ import os
 import shutil
 
 from git_korus_mail.store.fsafe import Dir, write_new
-from git_korus_mail.store.layout import mail_root_path
+from git_korus_mail.store.layout import RELAY_DIR, mail_root_path
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
     from typing import Any, List, Optional
 
-RELAY = "relay"
+RELAY = RELAY_DIR
 STAGING = "tmp"
 SMALL = 1024 * 1024
 FILE_MODE = 0o600
