@@ -53,7 +53,12 @@ def publish(box: "Box", msg: "Message", data: bytes, again: bool = False) -> Non
     inbox.fsync()
     if box.has_watchers():  # a launch of this box armed a wake-up watcher once: wake it at once
         from git_korus_mail.store import watch
-        watch.poke(box)
+        try:
+            watch.poke(box)
+        except OSError:
+            # the mail is queued and durable: a failed wake-up must not make the sender think it
+            # failed (and send again); the watcher's own look finds it (docs/HOOKS.md)
+            pass
 
 
 # -- a publication found half done ------------------------------------------
