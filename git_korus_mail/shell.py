@@ -27,7 +27,7 @@ def leave(status: int) -> "NoReturn":
     the commands whose end someone waits on: the drain (the client waits for the hook before it
     goes on: the woken turn's request, the next tool call) and send, ask and reply (the model's
     tool call returns at their exit). Safe for them because every file they write is written with plain syscalls (the store's
-    fsafe and journal): nothing waits in a buffer but stdout and stderr, flushed here, and the
+    file writers and journal): nothing waits in a buffer but stdout and stderr, flushed here, and the
     atexit handlers (store/life.py's release, weakref finalizers) still run. Only the script calls
     it (scripts/git-korus-mail): a command run inside another Python process returns instead."""
     import atexit
