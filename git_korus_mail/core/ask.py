@@ -31,9 +31,9 @@ import time
 from git_korus_mail.core import send, verdict
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store import answers, launch as launches, markers, message, presence, sent
+from git_korus_mail.store import answers, fifo, launch as launches, markers, message, presence, sent
 from git_korus_mail import crash
-from git_korus_mail.store import fifo, moves, publish, records
+from git_korus_mail.store import moves, publish, records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
