@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixtures  # noqa: E402 - the bench's test world
 from harness import tool_paths  # noqa: E402
-from stub_ab import _med, _ratio, run  # noqa: E402
+from stub_ab import install_hooks, paired_times, run, summed_turn, table_cells  # noqa: E402
 
 SESSION = "019a2f00-0000-7000-8000-0000bench{:03d}"
 
@@ -72,16 +72,10 @@ def main(argv=None):
     try:
         world = fixtures.World(tmp, tool, py)
         common, paths = world.clone("ab", ["web", "api"])
-        hooks = common / "mail" / "hooks"
-        hooks.mkdir(parents=True)
-        new = hooks / "codex-hook"
-        new.write_text(codex_stub.render_stub(tool))
-        off = hooks / "codex-hook-python"  # the same template, no fast-path events: every event runs the drain
-        off.write_text(re.sub(r"\nfast_events='[^']*'\n", "\nfast_events=''\n", new.read_text(), count=1))
-        noop = tmp / "noop-hook"
-        noop.write_text("#!/bin/sh\nexit 0\n")
-        for f in (new, off, noop):
-            f.chmod(0o700)
+        text = codex_stub.render_stub(tool)
+        # codex-hook-python: the same template, no fast-path events: every event runs the drain
+        new, off, noop = install_hooks(tmp, common, "codex-hook", text, "codex-hook-python",
+                                       re.sub(r"\nfast_events='[^']*'\n", "\nfast_events=''\n", text, count=1))
         env = {k: v for k, v in world.env_cached.items() if not k.startswith(("CLAUDE", "CODEX"))}
         subprocess.run([tool, "send", "--to", str(paths["web"]), "--", "one message"], cwd=paths["main"], env=env,
                        check=True, capture_output=True)
@@ -102,13 +96,7 @@ def main(argv=None):
             return (w, c), out.strip()
 
         def turn(stub, wt, session):
-            wall = cpu = 0.0
-            said = []
-            for ev in ["UserPromptSubmit"] + ["PostToolUse"] * args.calls + ["Stop"]:
-                (w, c), out = event(stub, wt, session, ev)
-                wall, cpu = wall + w, cpu + c
-                said.append(out)
-            return (wall, cpu), said
+            return summed_turn(event, stub, wt, session, ["UserPromptSubmit"] + ["PostToolUse"] * args.calls + ["Stop"])
 
         print(f"{args.runs} rounds per scenario, interleaved; PostToolUse payloads carry {args.output} bytes of "
               f"tool output; ms median (wall / CPU); ratios: median of each round's own ratio (wall / CPU); "
@@ -131,17 +119,9 @@ def main(argv=None):
                 print(sorted(os.listdir(fast)) if fast.exists() else None, file=sys.stderr)
             for label, one in (("PostToolUse", lambda s, w, x: event(s, w, x, "PostToolUse")),
                                ("a turn", turn)):
-                times = {k: [] for k in cmds}
-                for _ in range(args.runs):
-                    for k, (stub, session) in cmds.items():
-                        t, said = one(stub, wt, session)
-                        if any(said if isinstance(said, list) else [said]):
-                            raise SystemExit(f"{name}: {k} said {said}")
-                        times[k].append(t)
-                cells = [f"{_med(times[k], 0):.2f} / {_med(times[k], 1):.2f}" for k in cmds]
-                ratios = [f"{_ratio(times[a], times[b], 0):.2f}× / {_ratio(times[a], times[b], 1):.2f}×"
-                          for a, b in (("new", "noop"), ("off", "noop"), ("new", "off"))]
-                print(f"| {label}, {name} | " + " | ".join(cells + ratios) + " |", flush=True)
+                times = paired_times(cmds, args.runs, one, wt, name)
+                cells = table_cells(times, (("new", "noop"), ("off", "noop"), ("new", "off")))
+                print(f"| {label}, {name} | " + " | ".join(cells) + " |", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if os.environ.get("KORUS_CODEX_AB_BIN"):

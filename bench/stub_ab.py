@@ -77,6 +77,56 @@ def _ratio(a, b, i):
     return statistics.median(x[i] / y[i] for x, y in zip(a, b) if y[i] > 0)
 
 
+def table_cells(times, pairs):
+    """A table row's cells: each command's medians (wall / CPU, in the order of `times`), then the
+    median of each round's own ratio for each (a, b) of `pairs`."""
+    cells = [f"{_med(t, 0):.2f} / {_med(t, 1):.2f}" for t in times.values()]
+    return cells + [f"{_ratio(times[a], times[b], 0):.2f}× / {_ratio(times[a], times[b], 1):.2f}×" for a, b in pairs]
+
+
+def summed_turn(event, stub, wt, session, events):
+    """One turn through `stub`: each of `events` run by `event(stub, wt, session, ev)`, which gives
+    ((wall ms, CPU ms), what the hook said). The turn's (wall, CPU), summed, and what each said."""
+    wall = cpu = 0.0
+    said = []
+    for ev in events:
+        (w, c), out = event(stub, wt, session, ev)
+        wall, cpu = wall + w, cpu + c
+        said.append(out)
+    return (wall, cpu), said
+
+
+def paired_times(cmds, runs, one, wt, what):
+    """`runs` rounds, each running `one(stub, wt, session)` once for every (stub, session) of `cmds`
+    in turn (interleaved, so a change of load meets all alike): {name: [(wall, CPU), ...]}. Each
+    call also returns what its hooks said, which must be nothing (a turn with nothing new)."""
+    times = {k: [] for k in cmds}
+    for _ in range(runs):
+        for k, (stub, session) in cmds.items():
+            t, said = one(stub, wt, session)
+            if any(said if isinstance(said, list) else [said]):
+                raise SystemExit(f"{what}: {k} said {said}")
+            times[k].append(t)
+    return times
+
+
+def install_hooks(tmp, common, new_name, new_text, other_name, other_text):
+    """The three hooks a paired stub bench times, each mode 0700: this tree's stub and the one it
+    is held against (`<common>/mail/hooks/<name>`, where an installed stub lives), and a no-op sh
+    hook beside them (in `tmp`)."""
+    hooks = common / "mail" / "hooks"
+    hooks.mkdir(parents=True)
+    new = hooks / new_name
+    new.write_text(new_text)
+    other = hooks / other_name
+    other.write_text(other_text)
+    noop = tmp / "noop-hook"
+    noop.write_text("#!/bin/sh\nexit 0\n")
+    for f in (new, other, noop):
+        f.chmod(0o700)
+    return new, other, noop
+
+
 def _base_stub(base, tmp, tool, claude_stub, wiring_stub):
     """Claude Code's stub as the commit `base` wrote it: from the one template (hooks/hook.sh) when
     it has one, else from its own claude-hook.sh, whose @NAME@ slots are filled as that commit did."""
@@ -121,16 +171,8 @@ def main(argv=None):
     try:
         world = fixtures.World(tmp, tool, py)
         common, paths = world.clone("ab", ["web", "api"])
-        hooks = common / "mail" / "hooks"
-        hooks.mkdir(parents=True)
-        new = hooks / "claude-hook"
-        new.write_text(claude_stub.render_stub(tool))
-        old = hooks / "claude-hook-base"
-        old.write_text(_base_stub(args.base, tmp, tool, claude_stub, wiring_stub))
-        noop = tmp / "noop-hook"
-        noop.write_text("#!/bin/sh\nexit 0\n")
-        for f in (new, old, noop):
-            f.chmod(0o700)
+        new, old, noop = install_hooks(tmp, common, "claude-hook", claude_stub.render_stub(tool), "claude-hook-base",
+                                       _base_stub(args.base, tmp, tool, claude_stub, wiring_stub))
         env = dict(world.env_cached, CLAUDE_PID=str(os.getpid()))
 
         def hook(stub, event):
@@ -172,10 +214,8 @@ def main(argv=None):
                     if status != 0 or out.strip():
                         raise SystemExit(f"{name}: {k} exited {status} saying {out[:200]!r}")
                     times[k].append((wall, cpu))
-            cells = [f"{_med(times[k], 0):.2f} / {_med(times[k], 1):.2f}" for k in cmds]
-            ratios = [f"{_ratio(times['new stub'], times[b], 0):.2f}× / {_ratio(times['new stub'], times[b], 1):.2f}×"
-                      for b in ("no-op hook", "hook `sh -c true`", "base stub")]
-            print(f"| {name} | " + " | ".join(cells + ratios) + " |", flush=True)
+            cells = table_cells(times, [("new stub", b) for b in ("no-op hook", "hook `sh -c true`", "base stub")])
+            print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

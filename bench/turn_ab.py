@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixtures  # noqa: E402 - the bench's test world
 from harness import tool_paths  # noqa: E402
-from stub_ab import _base_stub, _med, _ratio, run  # noqa: E402
+from stub_ab import _base_stub, install_hooks, paired_times, run, summed_turn, table_cells  # noqa: E402
 
 
 def main(argv=None):
@@ -43,36 +43,26 @@ def main(argv=None):
     try:
         world = fixtures.World(tmp, tool, py)
         common, paths = world.clone("ab", ["web", "api"])
-        hooks = common / "mail" / "hooks"
-        hooks.mkdir(parents=True)
-        new = hooks / "claude-hook"
-        new.write_text(claude_stub.render_stub(tool))
-        old = hooks / "claude-hook-base"
         # the base template with the values its commit gave it: its fast path answers tool calls only
         base_text = _base_stub(args.base, tmp, tool, claude_stub, wiring_stub)
-        old.write_text(re.sub(r"\nfast_events='[^']*'\n", "\nfast_events='PostToolUse'\n", base_text, count=1))
-        noop = tmp / "noop-hook"
-        noop.write_text("#!/bin/sh\nexit 0\n")
-        for f in (new, old, noop):
-            f.chmod(0o700)
+        new, old, noop = install_hooks(
+            tmp, common, "claude-hook", claude_stub.render_stub(tool), "claude-hook-base",
+            re.sub(r"\nfast_events='[^']*'\n", "\nfast_events='PostToolUse'\n", base_text, count=1))
         env = dict(world.env_cached, CLAUDE_PID=str(os.getpid()))
         subprocess.run([tool, "send", "--to", str(paths["web"]), "--", "one message"], cwd=paths["main"], env=env,
                        check=True, capture_output=True)
         events = ["UserPromptSubmit"] + ["PostToolUse"] * args.calls + ["Stop"]
 
+        def event(stub, wt, session, ev):
+            w, c, status, out = run([args.shell, "-c", hook_command(str(stub), ev)], wt,
+                                    dict(env, CLAUDE_CODE_SESSION_ID=session), fixtures.payload(ev, session, wt))
+            if status != 0:
+                raise SystemExit(f"{stub.name} {ev}: exit status {status}")
+            return (w, c), out.strip()
+
         def turn(stub, wt, session):
             """(wall ms, CPU ms) of one turn; what each event said (the drain's answers)."""
-            e = dict(env, CLAUDE_CODE_SESSION_ID=session)
-            wall = cpu = 0.0
-            said = []
-            for ev in events:
-                w, c, status, out = run([args.shell, "-c", hook_command(str(stub), ev)], wt, e,
-                                        fixtures.payload(ev, session, wt))
-                if status != 0:
-                    raise SystemExit(f"{stub.name} {ev}: exit status {status}")
-                wall, cpu = wall + w, cpu + c
-                said.append(out.strip())
-            return (wall, cpu), said
+            return summed_turn(event, stub, wt, session, events)
 
         print(f"base {args.base}, shell {args.shell}, {args.runs} rounds per scenario, interleaved; a turn: "
               f"UserPromptSubmit + {args.calls} PostToolUse + Stop, ms summed over its events, median (wall / CPU); "
@@ -87,18 +77,9 @@ def main(argv=None):
             time.sleep(3)  # past MARGIN since the last consume: the next prompt stamps
             for stub, session in cmds.values():
                 turn(stub, wt, session)
-            times = {k: [] for k in cmds}
-            for _ in range(args.runs):
-                for k, (stub, session) in cmds.items():
-                    t, said = turn(stub, wt, session)
-                    if any(said):
-                        raise SystemExit(f"{name}: {k} said {said}")
-                    times[k].append(t)
-
-            cells = [f"{_med(times[k], 0):.2f} / {_med(times[k], 1):.2f}" for k in cmds]
-            ratios = [f"{_ratio(times[a], times[b], 0):.2f}× / {_ratio(times[a], times[b], 1):.2f}×"
-                      for a, b in (("new", "noop"), ("base", "noop"), ("new", "base"))]
-            print(f"| {name} | " + " | ".join(cells + ratios) + " |", flush=True)
+            times = paired_times(cmds, args.runs, turn, wt, name)
+            cells = table_cells(times, (("new", "noop"), ("base", "noop"), ("new", "base")))
+            print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -4,6 +4,7 @@ A module of its own (not conftest.py): tests/e2e has a conftest.py too, and two
 top-level modules named `conftest` shadow each other in sys.modules.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -43,6 +44,18 @@ class Clone:
     @property
     def mail_root(self):
         return self.common_dir / "mail"
+
+
+@contextlib.contextmanager
+def reaped(proc):
+    """Run the block beside the process `proc` (a subprocess.Popen); however the block ends, a
+    process still running then is killed and reaped, so that no test leaves one behind."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def run_cli(*args, cwd, input=None, env=None, check=False):

@@ -5,6 +5,7 @@ and two clones of one origin, each with a linked worktree, each its own relay.
 Every process started here is stopped by pid at the end; nothing listens or connects beyond
 127.0.0.1."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 from helpers import git, run_cli
 
@@ -158,3 +160,26 @@ def make_origin(base):
     origin = base / "origin.git"
     git("clone", "-q", "--bare", str(seed), str(origin), cwd=base)
     return origin
+
+
+@contextlib.contextmanager
+def two_machines(base, linked=False):
+    """The relay tests' world: a server, an origin, and two clones of it, "laptop" and "vm".
+    `linked`: each has `remote add` with its own label and each knows the other before the test
+    starts. At the end both relays are SIGKILLed (what a crashed machine leaves) and the server
+    stops."""
+    server = Server(base)
+    server.start()
+    origin = make_origin(base)
+    laptop = Machine(base, "laptop", origin)
+    vm = Machine(base, "vm", origin)
+    try:
+        if linked:
+            for m in (laptop, vm):
+                m.cli("remote", "add", server.url, "--label", m.name, check=True)
+            assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
+        yield SimpleNamespace(server=server, laptop=laptop, vm=vm, base=base, origin=origin)
+    finally:
+        for m in (laptop, vm):
+            m.stop_relay(signal.SIGKILL)
+        server.stop()

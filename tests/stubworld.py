@@ -9,28 +9,27 @@ import subprocess
 import time
 
 import hermetic
+from helpers import context_of, run_cli
 from install_fixtures import CONSOLE_SCRIPT
 
 SHELLS = [s for s in ("sh", "dash", "bash") if shutil.which(s)]
 
 
-class Stub:
-    def __init__(self, clone, worktree, session="s-fast"):
-        from git_korus_mail.clients.claude import stub as claude_stub
-        self.clone, self.cwd, self.session = clone, worktree, session
-        hooks = clone.mail_root / "hooks"
+class _LoggedStub:
+    """A client's stub installed as `hooks/<name>` in the clone, rendered around a helper that
+    appends a line to `self.log` at each start and then runs the real console script. The
+    subclass sets `self.clone` and `self.session` and names the launch's `key`."""
+
+    def _install(self, name, render_stub):
+        hooks = self.clone.mail_root / "hooks"
         hooks.mkdir(parents=True, exist_ok=True)
-        self.log = clone.base / "helper-starts.log"
-        helper = clone.base / "logging-helper"
+        self.log = self.clone.base / "helper-starts.log"
+        helper = self.clone.base / "logging-helper"
         helper.write_text(f"#!/bin/sh\necho \"$*\" >> '{self.log}'\nexec '{CONSOLE_SCRIPT}' \"$@\"\n")
         helper.chmod(0o700)
-        self.path = hooks / "claude-hook"
-        self.path.write_text(claude_stub.render_stub(str(helper)))
+        self.path = hooks / name
+        self.path.write_text(render_stub(str(helper)))
         self.path.chmod(0o700)
-
-    @property
-    def key(self):
-        return f"{self.session}@{os.getpid()}"  # conftest names this pytest process as CLAUDE_PID
 
     @property
     def stamp(self):
@@ -38,6 +37,17 @@ class Stub:
 
     def starts(self):
         return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+
+class Stub(_LoggedStub):
+    def __init__(self, clone, worktree, session="s-fast"):
+        from git_korus_mail.clients.claude import stub as claude_stub
+        self.clone, self.cwd, self.session = clone, worktree, session
+        self._install("claude-hook", claude_stub.render_stub)
+
+    @property
+    def key(self):
+        return f"{self.session}@{os.getpid()}"  # conftest names this pytest process as CLAUDE_PID
 
     def run(self, event, shell="sh", env=None, session=None):
         """(parsed answer or None, whether the helper started) for one event through the stub."""
@@ -52,6 +62,42 @@ class Stub:
         return (json.loads(out) if out else None), self.starts() > before
 
 
+def send(clone, text, to="web"):
+    run_cli("send", "--to", to, "--", text, cwd=clone.main, check=True)
+
+
+def shown_at_next_tool_call(stub, text, shell=None):
+    """The next tool call through `stub` (Claude Code's Stub or a CodexLaunch; `shell`, else the
+    stub's own) starts the drain, and its answer shows `text`."""
+    answer, started = stub.run("PostToolUse", shell) if shell else stub.run("PostToolUse")
+    assert started and text in context_of(answer)
+
+
+def new_mail_is_shown_at_the_next_tool_call(stub, clone, shell):
+    """A stamped launch answers a tool call with nothing new in sh; mail sent after that is shown
+    at the very next one (tests/test_fastpath.py and test_fastpath_codex.py, one rule)."""
+    stub.run("PostToolUse", shell)
+    assert stub.run("PostToolUse", shell) == (None, False)
+    send(clone, "second")
+    shown_at_next_tool_call(stub, "second", shell)
+
+
+def same_instant_mail_is_shown_at_the_next_event(stub, clone):
+    """An inbox changed within MARGIN seconds of the look is never stamped, so a message that
+    lands in the same second (or nanosecond) as that change cannot hide behind equal mtimes."""
+    inbox = inbox_of(clone, clone.web)
+    for ns in (0, 900_000_000):
+        # a last change that is not MARGIN seconds before any look this test can make, however
+        # slow the machine: its second is a few seconds ahead (a whole second, or within one)
+        t = (int(time.time()) + 5) * 1_000_000_000 + ns
+        os.utime(inbox, ns=(t, t))
+        assert stub.run("PostToolUse")[1]
+        assert not os.path.lexists(stub.stamp)
+        send(clone, f"same instant {ns}")
+        os.utime(inbox, ns=(t, t))  # the new link carries the very same mtime
+        shown_at_next_tool_call(stub, f"same instant {ns}")
+
+
 def inbox_of(clone, worktree):
     from git_korus_mail.core import keys
     return clone.mail_root / "box" / keys.key_for(str(worktree)).name / "inbox"
@@ -64,7 +110,7 @@ def age(path, seconds=10.0):
     return t
 
 
-class CodexLaunch:
+class CodexLaunch(_LoggedStub):
     """One launch of Codex as its stub's fast path meets it (docs/HOOKS.md, "Codex's key: the
     payload's head"): a copy of bash named `codex` (what clients/codex/launch.py proves) that
     holds the session's transcript open and runs each hook event's stub as its own child, the
@@ -75,15 +121,7 @@ class CodexLaunch:
         from git_korus_mail.clients.codex import stub as codex_stub
         self.clone, self.cwd, self.session, self.shell = clone, worktree, session, shell
         self.tmp = tmp or clone.base
-        hooks = clone.mail_root / "hooks"
-        hooks.mkdir(parents=True, exist_ok=True)
-        self.log = clone.base / "helper-starts.log"
-        helper = clone.base / "logging-helper"
-        helper.write_text(f"#!/bin/sh\necho \"$*\" >> '{self.log}'\nexec '{CONSOLE_SCRIPT}' \"$@\"\n")
-        helper.chmod(0o700)
-        self.path = hooks / "codex-hook"
-        self.path.write_text(codex_stub.render_stub(str(helper)))
-        self.path.chmod(0o700)
+        self._install("codex-hook", codex_stub.render_stub)
         codex = self.tmp / "bin" / "codex"
         if not codex.exists():
             codex.parent.mkdir(parents=True, exist_ok=True)
@@ -105,13 +143,6 @@ class CodexLaunch:
     @property
     def key(self):
         return f"{self.session}@{self.proc.pid}"
-
-    @property
-    def stamp(self):
-        return self.clone.mail_root / "fast" / self.key
-
-    def starts(self):
-        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
 
     def payload(self, event, session=None, **extra):
         p = {"session_id": session or self.session, "transcript_path": str(self.transcript),

@@ -11,7 +11,7 @@ import pytest
 
 from asking import (S_MAIN, S_WEB, answers_of, ask_then_show, box_dir, queued, reply, settle_and_check,
                     start_ask, stop, wait_question, working)
-from helpers import context_of, git, hook, run_cli
+from helpers import context_of, git, hook, reaped, run_cli
 
 import invariants
 
@@ -450,7 +450,7 @@ def test_a_waiting_ask_is_woken_by_the_answer_itself_not_by_a_later_look(clone):
     p = subprocess.Popen([PYTHON, "-c", _SLOW_POLLS, "ask", f"--to={clone.web}", "--timeout=600", "--", "ready?"],
                          cwd=str(clone.main), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: os.umask(0o477))  # a harsh umask: the FIFO is 0600 all the same
-    try:
+    with reaped(p):
         qid = wait_question(clone)[0]
         deadline = time.time() + 20
         while not _signal_of(clone, qid).exists() and time.time() < deadline:
@@ -460,10 +460,6 @@ def test_a_waiting_ask_is_woken_by_the_answer_itself_not_by_a_later_look(clone):
         assert stat.S_ISFIFO(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600  # pinned: waits/<id>.signal, a FIFO
         assert reply(clone, qid, "yes").returncode == 0
         out, err = p.communicate(timeout=60)  # an hour's look would not come in time
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
     assert p.returncode == 0, err
     assert out.startswith("status answered (an explicit reply)") and out.endswith("\nyes\n")
     assert not _signal_of(clone, qid).exists()  # closed with the wait

@@ -5,18 +5,14 @@ processes throughout: the installed stub run by sh, dash and bash, the real drai
 import json
 import os
 import re
-import time
 
 import hermetic
 import invariants
 import pytest
 
 from helpers import context_of, run_cli
-from stubworld import SHELLS, Stub, age, inbox_of
-
-
-def send(clone, text):
-    run_cli("send", "--to", "web", "--", text, cwd=clone.main, check=True)
+from stubworld import (SHELLS, Stub, age, inbox_of, new_mail_is_shown_at_the_next_tool_call,
+                       same_instant_mail_is_shown_at_the_next_event, send, shown_at_next_tool_call)
 
 
 @pytest.fixture
@@ -43,28 +39,11 @@ def test_a_tool_call_with_nothing_new_starts_no_python(stub, clone, shell):
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_new_mail_is_shown_at_the_next_tool_call(stub, clone, shell):
-    stub.run("PostToolUse", shell)
-    assert stub.run("PostToolUse", shell) == (None, False)
-    send(clone, "second")
-    answer, started = stub.run("PostToolUse", shell)
-    assert started and "second" in context_of(answer)
+    new_mail_is_shown_at_the_next_tool_call(stub, clone, shell)
 
 
 def test_mail_published_in_the_same_instant_as_the_look_is_shown_at_the_next_event(stub, clone):
-    """An inbox changed within MARGIN seconds of the look is never stamped, so a message that
-    lands in the same second (or nanosecond) as that change cannot hide behind equal mtimes."""
-    inbox = inbox_of(clone, clone.web)
-    for ns in (0, 900_000_000):
-        # a last change that is not MARGIN seconds before any look this test can make, however
-        # slow the machine: its second is a few seconds ahead (a whole second, or within one)
-        t = (int(time.time()) + 5) * 1_000_000_000 + ns
-        os.utime(inbox, ns=(t, t))
-        assert stub.run("PostToolUse")[1]
-        assert not os.path.lexists(stub.stamp)
-        send(clone, f"same instant {ns}")
-        os.utime(inbox, ns=(t, t))  # the new link carries the very same mtime
-        answer, started = stub.run("PostToolUse")
-        assert started and f"same instant {ns}" in context_of(answer)
+    same_instant_mail_is_shown_at_the_next_event(stub, clone)
 
 
 @pytest.mark.parametrize("garbage", ["file", "dangling", "no-seen", "seen-dir", "inbox-file", "other-cwd",
@@ -105,8 +84,7 @@ def test_a_missing_or_garbage_stamp_starts_python(stub, clone, garbage):
         answer, started = stub.run("PostToolUse")
         assert not started  # the stamp speaks for the inbox it names: the drain never writes this
         stub.stamp.unlink()
-        answer, started = stub.run("PostToolUse")
-        assert started and "behind another inbox" in context_of(answer)
+        shown_at_next_tool_call(stub, "behind another inbox")
         return
     assert stub.run("PostToolUse")[1]
 
@@ -219,8 +197,7 @@ def test_mail_behind_an_inbox_mtime_set_back_is_shown_at_the_next_tool_call(stub
         made.chmod(0o600)
         shutil.copy2(made, inbox / made.name)
     os.utime(inbox, ns=(before, before))  # the directory's time set back, as `touch -d` or `cp -a` does
-    answer, started = stub.run("PostToolUse", shell)
-    assert started and "behind an old mtime" in context_of(answer)
+    shown_at_next_tool_call(stub, "behind an old mtime", shell)
     invariants.check(clone.mail_root)
 
 
@@ -262,8 +239,7 @@ def test_a_worktree_that_never_got_mail_starts_no_python_from_its_first_tool_cal
 def test_the_first_mail_into_a_box_without_an_inbox_is_shown_at_the_next_tool_call(fresh, clone, shell):
     assert fresh.run("PostToolUse", shell) == (None, False)
     send(clone, "the very first")
-    answer, started = fresh.run("PostToolUse", shell)
-    assert started and "the very first" in context_of(answer)
+    shown_at_next_tool_call(fresh, "the very first", shell)
     invariants.check(clone.mail_root)
 
 
@@ -279,8 +255,7 @@ def test_mail_published_between_the_look_and_the_stamp_is_shown_at_the_next_tool
     send(clone, "between look and stamp")  # in the same clock tick as the look, for all the stamp knows
     assert d.finish() == 0, d.err
     _no_inbox_stamp(clone, fresh)
-    answer, started = fresh.run("PostToolUse")
-    assert started and "between look and stamp" in context_of(answer)
+    shown_at_next_tool_call(fresh, "between look and stamp")
     invariants.check(clone.mail_root)
 
 
@@ -297,8 +272,7 @@ def test_a_publish_that_made_the_inbox_but_has_not_linked_yet_costs_python_then_
     for shell in SHELLS:
         assert fresh.run("PostToolUse", shell) == (None, True)  # not queued yet: nothing to show
     assert s.finish() == 0, s.err
-    answer, started = fresh.run("PostToolUse")
-    assert started and "held before its link" in context_of(answer)
+    shown_at_next_tool_call(fresh, "held before its link")
     invariants.check(clone.mail_root)
 
 
@@ -309,8 +283,7 @@ def test_a_stamp_of_another_launch_or_directory_is_never_trusted_without_an_inbo
     # the same launch, now in a worktree that has mail: the stamp made in web says nothing of it
     run_cli("send", "--to", str(clone.main), "--", "for main", cwd=clone.web, check=True)
     in_main = Stub(clone, clone.main)
-    answer, started = in_main.run("PostToolUse")
-    assert started and "for main" in context_of(answer)
+    shown_at_next_tool_call(in_main, "for main")
 
 
 def test_off_starts_python_without_an_inbox(fresh, clone):

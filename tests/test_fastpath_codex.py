@@ -18,11 +18,8 @@ import invariants
 import pytest
 
 from helpers import context_of, run_cli
-from stubworld import SHELLS, CodexLaunch, age, inbox_of
-
-
-def send(clone, text, to="web"):
-    run_cli("send", "--to", to, "--", text, cwd=clone.main, check=True)
+from stubworld import (SHELLS, CodexLaunch, age, inbox_of, new_mail_is_shown_at_the_next_tool_call,
+                       same_instant_mail_is_shown_at_the_next_event, send, shown_at_next_tool_call)
 
 
 @pytest.fixture
@@ -59,27 +56,12 @@ def test_a_codex_tool_call_with_nothing_new_starts_no_python(stub, clone, shell)
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_new_mail_is_shown_at_codexs_next_tool_call(stub, clone, shell):
-    stub.run("PostToolUse", shell)
-    assert stub.run("PostToolUse", shell) == (None, False)
-    send(clone, "second")
-    answer, started = stub.run("PostToolUse", shell)
-    assert started and "second" in context_of(answer)
+    new_mail_is_shown_at_the_next_tool_call(stub, clone, shell)
     invariants.check(clone.mail_root)
 
 
 def test_mail_published_in_the_same_tick_as_codexs_look_is_shown_at_the_next_event(stub, clone):
-    """An inbox changed within MARGIN seconds of the look is never stamped, so a message that
-    lands in the same second (or nanosecond) as that change cannot hide behind equal mtimes."""
-    inbox = inbox_of(clone, clone.web)
-    for ns in (0, 900_000_000):
-        t = (int(time.time()) + 5) * 1_000_000_000 + ns
-        os.utime(inbox, ns=(t, t))
-        assert stub.run("PostToolUse")[1]
-        assert not os.path.lexists(stub.stamp)
-        send(clone, f"same instant {ns}")
-        os.utime(inbox, ns=(t, t))  # the new link carries the very same mtime
-        answer, started = stub.run("PostToolUse")
-        assert started and f"same instant {ns}" in context_of(answer)
+    same_instant_mail_is_shown_at_the_next_event(stub, clone)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -90,8 +72,7 @@ def test_mail_behind_an_inbox_mtime_set_back_is_shown_at_codexs_next_tool_call(s
     before = inbox.stat().st_mtime_ns
     send(clone, "behind an old mtime")
     os.utime(inbox, ns=(before, before))
-    answer, started = stub.run("PostToolUse", shell)
-    assert started and "behind an old mtime" in context_of(answer)
+    shown_at_next_tool_call(stub, "behind an old mtime", shell)
 
 
 def test_a_stamp_of_another_session_launch_or_directory_is_never_trusted(stub, clone, tmp_path):
@@ -236,8 +217,7 @@ def test_a_shown_message_sends_codexs_stop_to_python_which_consumes_it(stub, clo
     assert stub.run("UserPromptSubmit", prompt="next")[1]
     assert stub.run("PostToolUse") == (None, False)
     send(clone, "a second one")
-    answer, started = stub.run("PostToolUse")
-    assert started and "a second one" in context_of(answer)
+    shown_at_next_tool_call(stub, "a second one")
     age(inbox_of(clone, clone.web))
     assert stub.run("PostToolUse")[1]  # stamped again, without the box link: one shown, not consumed
     assert stub.run("PostToolUse") == (None, False)
@@ -289,8 +269,7 @@ def test_a_worktree_that_never_got_mail_starts_no_python_from_codexs_first_tool_
     assert fresh.run("Stop", shell) == (None, False)
     assert fresh.run("UserPromptSubmit", shell) == (None, False)
     send(clone, "the very first")
-    answer, started = fresh.run("PostToolUse", shell)
-    assert started and "the very first" in context_of(answer)
+    shown_at_next_tool_call(fresh, "the very first", shell)
     invariants.check(clone.mail_root)
 
 
@@ -310,8 +289,7 @@ def test_mail_published_between_codexs_look_and_its_stamp_is_shown_at_the_next_e
     said, answer, started = finish()
     assert said == "rc=0\n" and started and answer is None
     assert os.path.lexists(fresh.stamp)  # the stamp of a box without an inbox, written after the publish
-    answer, started = fresh.run("PostToolUse")
-    assert started and "between look and stamp" in context_of(answer)
+    shown_at_next_tool_call(fresh, "between look and stamp")
     invariants.check(clone.mail_root)
 
 
@@ -325,8 +303,7 @@ def test_a_drain_killed_around_codexs_stamp_leaves_the_next_event_right(stub, cl
     answer, started = stub.run("PostToolUse")
     assert answer is None and started == (step == "stamp:staged")
     send(clone, f"after a kill at {step}")
-    answer, started = stub.run("PostToolUse")
-    assert started and f"after a kill at {step}" in context_of(answer)
+    shown_at_next_tool_call(stub, f"after a kill at {step}")
     invariants.check(clone.mail_root, killed_debris_ok=True)
 
 
@@ -362,8 +339,7 @@ def test_a_codex_stub_killed_between_its_steps(stub, clone, tmp_path, when):
         assert staged == ([f".{stub.session}.state.{staged[0].rpartition('.')[2]}"] if when == "before-mv" else [])
     assert stub.run("UserPromptSubmit", prompt="again") == (None, False)  # the client's next event
     send(clone, f"after a kill {when}")
-    answer, started = stub.run("PostToolUse")
-    assert started and f"after a kill {when}" in context_of(answer)
+    shown_at_next_tool_call(stub, f"after a kill {when}")
     invariants.check(clone.mail_root, killed_debris_ok=True)
     stub.run("SessionStart")  # an opening show sweeps what a killed stub staged
     assert not [n for n in os.listdir(sessions_of(clone)) if n.startswith(".")]

@@ -10,7 +10,7 @@ import pytest
 
 import invariants
 from helpers import context_of, git, hook
-from relayworld import SERVER, Machine, Server, make_origin, wait_for
+from relayworld import SERVER, Machine, two_machines, wait_for
 
 from git_korus_mail.relay import local
 
@@ -19,18 +19,8 @@ pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-se
 
 @pytest.fixture
 def world(tmp_path):
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop = Machine(tmp_path, "laptop", origin)
-    vm = Machine(tmp_path, "vm", origin)
-    w = SimpleNamespace(server=server, laptop=laptop, vm=vm, base=tmp_path, origin=origin)
-    try:
+    with two_machines(tmp_path) as w:
         yield w
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()
 
 
 def join(w, env=None):

@@ -9,13 +9,12 @@ import json
 import os
 import signal
 import time
-from types import SimpleNamespace
 
 import pytest
 
 import invariants
 from relayharness import drain_all, received_counts
-from relayworld import SERVER, Machine, Server, make_origin, wait_for
+from relayworld import SERVER, two_machines, wait_for
 
 from git_korus_mail.relay import address, local
 from git_korus_mail.stamps import parse_stamp
@@ -28,17 +27,8 @@ DAY = 86400.0
 
 @pytest.fixture
 def world(tmp_path):
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop = Machine(tmp_path, "laptop", origin)
-    vm = Machine(tmp_path, "vm", origin)
-    try:
-        yield SimpleNamespace(server=server, laptop=laptop, vm=vm)
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()
+    with two_machines(tmp_path) as w:
+        yield w
 
 
 def queue_skewed(m, dest, body, skew, ttl_minutes=4320, session="s-laptop"):

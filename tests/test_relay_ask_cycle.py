@@ -7,13 +7,12 @@ import json
 import os
 import signal
 import subprocess
-from types import SimpleNamespace
 
 import pytest
 
 import invariants
 from helpers import PYTHON
-from relayworld import SERVER, Machine, Server, make_origin, wait_for
+from relayworld import SERVER, two_machines, wait_for
 
 from git_korus_mail.relay import asking, local
 
@@ -22,20 +21,8 @@ pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-se
 
 @pytest.fixture
 def world(tmp_path):
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop = Machine(tmp_path, "laptop", origin)
-    vm = Machine(tmp_path, "vm", origin)
-    try:
-        for m in (laptop, vm):
-            m.cli("remote", "add", server.url, "--label", m.name, check=True)
-        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
-        yield SimpleNamespace(server=server, laptop=laptop, vm=vm)
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()
+    with two_machines(tmp_path, linked=True) as w:
+        yield w
 
 
 def ask_in_background(m, dest, question, timeout=60):

@@ -9,14 +9,13 @@ import json
 import os
 import signal
 import time
-from types import SimpleNamespace
 
 import pytest
 
 import invariants
 from helpers import context_of, hook
 from relayharness import received_counts
-from relayworld import SERVER, Machine, Server, make_origin, wait_for
+from relayworld import SERVER, two_machines, wait_for
 
 from git_korus_mail.relay import address, local, names
 from git_korus_mail.stamps import parse_stamp
@@ -29,17 +28,8 @@ WINDOW = 1.0   # the test's stream: a duplicate window of one second (a team may
 
 @pytest.fixture
 def world(tmp_path):
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop = Machine(tmp_path, "laptop", origin)
-    vm = Machine(tmp_path, "vm", origin)
-    try:
-        yield SimpleNamespace(server=server, laptop=laptop, vm=vm, origin=origin)
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()
+    with two_machines(tmp_path) as w:
+        yield w
 
 
 def make_stream(url, origin, window):

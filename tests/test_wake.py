@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from helpers import git, hook, run_cli
+from helpers import git, hook, reaped, run_cli
 from install_fixtures import install, stub_of
 
 import hermetic
@@ -453,16 +453,12 @@ def test_a_watcher_is_woken_by_the_publication_not_by_a_later_look(urgent, claud
     cc, sid = claude(), "s-poke"
     drain("SessionStart", urgent.web, cc, sid)
     w = slow_watcher(urgent, urgent.web, cc, sid)
-    try:
+    with reaped(w):
         wait_for(armed(urgent, urgent.web, sid, cc), what="the watcher's claim")
         wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
         time.sleep(0.5)  # its first look (an empty inbox) is behind it: the next is an hour away
         send(urgent, urgent.web, "poked awake")
         out, err = w.communicate(timeout=30)  # an hour's look would not come in time
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.communicate()
     assert w.returncode == 0, err
     assert out.decode().startswith("korus-mail-wake 1 new message(s) from "), (out, err)
     assert not fifo_of(urgent, urgent.web, sid, cc).exists()  # gone with the claim
@@ -476,14 +472,10 @@ def test_a_prompt_ends_the_watcher_and_its_fifo(urgent, claude):
     cc, sid = claude(), "s-poke-prompt"
     drain("SessionStart", urgent.web, cc, sid)
     w = slow_watcher(urgent, urgent.web, cc, sid)
-    try:
+    with reaped(w):
         wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
         drain("UserPromptSubmit", urgent.web, cc, sid)
         assert w.wait(timeout=30) == 0
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.communicate()
     assert not fifo_of(urgent, urgent.web, sid, cc).exists()
     assert not claim_path(urgent, urgent.web, sid, cc).exists()
 
@@ -494,15 +486,11 @@ def test_a_killed_watchers_fifo_never_holds_up_a_send_and_is_swept(urgent, claud
     drain("SessionStart", urgent.web, cc, sid)
     w = slow_watcher(urgent, urgent.web, cc, sid)
     fifo = None
-    try:
+    with reaped(w):
         wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
         fifo = fifo_of(urgent, urgent.web, sid, cc)
         w.send_signal(signal.SIGKILL)
         w.communicate(timeout=30)
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.communicate()
     assert fifo.exists()  # nobody reads it now
     send(urgent, urgent.web, "no reader")  # the poke's open fails at once: the send is not held up
     cc.kill()
@@ -522,16 +510,12 @@ def test_mail_that_comes_without_a_poke_still_wakes_by_the_watchers_own_look(urg
     cc, sid = claude(), "s-no-poke"
     drain("SessionStart", urgent.web, cc, sid)
     w = slow_watcher(urgent, urgent.web, cc, sid, code=_LOOKS)  # its looks as shipped
-    try:
+    with reaped(w):
         wait_for(fifo_ready(urgent, urgent.web, sid, cc), what="the watcher's FIFO")
         poked = []
         monkeypatch.setattr(watch, "poke", lambda box: poked.append(box))  # this publisher pokes nobody
         publish_question(urgent, urgent.web, "unpoked: ready?")
         assert len(poked) == 1  # the stand-in ran in place of the poke: no byte was written
         out, err = w.communicate(timeout=30)
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.communicate()
     assert w.returncode == 0, err
     assert out.decode().startswith("korus-mail-wake 1 new message(s) from "), (out, err)

@@ -31,7 +31,7 @@ import time
 from git_korus_mail.core import send, verdict
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.stamps import utc_stamp
-from git_korus_mail.store import answers, launch as launches, markers, message, presence, sent
+from git_korus_mail.store import answers, fifo, launch as launches, markers, message, presence, sent
 from git_korus_mail import crash
 from git_korus_mail.store import layout, moves, publish, records
 
@@ -291,7 +291,7 @@ def _wait(q: Question, sleep: "Callable[[float], None]", signal: "Optional[int]"
             return None
         if signal is not None:
             # woken by the answerer's signal at once; else a look when the ended checks are due
-            if not answers.await_signal(signal, min(SIGNAL_POLL, left, max(0.0, checked + ENDED_EVERY - time.time()))):
+            if fifo.await_fifo(signal, min(SIGNAL_POLL, left, max(0.0, checked + ENDED_EVERY - time.time()))) is None:
                 sleep(min(delay, left))  # the descriptor failed: the looks alone, as without one
             continue
         sleep(min(delay, left))

@@ -11,7 +11,7 @@ process can be woken at all, and turns the returned text into its own wake signa
 import time
 
 from git_korus_mail.stamps import parse_stamp
-from git_korus_mail.store import claims, markers, presence, watch
+from git_korus_mail.store import claims, fifo, markers, presence, watch
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class Watcher:
                 text = self._look(now)
                 if text is not None:
                     return text if text else None
-            got = watch.await_signal(self.signal, max(self.poll, SIGNAL_POLL)) if self.signal is not None else None
+            got = fifo.await_fifo(self.signal, max(self.poll, SIGNAL_POLL)) if self.signal is not None else None
             if got is None:
                 time.sleep(self.poll)
             poked = bool(got)

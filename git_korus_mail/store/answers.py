@@ -18,7 +18,7 @@ import time
 from git_korus_mail import crash
 from git_korus_mail import fastjson as json
 from git_korus_mail.errors import MailError
-from git_korus_mail.store import claims, message, moves, publish, records
+from git_korus_mail.store import claims, fifo, message, moves, publish, records
 # the publication record is the box's (records.py), which a move's repair also completes
 from git_korus_mail.store.records import PUBLISH_PURPOSE, PUBLISHED, mark_published
 from git_korus_mail.store.layout import MSG_SUFFIX
@@ -165,39 +165,17 @@ def open_signal(root: "MailRoot", qid: str) -> "Optional[int]":
     import stat
     try:
         d = root.dir.ensure_sub(WAITS)
-        name = qid + SIGNAL_SUFFIX
-        try:
-            os.mkfifo(name, 0o600, dir_fd=d.fd)
-            os.chmod(name, 0o600, dir_fd=d.fd)  # the umask cut it; before the open, which needs the read bit
-        except FileExistsError:
-            pass  # `ask --again` after a killed ask: its FIFO serves again, once proved ours below
-        fd = os.open(name, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
-    except (OSError, MailError, NotImplementedError):
+    except (OSError, MailError):
         return None
-    st = os.fstat(fd)
-    if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
-        os.close(fd)
+    fd = fifo.open_fifo(d, qid + SIGNAL_SUFFIX)  # `ask --again` after a killed ask: its FIFO serves again
+    if fd is None:
         return None
-    if stat.S_IMODE(st.st_mode) != 0o600:
+    if stat.S_IMODE(os.fstat(fd).st_mode) != 0o600:
         try:
             os.fchmod(fd, 0o600)  # whatever the umask: every file of the store is 0600 (tests/test_umask.py)
         except OSError:
             pass
     return fd
-
-
-def await_signal(fd: int, timeout: float) -> bool:
-    """Wait up to `timeout` seconds for the signal on `fd` (open_signal), and empty it so the
-    next wait blocks again. False when the descriptor cannot be waited on."""
-    import os
-    import select
-    try:
-        ready, _w, _x = select.select([fd], [], [], timeout)
-        if ready:
-            os.read(fd, 4096)
-    except (OSError, ValueError):  # ValueError: a descriptor past select's limit
-        return False
-    return True
 
 
 def close_signal(fd: "Optional[int]") -> None:
@@ -209,24 +187,9 @@ def close_signal(fd: "Optional[int]") -> None:
 def _signal(root: "MailRoot", qid: str) -> None:
     """Wake the ask waiting on `qid`, if one holds its signal open: never blocks, never fails
     the answer (no FIFO, no reader, a full pipe or anything else there is only no wake-up)."""
-    import os
-    import stat
     d = root.dir.open_sub(WAITS)
-    if d is None:
-        return
-    try:
-        # O_NONBLOCK: with no reader (the ask was killed) the open fails at once (ENXIO)
-        fd = os.open(qid + SIGNAL_SUFFIX, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     dir_fd=d.fd)
-    except OSError:
-        return
-    try:
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):  # a regular file of that name is not written to
-            os.write(fd, b"!")
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    if d is not None:
+        fifo.poke_fifo(d, qid + SIGNAL_SUFFIX)
 
 
 def live_waits(root: "MailRoot", now: "Optional[float]" = None) -> "List[Dict[str, Any]]":

@@ -17,7 +17,7 @@ import os
 import time
 
 from git_korus_mail import fastjson as json  # not the json package: it imports re (hot path)
-from git_korus_mail.store import claims
+from git_korus_mail.store import claims, fifo
 from git_korus_mail.store.launch import parse_tag
 from git_korus_mail.store.layout import WATCH_DIR
 from git_korus_mail.stamps import utc_stamp
@@ -93,25 +93,10 @@ def open_signal(box: "Box", session_dir: str, launch: "Launch") -> "Optional[int
     box, or None where no FIFO can be had (the watcher then only polls). Opened read and write,
     so it never reads an end of file; a FIFO left by a killed watcher of this launch serves
     again once proved a FIFO of ours. Close it with `close_signal`."""
-    import stat
-    name = signal_name(session_dir, launch)
     d = _dir(box, create=False)
     if d is None:
         return None
-    try:
-        try:
-            os.mkfifo(name, 0o600, dir_fd=d.fd)
-            os.chmod(name, 0o600, dir_fd=d.fd)  # the umask cut it; before the open, which needs the read bit
-        except FileExistsError:
-            pass
-        fd = os.open(name, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
-    except (OSError, NotImplementedError):
-        return None
-    st = os.fstat(fd)
-    if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
-        os.close(fd)
-        return None
-    return fd
+    return fifo.open_fifo(d, signal_name(session_dir, launch))
 
 
 def close_signal(box: "Box", session_dir: str, launch: "Launch", fd: "Optional[int]") -> None:
@@ -123,46 +108,17 @@ def close_signal(box: "Box", session_dir: str, launch: "Launch", fd: "Optional[i
         os.close(fd)
 
 
-def await_signal(fd: int, timeout: float) -> "Optional[bool]":
-    """Wait up to `timeout` seconds on the FIFO `fd` (open_signal): True when poked (the FIFO is
-    emptied, so the next wait blocks again), False when the time passed, None when it cannot be
-    waited on (the caller then sleeps instead)."""
-    import select
-    try:
-        ready, _w, _x = select.select([fd], [], [], timeout)
-        if not ready:
-            return False
-        os.read(fd, 4096)
-    except BlockingIOError:
-        return False  # another reader emptied it: nothing to wake for
-    except (OSError, ValueError):  # ValueError: a descriptor past select's limit
-        return None
-    return True
-
-
 def poke(box: "Box") -> None:
     """After a publication into `box`: wake every watcher waiting there at once. Never blocks and
     never fails the publication: no FIFO, no reader (a killed watcher's FIFO: the open fails at
     once), a full pipe or anything else is only no wake-up, and the watcher's own look at the
     inbox (every 0.1 s with a FIFO) finds the mail all the same."""
-    import stat
     d = _dir(box, create=False)
     if d is None:
         return
     for name in d.names():
-        if not (name.startswith(".") and name.endswith(SIGNAL_SUFFIX)):
-            continue
-        try:
-            fd = os.open(name, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
-        except OSError:
-            continue
-        try:
-            if stat.S_ISFIFO(os.fstat(fd).st_mode):  # a regular file of that name is not written to
-                os.write(fd, b"!")
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        if name.startswith(".") and name.endswith(SIGNAL_SUFFIX):
+            fifo.poke_fifo(d, name)
 
 
 def disarm(box: "Box", session_dir: str, launch: "Launch") -> bool:
