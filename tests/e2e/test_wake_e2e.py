@@ -307,3 +307,39 @@ def test_the_overlap_check_sees_watchers_whose_start_is_delayed(urgent, mockapi,
         sampler.stop()
     assert sampler.overlaps(), (sampler.seen, sampler.counts)
     assert max(sampler.counts) >= 2, sampler.counts
+
+
+def test_a_watcher_that_arms_while_its_session_works_again_ends_at_once(urgent, mockapi, runners):  # noqa: F811
+    """The race docs/HOOKS.md names ("The wake-up tier"), made certain: a Stop's watcher is 2 s
+    late (delay_watcher_start), the next prompt comes before it has a claim to end, and that
+    turn runs a 6 s tool call. The late watcher arms while the session works, sees that it has
+    worked since the watcher's start (core/wake.py, `_superseded`), and ends without waking:
+    gone within its delay and a Python start, long before that turn's Stop."""
+    delay = 2.0
+    delay_watcher_start(urgent, delay)
+    acct = runners()
+    sampler = WatcherSampler()
+    try:
+        with acct.stream(cwd=urgent.b) as s:
+            sampler.launch.append(s.pid)
+            mockapi.set_script([text("first")])
+            s.send("hello")
+            s.read_result(timeout=30)  # its Stop starts the late watcher (async: it may come after the result)
+            early: list[int] = []
+            wait_until(lambda: early.extend(watcher_pids(s.pid)) or early,
+                       what="the first Stop's watcher, still in its delay")
+            mockapi.set_script([bash("sleep 6", "a long tool call"), text("after the long call")])
+            t_prompt = time.monotonic()
+            assert not armed(urgent)  # no claim yet for the prompt to end
+            s.send("a long one")
+            assert s.read_result(timeout=60).get("result") == "after the long call"
+            turn_end = time.monotonic()
+            wait_until(lambda: armed(urgent), what="the long turn's own watcher")
+            s.close()
+    finally:
+        sampler.stop()
+    assert turn_end - t_prompt >= 6, "the long turn was not long"
+    first = early[0]  # the first Stop's watcher, seen before the prompt
+    assert first in sampler.seen, (first, sampler.seen)
+    f0, f1 = sampler.seen[first]
+    assert f1 - f0 < delay + STARTUP + 0.5, (first, sampler.seen, t_prompt, turn_end)
