@@ -16,11 +16,14 @@ from git_korus_mail import clients
 
 TYPE_CHECKING = False  # mypy reads the block below; at run time typing is never imported (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
     from git_korus_mail.clients.interface import HookProtocol
 
 MAX_STDIN = 4 * 1024 * 1024
+# the stub's name for this launch's fast-path stamp, handed to this one run (hooks/hook.sh; read
+# by clients/codex/protocol.fast_key_of, written under by core/drain_fast.py)
+FAST_KEY_ENV = "KORUS_MAIL_FAST_KEY"
 
 
 USAGE_LINE = "usage: git korus-mail drain [--client=<name>] [--repo=<path>] [--watch]"
@@ -62,9 +65,24 @@ def main(argv: "Sequence[str]") -> int:
     return serve(clients.hook_protocol(client), repo)
 
 
+def own_environ() -> "Mapping[str, str]":
+    """The environment this run reads its facts from: the process's own, and the stub's key.
+    The key is taken out of os.environ, so no process the drain starts inherits it (`git config`
+    at retention, a relay a remote answer starts, which lives on for days): a hook event nested
+    in one would take this launch's key for its own, and a stamp is this run's to write alone
+    (docs/HOOKS.md, "Codex's key: the payload's head")."""
+    key = os.environ.pop(FAST_KEY_ENV, None)  # an unsetenv: gone from every child's environment
+    if key is None:
+        return os.environ
+    env = dict(os.environ)
+    env[FAST_KEY_ENV] = key
+    return env
+
+
 def serve(client: "HookProtocol", repo: "Optional[str]" = None) -> int:
     """Run one hook event for `client` (a hook-protocol module): payload from stdin, answer on
     stdout, display markers after the flush. Returns the exit code (docs/HOOKS.md)."""
+    environ = own_environ()
     data = sys.stdin.buffer.read(MAX_STDIN + 1) if sys.stdin is not None else b""
     try:
         if len(data) > MAX_STDIN:
@@ -84,7 +102,7 @@ def serve(client: "HookProtocol", repo: "Optional[str]" = None) -> int:
         return _pre_edit(client, payload, paths, repo)
     from git_korus_mail.core import drain
     try:
-        outcome = drain.run(client.drain_facts(payload, os.environ), repo_opt=repo)
+        outcome = drain.run(client.drain_facts(payload, environ), repo_opt=repo)
     except Exception as exc:  # noqa: BLE001 - reported to the user below, never swallowed
         import traceback
         traceback.print_exc()

@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass
 
 from git_korus_mail import ui
-from git_korus_mail.commands.mailtext import WIDTH, age, fit, sender, stamp
+from git_korus_mail.commands.mailtext import WIDTH, age, arrival_line, fit, relayed, sender, sent_said, stamp
 from git_korus_mail.commands.text import safe
 from git_korus_mail.core import mailview
 from git_korus_mail.core.render import escape_line
@@ -53,7 +53,13 @@ def message_lines(e: "Entry", here: str, now: float) -> "List[str]":
     # the state in lowercase, as every other command writes one (issue 25: one case)
     first = f"{ident}  {state}" + (f"  {safe(e['kind'])}" if e.get("kind") else "")
     lines = [ui.bold(fit(first))]
-    if "from" in e:
+    if "from" in e and relayed(e):
+        # mail from another clone: its sent time is the sender's clock, so the time it arrived
+        # here, by this one, is said beside it (docs/STORE.md, "Arrivals"); a line each, for room
+        lines.append(fit("  from " + sender(e["from"], here, WIDTH - 7)))
+        lines.append(fit(f"  sent {stamp(e['sent_at'])} by the sender's clock ({sent_said(e['sent_at'], now)})"))
+        lines.append(fit("  " + arrival_line(e, now)))
+    elif "from" in e:
         when = f"  sent {stamp(e['sent_at'])} ({age(e['sent_at'], now)} ago) from "
         lines.append(fit(when + sender(e["from"], here, WIDTH - len(when))))
     elif e.get("unreadable"):

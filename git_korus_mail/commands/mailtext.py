@@ -47,6 +47,35 @@ def age(value: object, now: float) -> str:
         return "?"
 
 
+def relayed(e: "Mapping[str, Any]") -> bool:
+    """Whether a listed message came from another clone: its sender names one (the relay sets
+    `from.clone`), or it has an arrival record here (store/arrivals.py)."""
+    frm = e.get("from") or {}
+    return bool(e.get("arrived_at")) or (isinstance(frm.get("clone"), str) and bool(frm["clone"]))
+
+
+def sent_said(value: object, now: float) -> str:
+    """How long ago a relayed message was sent, said as the sender's clock: another machine's
+    clock may be ahead of this one, and its time then lies in our future."""
+    try:
+        ahead = parse_stamp(value) - now
+    except (ValueError, TypeError):
+        return "?"
+    if ahead >= 1:
+        return f"{human_age(ahead)} ahead of this machine's"
+    return f"{human_age(-ahead)} ago"
+
+
+def arrival_line(e: "Mapping[str, Any]", now: float, here: bool = True) -> str:
+    """`arrived here <stamp> (<age> ago), by this machine's clock` for relayed mail: when it
+    reached this clone (what limits and expiry judge it by; docs/STORE.md, "Arrivals").
+    `here=False` leaves out the leading word, for `read`'s column of field names."""
+    at = e.get("arrived_at")
+    if not at:  # retention keeps a record while its message is queued, and a while after
+        return ("arrival here" if here else "here") + " not recorded (no longer kept)"
+    return ("arrived here " if here else "") + f"{stamp(at)} ({age(at, now)} ago), by this machine's clock"
+
+
 def rel_path(path: object, here: str) -> str:
     """A sender's path as seen from this worktree (`../api`), when that is shorter."""
     if not isinstance(path, str) or not path:

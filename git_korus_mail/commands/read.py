@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from git_korus_mail.commands.mailtext import age, body_lines, sender, stamp
+from git_korus_mail.commands.mailtext import age, arrival_line, body_lines, relayed, sender, sent_said, stamp
 from git_korus_mail.commands.inbox import state_line
 from git_korus_mail.commands.text import safe, wrap
 from git_korus_mail.core import mailview, render
@@ -97,9 +97,18 @@ def lines(e: "Detail", here: str) -> "List[str]":
                 f"         path {safe(e['from'].get('path') or '?')}",
                 f"to       {safe(to.get('path') or '?')}",
                 f"         key {safe(to.get('key') or '?')}",
-                f"kind     {safe(e['kind'])}",
-                f"sent     {safe(e['sent_at'])} ({age(e['sent_at'], now)} ago)",
-                f"expires  {safe(e['expires_at'])}"]
+                f"kind     {safe(e['kind'])}"]
+        if relayed(e):
+            # the sent time (and the id) are the sending machine's clock; the arrival is this
+            # one's, which limits and expiry judge it by (docs/STORE.md, "Arrivals")
+            # the relay set its expiry from that arrival (relay/link.py), so it is this clock's too
+            out += [f"sent     {safe(e['sent_at'])} ({sent_said(e['sent_at'], now)}), by the sender's clock",
+                    f"arrived  {arrival_line(e, now, here=False)}",
+                    f"expires  {safe(e['expires_at'])}, by this machine's clock (its time to live from"
+                    f" its arrival)"]
+        else:
+            out += [f"sent     {safe(e['sent_at'])} ({age(e['sent_at'], now)} ago)",
+                    f"expires  {safe(e['expires_at'])}"]
         if e.get("session_filter"):
             out.append(f"only for session {safe(e['session_filter'])}")
         for k in mailview.OPTIONAL_FIELDS:

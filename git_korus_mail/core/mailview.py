@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, List, Mapping, Optional, Tuple
 
     from git_korus_mail.core.clone import Clone
+    from git_korus_mail.store.arrivals import Arrivals
     from git_korus_mail.store.files import Box, MailRoot
 
     Entry = Dict[str, Any]  # one message as `inbox` and `read` report it (JSON-shaped)
@@ -60,8 +61,19 @@ def _ctime(st: "Optional[os.stat_result]") -> "Optional[str]":
     return utc_stamp(st.st_ctime) if st is not None else None
 
 
-def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) -> "Entry":
-    """One filed message, as the disk says it now. `body`: the whole body too (`read`)."""
+def arrivals_of(box: "Box") -> "Optional[Arrivals]":
+    """The box's arrival records (store/arrivals.py), listed once for a whole listing; None for
+    a box that never received relayed mail (one failed open; the module stays unloaded)."""
+    if not box.has_arrivals():
+        return None
+    from git_korus_mail.store.arrivals import Arrivals
+    return Arrivals(box)
+
+
+def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False,
+             arrived: "Optional[Arrivals]" = None) -> "Entry":
+    """One filed message, as the disk says it now. `body`: the whole body too (`read`).
+    `arrived`: the box's arrival records (arrivals_of), for `arrived_at`."""
     e: Entry = {"id": msg_id, "box": box.name, "box_path": box.recorded_path(), "filed_in": sub,
                 "state": STATE_OF.get(sub, sub)}
     st: Optional[os.stat_result] = None
@@ -80,6 +92,11 @@ def describe(box: "Box", msg_id: str, sub: str, now: float, body: bool = False) 
                   "age_s": int(now - parse_stamp(msg["sent_at"])), "to": msg.get("to"),
                   "session_filter": msg.get("session"), "first_line": _first_line(msg["body"]),
                   "body_chars": len(msg["body"])})
+        # relayed mail: when it arrived here, by this machine's clock; its sent_at and id are the
+        # sender's clock, days off or an outage old (store/arrivals.py). None for local mail, and
+        # for relayed mail whose record retention already removed (never while it is queued)
+        t = arrived.time_of(msg_id) if arrived is not None else None
+        e["arrived_at"] = utc_stamp(t) if t is not None else None
         fields: "Mapping[str, object]" = msg  # the optional ones, by name
         e.update({k: fields[k] for k in OPTIONAL_FIELDS if k in fields})
         if body:
@@ -136,11 +153,12 @@ def entries(box: "Box", now: float, hidden: "Optional[Dict[str, int]]" = None) -
     expired, cancelled) is counted by its state and not read: a listing costs what it shows,
     not what the box keeps of its history (issue 26: 20,000 consumed made `inbox` 24x slower)."""
     out = []
+    arrived = arrivals_of(box)
     for msg_id, sub in _filed(box).items():
         if hidden is not None and sub in DONE_DIRS:
             hidden[STATE_OF[sub]] = hidden.get(STATE_OF[sub], 0) + 1
             continue
-        out.append(describe(box, msg_id, sub, now))
+        out.append(describe(box, msg_id, sub, now, arrived=arrived))
     out.extend(_quarantined(q, box) for q in records.quarantine_entries(box))
     out.sort(key=lambda e: (_when(e), e.get("id") or "", e.get("file") or ""))
     return out
@@ -230,7 +248,7 @@ def detail(found: Found) -> "Dict[str, Any]":
         e = _quarantined(found.quarantined, found.box)
         e["raw"] = records.read_quarantined(found.box, found.quarantined["file"], MAX_FILE_BYTES)
     else:
-        e = describe(found.box, found.msg_id, found.sub, now, body=True)
+        e = describe(found.box, found.msg_id, found.sub, now, body=True, arrived=arrivals_of(found.box))
     e["own_box"] = found.own
     e["as_of"] = utc_stamp(now)
     return e

@@ -6,7 +6,10 @@ in bench/wake.py, not asserted here."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import shutil
 import subprocess
 import time
 import uuid
@@ -162,36 +165,89 @@ def test_terminal_ui_is_woken(urgent, mockapi, runners):  # noqa: F811
         t.kill()
 
 
+STARTUP = 1.0  # s: a watcher that cannot act ends within its Python start
+DELAY_ENV = "KORUS_E2E_WATCH_START_DELAY"  # seconds on every watcher's start: the twenty turns go red
+
+
+class WatcherSampler:
+    """Watcher processes of one Claude Code launch, sampled from /proc every 30 ms in a thread of
+    the test (it only reads /proc): how many at each look, and each one's first and last sighting."""
+
+    def __init__(self) -> None:
+        import threading
+        self.counts: list[int] = []
+        self.seen: dict[int, list[float]] = {}  # pid -> [first, last] sighting
+        self.launch: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            if self.launch:
+                now = time.monotonic()
+                live = watcher_pids(self.launch[0])
+                for pid in live:
+                    self.seen.setdefault(pid, [now, now])[1] = now
+                self.counts.append(len(live))
+            time.sleep(0.03)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def overlaps(self) -> list[tuple[int, list[float], int, list[float]]]:
+        """Pairs of watchers alive at once where neither ended within a Python start: the one
+        that finds the claim held, or a newer turn, must end at once (docs/HOOKS.md, "The
+        wake-up tier")."""
+        out = []
+        for a, (a0, a1) in self.seen.items():
+            for b, (b0, b1) in self.seen.items():
+                if a < b and a0 <= b1 and b0 <= a1 and min(a1 - a0, b1 - b0) >= STARTUP:
+                    out.append((a, self.seen[a], b, self.seen[b]))
+        return out
+
+
+def delay_watcher_start(mail: Mail, seconds: float) -> None:
+    """Put `seconds` on the start of every watcher of `mail`'s worktrees, after its exec into
+    Python: the Stop entry's `<stub> Watch` runs under strace, which delays the return of the
+    helper's execve (-P: only that path's). The process shows in /proc as the watcher all along,
+    as a watcher slowed by a loaded machine does, and arms late."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed: no delay can be put on the watcher's start")
+    probe = subprocess.run(["strace", "-f", "-qq", "-o", "/dev/null", "true"], capture_output=True, timeout=30)
+    if probe.returncode != 0:  # ptrace refused here (a container's seccomp, yama): say so, do not fail
+        pytest.skip(f"strace cannot trace here: {probe.stderr.decode(errors='replace').strip()[:200]}")
+    stub = (mail.root / "hooks" / "claude-hook").read_text()
+    helper = next(shlex.split(line.split("=", 1)[1])[0] for line in stub.splitlines() if line.startswith("helper="))
+    assert os.path.isfile(helper), helper
+    strace = (f"strace -f -qq -o /dev/null -P {shlex.quote(helper)} -e trace=execve "
+              f"-e inject=execve:delay_exit={int(seconds * 1e6)} ")
+    for wt in (mail.clone.main, mail.a, mail.b):
+        path = wt / ".claude" / "settings.local.json"
+        settings = json.loads(path.read_text())
+        entries = [h for g in settings["hooks"]["Stop"] for h in g["hooks"] if h["command"].endswith(" Watch")]
+        assert len(entries) == 1, settings["hooks"]["Stop"]
+        entries[0]["command"] = strace + entries[0]["command"]
+        path.write_text(json.dumps(settings, indent=2))
+
+
 def test_one_watcher_per_launch_over_twenty_turns_and_the_budget_and_no_wake_hold(urgent, mockapi, runners):  # noqa: F811
     """20 turns of a stream-json session: prompts with tool calls, plain prompts and wakes. A
     sampler counts watcher processes all along: never more than one past its start-up. (With the
     stub answering a prompt and a Stop, a turn can end before the last Stop's watcher has even
     started; the next Stop's watcher then starts beside it, and one of the two finds the claim
-    held, or a newer turn, and ends at once: docs/HOOKS.md, "The wake-up tier".)"""
+    held, or a newer turn, and ends at once: docs/HOOKS.md, "The wake-up tier".) With
+    KORUS_E2E_WATCH_START_DELAY=3 every watcher starts 3 s late and this test goes red (the next
+    test holds that the check sees it)."""
+    if os.environ.get(DELAY_ENV):
+        delay_watcher_start(urgent, float(os.environ[DELAY_ENV]))
     acct = runners()
-    counts: list[int] = []
-    seen: dict[int, list[float]] = {}  # pid -> [first, last] sighting
-    STARTUP = 1.0  # s: a watcher that cannot act ends within its Python start
-    import threading
-    stop = threading.Event()
-
-    launch: list[int] = []
-
-    def sample():
-        while not stop.is_set():
-            if launch:
-                now = time.monotonic()
-                live = watcher_pids(launch[0])
-                for pid in live:
-                    seen.setdefault(pid, [now, now])[1] = now
-                counts.append(len(live))
-            time.sleep(0.03)
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler = WatcherSampler()
     wakes = 0
     try:
         with acct.stream(cwd=urgent.b) as s:
-            launch.append(s.pid)  # the claude process: the watchers' CLAUDE_PID
+            sampler.launch.append(s.pid)  # the claude process: the watchers' CLAUDE_PID
             for turn in range(20):
                 kind = ("tool", "prompt", "wake")[turn % 3] if wakes < 6 else ("tool", "prompt")[turn % 2]
                 if kind == "wake":
@@ -226,12 +282,67 @@ def test_one_watcher_per_launch_over_twenty_turns_and_the_budget_and_no_wake_hol
         told = [t for ev, t in user_notices(acct, sid) if "wake budget spent" in (t or "")]
         assert told and "did not wake this session" in told[0], user_notices(acct, sid)
     finally:
-        stop.set()
-        sampler.join(5)
+        sampler.stop()
     # two at once only while one of them ends at once (it found the claim held or a newer turn)
-    for a, (a0, a1) in seen.items():
-        for b, (b0, b1) in seen.items():
-            if a < b and a0 <= b1 and b0 <= a1:
-                assert min(a1 - a0, b1 - b0) < STARTUP, (a, seen[a], b, seen[b])
-    assert counts and max(counts) <= 2, counts
-    assert sum(1 for c in counts if c == 1) > 10  # the sampler did see watchers
+    assert not sampler.overlaps(), sampler.overlaps()
+    assert sampler.counts and max(sampler.counts) <= 2, sampler.counts
+    assert sum(1 for c in sampler.counts if c == 1) > 10  # the sampler did see watchers
+
+
+def test_the_overlap_check_sees_watchers_whose_start_is_delayed(urgent, mockapi, runners):  # noqa: F811
+    """The twenty-turn test's check can fail, and deterministically: with 3 s put on every
+    watcher's start (strace, after the exec: delay_watcher_start), a turn ends before its Stop's
+    watcher has armed, the next Stop's watcher starts beside it, and both live past a Python
+    start. Six quick turns; the same sampler and check must report the overlap every time."""
+    delay_watcher_start(urgent, 3.0)
+    acct = runners()
+    sampler = WatcherSampler()
+    try:
+        with acct.stream(cwd=urgent.b) as s:
+            sampler.launch.append(s.pid)
+            for turn in range(6):
+                mockapi.set_script([text(f"turn {turn}")])
+                s.send(f"turn {turn}")
+                s.read_result(timeout=30)
+            wait_until(lambda: armed(urgent), what="a watcher, armed 3 s late")
+            s.close()
+    finally:
+        sampler.stop()
+    assert sampler.overlaps(), (sampler.seen, sampler.counts)
+    assert max(sampler.counts) >= 2, sampler.counts
+
+
+def test_a_watcher_that_arms_while_its_session_works_again_ends_at_once(urgent, mockapi, runners):  # noqa: F811
+    """The race docs/HOOKS.md names ("The wake-up tier"), made certain: a Stop's watcher is 2 s
+    late (delay_watcher_start), the next prompt comes before it has a claim to end, and that
+    turn runs a 6 s tool call. The late watcher arms while the session works, sees that it has
+    worked since the watcher's start (core/wake.py, `_superseded`), and ends without waking:
+    gone within its delay and a Python start, long before that turn's Stop."""
+    delay = 2.0
+    delay_watcher_start(urgent, delay)
+    acct = runners()
+    sampler = WatcherSampler()
+    try:
+        with acct.stream(cwd=urgent.b) as s:
+            sampler.launch.append(s.pid)
+            mockapi.set_script([text("first")])
+            s.send("hello")
+            s.read_result(timeout=30)  # its Stop starts the late watcher (async: it may come after the result)
+            early: list[int] = []
+            wait_until(lambda: early.extend(watcher_pids(s.pid)) or early,
+                       what="the first Stop's watcher, still in its delay")
+            mockapi.set_script([bash("sleep 6", "a long tool call"), text("after the long call")])
+            t_prompt = time.monotonic()
+            assert not armed(urgent)  # no claim yet for the prompt to end
+            s.send("a long one")
+            assert s.read_result(timeout=60).get("result") == "after the long call"
+            turn_end = time.monotonic()
+            wait_until(lambda: armed(urgent), what="the long turn's own watcher")
+            s.close()
+    finally:
+        sampler.stop()
+    assert turn_end - t_prompt >= 6, "the long turn was not long"
+    first = early[0]  # the first Stop's watcher, seen before the prompt
+    assert first in sampler.seen, (first, sampler.seen)
+    f0, f1 = sampler.seen[first]
+    assert f1 - f0 < delay + STARTUP + 0.5, (first, sampler.seen, t_prompt, turn_end)

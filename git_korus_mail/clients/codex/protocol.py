@@ -97,7 +97,9 @@ def fast_key_of(payload: Payload, environ: "Mapping[str, str]") -> "Optional[str
     fast-path stamp up by, `<session id>@<the stub's parent pid>`, which it hands the drain as
     KORUS_MAIL_FAST_KEY: the session read from the payload's head, the launch its parent. None
     unless it names this payload's session. Whether that pid is the launch the drain proves is
-    judged where the stamp is written (core/drain_fast.py): a stamp is only ever written for it."""
+    judged where the stamp is written (core/drain_fast.py): a stamp is only ever written for it.
+    `environ` is the drain's copy: the process's own has lost the key (commands/drain.own_environ),
+    so no process the drain starts inherits it."""
     key = environ.get("KORUS_MAIL_FAST_KEY") or ""
     session, _at, pid = key.rpartition("@")
     if not session or session != payload.session or not pid.isdigit():
