@@ -24,11 +24,15 @@ class KV:
     """The bucket: `entries` readable, `failing` time out, `deleted` are delete markers (a
     `remote remove`), `behind` answer "not found" as a replica that has not got them yet does."""
 
-    def __init__(self, entries, failing=(), deleted=(), behind=()):
+    def __init__(self, entries, failing=(), deleted=(), behind=(), refused=()):
         self.entries, self.failing = dict(entries), set(failing)
         self.deleted, self.behind = set(deleted), set(behind)
+        self.refused, self.puts = set(refused), []   # `refused`: puts the permissions refuse (no answer)
 
     async def put(self, key, value):
+        self.puts.append(key)
+        if key in self.refused:
+            raise asyncio.TimeoutError
         self.entries[key] = value
 
     async def get(self, key):
@@ -43,7 +47,7 @@ class KV:
 
 
 class JS:
-    """The bucket's stream, as the relay lists its keys (relay/server.clone_keys): every subject,
+    """The bucket's stream, as the relay lists its keys (relay/server.directory_keys): every subject,
     a delete marker's too."""
 
     def __init__(self, kv, listed=True):
@@ -53,8 +57,9 @@ class JS:
         if not self.listed:
             return SimpleNamespace(state=SimpleNamespace(subjects=None))  # not even our own entry
         keys = set(self.kv.entries) | self.kv.deleted | self.kv.behind
-        prefix = subjects_filter[:-len("clone.>")]
-        subjects = {prefix + k: 1 for k in keys if k.startswith("clone.")}
+        head = subjects_filter[:-1]            # `$KV.<bucket>.dir.` or `$KV.<bucket>.clone.`
+        prefix = head[:head.rindex(".", 0, -1) + 1]
+        subjects = {prefix + k: 1 for k in keys if (prefix + k).startswith(head)}
         return SimpleNamespace(state=SimpleNamespace(subjects=subjects or None))
 
 
@@ -100,9 +105,9 @@ def test_the_core_hands_the_relay_the_clones_worktrees_and_retention_asked_each_
     assert facts.sessions() == []                               # no hook has named a session here
     kv = KV({})
     asyncio.run(relay_with(common, kv).publish_directory())
-    mine = json.loads(kv.entries["clone.aaaaaaaaaaaa"])
+    mine = json.loads(kv.entries["dir.laptop"])
     assert mine["label"] == "laptop" and sorted(mine["worktrees"], key=lambda w: w["path"]) == want
-    assert mine["sessions"] == []
+    assert mine["sessions"] == [] and mine["clone"] == "aaaaaaaaaaaa"
 
 
 def test_a_deleted_entry_goes_and_one_a_replica_has_not_got_yet_stays(tmp_path):
@@ -139,3 +144,60 @@ def test_an_entry_that_claims_a_label_another_clone_holds_is_refused(tmp_path):
     asyncio.run(relay_with(common, kv).publish_directory())
     peers = local.load_peers(common)
     assert VM in peers and "cccccccccccc" not in peers
+
+
+def test_the_entry_is_keyed_by_the_label_and_the_older_key_kept_until_refused(tmp_path):
+    """The entry goes under `dir.<label>`, the key only this clone's user may write (README,
+    "Several machines"); while the server allows it, the older `clone.<id>` too, for relays not
+    yet moved, which read only that. Once the server refuses it, it is never tried again."""
+    _repo, common = make_clone(tmp_path)
+    kv = KV({})
+    relay = relay_with(common, kv)
+    asyncio.run(relay.publish_directory())
+    assert kv.puts == ["dir.laptop", "clone.aaaaaaaaaaaa"]
+    assert json.loads(kv.entries["clone.aaaaaaaaaaaa"]) == json.loads(kv.entries["dir.laptop"])
+    kv = KV({}, refused={"clone.aaaaaaaaaaaa"})
+    relay = relay_with(common, kv)
+    for _ in range(3):
+        asyncio.run(relay.publish_directory())
+    assert kv.puts == ["dir.laptop", "clone.aaaaaaaaaaaa", "dir.laptop", "dir.laptop"]
+    assert "clone.aaaaaaaaaaaa" not in kv.entries
+
+
+def test_a_clone_with_a_label_keyed_entry_is_read_from_it_alone(tmp_path):
+    """`dir.vm` names its clone inside, and its label is its key. What stands under the vm's
+    older key (any clone's user could put it, or it is frozen from before the move) changes
+    nothing; an older entry of a clone not yet moved is still read (the migration)."""
+    _repo, common = make_clone(tmp_path)
+    rewritten = b'{"label": "vm", "worktrees": [{"name": "web", "path": "/spy/web", "key": "web-x"}]}'
+    kv = KV({"dir.vm": json.dumps({"label": "vm", "clone": VM, "worktrees": [
+                 {"name": "web", "path": "/far/web", "key": "web-0123456789abcdef01234567"}]}).encode(),
+             f"clone.{VM}": rewritten, "label.vm": VM.encode(),
+             "clone.cccccccccccc": b'{"label": "desk", "worktrees": []}', "label.desk": b"cccccccccccc"})
+    asyncio.run(relay_with(common, kv).publish_directory())
+    peers = local.load_peers(common)
+    assert [w["path"] for w in peers[VM]["worktrees"]] == ["/far/web"]     # never /spy/web
+    assert peers[VM]["label"] == "vm" and peers["cccccccccccc"]["label"] == "desk"
+    assert sorted(peers) == ["aaaaaaaaaaaa", VM, "cccccccccccc"]
+
+
+def test_a_label_keyed_entry_must_name_the_clone_its_label_claim_names(tmp_path):
+    """`dir.desk` is desk's own user's to write, but the clone it names must be the one
+    `label.desk` names: an entry that names the vm's id (to take the vm's place in `who`, or its
+    mail's subject) is refused and journaled once; the vm's own entry stands. An entry that
+    cannot be read now keeps the clone known with that label."""
+    _repo, common = make_clone(tmp_path)
+    kv = KV({"dir.vm": json.dumps({"clone": VM, "worktrees": []}).encode(), "label.vm": VM.encode(),
+             "dir.desk": json.dumps({"clone": VM, "label": "vm", "worktrees": []}).encode(),
+             "label.desk": b"cccccccccccc"})
+    relay = relay_with(common, kv)
+    for _ in range(2):
+        asyncio.run(relay.publish_directory())
+    peers = local.load_peers(common)
+    assert peers[VM]["label"] == "vm" and "cccccccccccc" not in peers
+    journal = (Path(common) / "mail" / "journal.jsonl").read_text()
+    assert journal.count(f"directory entry {VM} claims label 'desk', which clone cccccccccccc holds") == 1, journal
+    kv = KV({"dir.vm": b"{}", "dir.aaa": b"{}", "label.vm": VM.encode()}, failing={"dir.vm"})
+    asyncio.run(relay_with(common, kv).publish_directory())
+    assert local.load_peers(common)[VM] == peers[VM]
+    assert sorted(local.load_peers(common)) == ["aaaaaaaaaaaa", VM]
