@@ -238,17 +238,102 @@ def test_a_clone_cannot_delete_read_or_make_anothers_consumer(world):
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 15), w.vm.state()
     # the journal line follows the inbox's file (relay.deliver): waited for
     assert wait_for(lambda: received_counts(w.vm) == {msg_id: 1}, 10), received_counts(w.vm)
-    # a directory entry any clone may put, under an id of its choosing, claiming the vm's label:
-    # mail for vm:web would go to a subject the laptop's consumer could filter on. Refused.
+    # a directory entry under the older key, an id of its choosing, claiming the vm's label: mail
+    # for vm:web would go to a subject the laptop's consumer could filter on. The README's
+    # permissions refuse the key; a server still on the older ones (granted here) takes it, and
+    # every relay refuses the entry.
     forged = json.dumps({"label": "vm", "worktrees": w.vm.peers()[vm_clone]["worktrees"], "sessions": [],
                          "updated": 0}).encode()
-    stored, _ = as_user(w, "laptop", lambda nc, js: js.publish(f"$KV.korus-{ns}.clone.{'d' * 12}", forged))
-    assert stored.seq, stored
+    stored, errors = as_user(w, "laptop", lambda nc, js: js.publish(f"$KV.korus-{ns}.clone.{'d' * 12}", forged))
+    assert stored == "TimeoutError" and any(f'"$kv.korus-{ns}.clone.{"d" * 12}"' in e for e in errors), (stored, errors)
+    w.server.grant("laptop", ["$KV.*.clone.*"])
+    assert wait_for(lambda: not isinstance(as_user(w, "laptop", lambda nc, js: js.publish(
+        f"$KV.korus-{ns}.clone.{'d' * 12}", forged))[0], str), 15), "the grant was never loaded"
     journal = w.vm.mail / "journal.jsonl"
     assert wait_for(lambda: f"directory entry {'d' * 12} claims label 'vm'" in journal.read_text(), 10)
     assert "d" * 12 not in w.vm.peers() and "d" * 12 not in w.laptop.peers()
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
+
+
+# -- each clone's directory entry is its own (README "Several machines"; docs/RELAY.md, "Trust") --
+def test_a_clone_cannot_put_delete_or_purge_anothers_directory_entry(world):
+    """With the laptop's credentials, the vm's entry (`dir.vm`: its worktrees and sessions, which
+    `who`, `list`, `vm:<worktree>` and `@<session>` read) cannot be put, deleted or purged, by the
+    KV API or by the stream's (a purge of its subject, a message deleted by sequence), nor
+    rewritten under its older key. The control: the laptop writes its own. Then, across, `who`,
+    `list`, `vm:web` and `@reviewer` still reach the vm; and a server still on the older
+    permissions (`$KV.*.clone.*` granted) lets the laptop rewrite `clone.<vm's id>`, which
+    changes nothing: the vm is read from `dir.vm` alone."""
+    from test_relay import words
+    from test_who import S1, FakeClaude
+    w = world
+    join(w)
+    ns, vm_clone = conf_of(w.vm)["namespace"], conf_of(w.vm)["clone"]
+    bucket, web = f"korus-{ns}", os.path.realpath(w.vm.web)
+    reviewer = FakeClaude(w.base / "vm-claude")
+    try:
+        reviewer.register(S1, w.vm.web, "reviewer")
+        reviewer.hook("SessionStart", w.vm.web, S1)  # its name reaches vm's entry
+        assert wait_for(lambda: any(s.get("name") == "reviewer" for p in w.laptop.peers().values()
+                                    for s in p.get("sessions") or ()), 15), w.laptop.peers()
+        spy = json.dumps({"label": "vm", "clone": conf_of(w.laptop)["clone"], "sessions": [], "updated": 0,
+                          "worktrees": [{"name": "web", "path": "/spy/web", "key": w.vm.box(w.vm.web).name}]}).encode()
+
+        async def at_the_vms_entry(nc, js):
+            kv = await js.key_value(bucket)
+            seq = (await kv.get("dir.vm")).revision
+            return await asyncio.gather(
+                kv.put("dir.vm", spy), kv.create("dir.vm", spy), kv.delete("dir.vm"), kv.purge("dir.vm"),
+                kv.put(f"clone.{vm_clone}", spy), js.purge_stream(f"KV_{bucket}", subject=f"$KV.{bucket}.dir.vm"),
+                js.delete_msg(f"KV_{bucket}", seq), return_exceptions=True)
+        results, errors = as_user(w, "laptop", at_the_vms_entry)
+        assert all(isinstance(r, Exception) for r in results), results
+        entry = f'violation for publish to "$kv.{bucket}.dir.vm"'
+        assert sum(e.count(entry) for e in errors) >= 4, errors   # put, create, delete, purge
+        for subject in (f"$kv.{bucket}.clone.{vm_clone}", f"$js.api.stream.purge.kv_{bucket}",
+                        f"$js.api.stream.msg.delete.kv_{bucket}"):
+            assert any(f'violation for publish to "{subject}"' in e for e in errors), (subject, errors)
+        # the control: its own entry the laptop's user may write (its relay does, every second)
+        own, _ = as_user(w, "laptop", lambda nc, js: js.publish(f"$KV.{bucket}.dir.laptop",
+                                                                 json.dumps(w.laptop.peers()[conf_of(w.laptop)["clone"]]).encode()))
+        assert own.seq, own
+
+        async def the_vms_entry(_nc, js):
+            return json.loads((await (await js.key_value(bucket)).get("dir.vm")).value)
+        kept = as_user(w, "admin", the_vms_entry)[0]
+        assert kept["clone"] == vm_clone and web in [t["path"] for t in kept["worktrees"]], kept
+        # across, everything still reaches the vm
+        who = words(w.laptop.cli("who", check=True).stdout)
+        assert "vm: another clone, as its relay said" in who and f"reviewer {S1}" in who and "in vm:web" in who, who
+        listed = words(w.laptop.cli("list", check=True).stdout)
+        assert f"vm:web {web}" in listed, listed
+        by_path = w.laptop.cli("send", "--to", "vm:web", "--", "by label", cwd=w.laptop.web, check=True).stdout.split()[1]
+        by_name = w.laptop.cli("send", "--to", "@reviewer", "--", "by name", cwd=w.laptop.web, check=True).stdout.split()[1]
+        assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == sorted([by_path, by_name]), 15), w.vm.state()
+        # a server still on the older permissions: the vm's older key rewritten, to no effect
+        w.server.grant("laptop", ["$KV.*.clone.*"])
+        assert wait_for(lambda: not isinstance(as_user(w, "laptop", lambda nc, js: js.publish(
+            f"$KV.{bucket}.clone.{vm_clone}", spy))[0], str), 15), "the grant was never loaded"
+        rev = w.laptop.peers()[vm_clone]["rev"]
+        assert wait_for(lambda: w.laptop.peers()[vm_clone]["rev"] > rev + 1, 10)  # read again since
+        for m in (w.laptop, w.vm):
+            assert web in [t["path"] for t in m.peers()[vm_clone]["worktrees"]], m.peers()
+        assert all(t["path"] != "/spy/web" for p in w.laptop.peers().values() for t in p.get("worktrees") or ())
+        w.server.grant("laptop", [])
+    finally:
+        reviewer.sigkill()
+    # the launch's wake watcher holds its life lock until it sees its launch gone
+    assert wait_for(lambda: _holds(w), 10)
+
+
+def _holds(w):
+    try:
+        for m in (w.laptop, w.vm):
+            invariants.check(m.mail)
+        return True
+    except AssertionError:
+        return False
 
 
 # -- a clone an older relay set up: its consumer moved to its label ------------------------------
@@ -416,7 +501,8 @@ def test_every_relay_feature_works_under_the_narrowed_permissions(world):
         return sorted([c.name for c in await js.consumers_info(f"KORUS-{ns}")]), sorted(keys)
     names_left, keys = as_user(w, "admin", left)[0]
     assert names_left == ["relay-laptop"] and f"clone.{clone}" not in keys and "label.vm" not in keys, keys
-    assert "label.laptop" in keys   # the control: the other clone's stay
+    assert "dir.vm" not in keys
+    assert "label.laptop" in keys and "dir.laptop" in keys   # the control: the other clone's stay
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
 
