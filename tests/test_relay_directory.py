@@ -201,3 +201,26 @@ def test_a_label_keyed_entry_must_name_the_clone_its_label_claim_names(tmp_path)
     asyncio.run(relay_with(common, kv).publish_directory())
     assert local.load_peers(common)[VM] == peers[VM]
     assert sorted(local.load_peers(common)) == ["aaaaaaaaaaaa", VM]
+
+
+def test_a_label_that_claims_another_clones_id_does_not_take_its_place(tmp_path):
+    """A label's user may write both `label.desk` and `dir.desk`, so it can make both name the
+    vm's id. Two entries then name one clone: the label this relay knew it by wins (the vm stays
+    the vm, `vm:web` still resolves), and the other is journaled once. With neither label known
+    for that id, neither is taken (a send to either is refused rather than misrouted)."""
+    _repo, common = make_clone(tmp_path)
+    vm = json.dumps({"clone": VM, "worktrees": [{"name": "web", "path": "/far/web", "key": "web-1"}]}).encode()
+    usurper = json.dumps({"clone": VM, "worktrees": [{"name": "web", "path": "/spy/web", "key": "web-2"}]}).encode()
+    kv = KV({"dir.vm": vm, "label.vm": VM.encode(), "dir.desk": usurper, "label.desk": VM.encode()})
+    relay = relay_with(common, kv)
+    for _ in range(2):
+        asyncio.run(relay.publish_directory())
+    peers = local.load_peers(common)
+    assert peers[VM]["label"] == "vm" and peers[VM]["worktrees"][0]["path"] == "/far/web", peers
+    journal = (Path(common) / "mail" / "journal.jsonl").read_text()
+    assert journal.count(f"directory entries of 'desk' and 'vm' both name clone {VM}: kept 'vm'") == 1, journal
+    local.save_peers(common, {})   # a relay that never knew the vm
+    asyncio.run(relay_with(common, kv).publish_directory())
+    assert VM not in local.load_peers(common)
+    journal = (Path(common) / "mail" / "journal.jsonl").read_text()
+    assert f"both name clone {VM}: neither taken" in journal, journal

@@ -358,15 +358,16 @@ class Relay:
         if not keys:
             return  # not even our own entry, put just now: nothing here to trust over what is known
         peers: "Dict[str, Any]" = {}
+        contested: "set[str]" = set()   # clones two labels claim, neither of them the one known
         # the entries keyed by label first: a clone that has one is read from it alone, and what
         # stands under its older key (`clone.<id>`, which any clone's user could put) is ignored
         for k in keys:
             label = names.label_of_directory_key(k)
             if label is not None:
-                await self.read_entry(k, label, known, peers)
+                await self.read_entry(k, label, known, peers, contested)
         for k in keys:
             if k.startswith("clone."):
-                await self.read_entry(k, None, known, peers)
+                await self.read_entry(k, None, known, peers, contested)
         local.save_peers(self.common_dir, peers)
         if self.legacy_writes:
             # for older relays, which read only `clone.<id>` entries, while the server allows it
@@ -379,12 +380,12 @@ class Relay:
             self.pending = None
 
     async def read_entry(self, key: str, label: "Optional[str]", known: "Dict[str, Any]",
-                         peers: "Dict[str, Any]") -> None:
+                         peers: "Dict[str, Any]", contested: "set[str]") -> None:
         """One directory entry into `peers` (by clone id): `dir.<label>` (label given) names its
         clone inside; an older `clone.<id>` names it in its key and counts only for a clone with
         no `dir.` entry. Either is taken only when `label.<label>` names that clone (owns_label)."""
         clone = None if label is not None else key[len("clone."):]
-        if clone is not None and clone in peers:
+        if clone is not None and (clone in peers or clone in contested):
             return  # this clone's own `dir.` entry was read: the older key says nothing more
         try:
             entry = await self.kv.get(key)
@@ -393,10 +394,16 @@ class Relay:
                 return
             if label is not None:
                 clone, peer["label"] = str(peer.get("clone") or ""), label
-                if not clone or clone in peers:
-                    return  # no clone named, or a second entry claiming one read already
-            assert clone is not None  # for mypy: from the key or the entry
+            if not clone or clone in contested:
+                return
             if await self.owns_label(clone, peer, known):
+                if label is not None and clone in peers:
+                    verdict = self.one_label(clone, peers, label, known)
+                    if verdict == "drop":
+                        del peers[clone]
+                        contested.add(clone)
+                    if verdict != "take":
+                        return
                 # when this clone first saw this revision, by its own clock: the others'
                 # waits count only while their entries are renewed (relay/asking.py cycle_across)
                 peer.update(asking.seen_at(getattr(entry, "revision", None), known.get(clone), time.time()))
@@ -407,6 +414,20 @@ class Relay:
             self.keep_known(key, label, clone, known, peers)  # a replica behind has not got it yet
         except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
             self.keep_known(key, label, clone, known, peers)
+
+    def one_label(self, clone: str, peers: "Dict[str, Any]", label: str, known: "Dict[str, Any]") -> str:
+        """Two `dir.` entries name one clone, each with a label claim naming it (a label's user
+        may write both its own: it can claim another clone's id, to take that clone's place in
+        the directory). The label this relay knew that clone by wins (its own: its config's);
+        with neither known, both are dropped: "take" `label`'s entry, "keep" the one read, or
+        "drop" both. Journaled once."""
+        held = str(peers[clone].get("label"))
+        rightful = self.conf["label"] if clone == self.conf["clone"] else (known.get(clone) or {}).get("label")
+        if f"{clone} twice" not in self.refused_entries:
+            self.refused_entries.add(f"{clone} twice")
+            self.root.journal("relay-refused", why=f"directory entries of {held[:40]!r} and {label[:40]!r} both name "
+                                                   f"clone {clone[:16]}: {'kept ' + repr(rightful) if rightful in (held, label) else 'neither taken'}")
+        return "take" if rightful == label else "keep" if rightful == held else "drop"
 
     @staticmethod
     def keep_known(key: str, label: "Optional[str]", clone: "Optional[str]", known: "Dict[str, Any]",
