@@ -93,6 +93,21 @@ def test_the_readme_server_config_lets_each_clone_in_as_itself_only(tmp_path):
                 await nc.close()
         deleted, spy = asyncio.run(at_the_vm())
         assert any(f'"$js.api.consumer.delete.korus-{ns}.relay-vm"' in e for e in errors), errors
+        # nor rewrite, delete or purge the vm's directory entry (its own relay writes it: the vm is known)
+        errors.clear()
+
+        async def at_the_vms_entry():
+            async def on_error(exc):
+                errors.append(str(exc).lower())
+            nc = await nats.connect(url, user="laptop", password=secrets["laptop"], error_cb=on_error)
+            kv = await nc.jetstream(timeout=1).key_value(f"korus-{ns}")
+            try:
+                return await asyncio.gather(kv.put("dir.vm", b"{}"), kv.delete("dir.vm"), kv.purge("dir.vm"),
+                                            return_exceptions=True)
+            finally:
+                await nc.close()
+        assert all(isinstance(r, Exception) for r in asyncio.run(at_the_vms_entry()))
+        assert sum(e.count(f'"$kv.korus-{ns}.dir.vm"') for e in errors) == 3, errors
         assert isinstance(spy, Exception) and "maximum number of streams" in str(spy).lower(), spy
         again = laptop.cli("send", "--to", "vm:web", "--", "still delivered", cwd=laptop.web, check=True).stdout.split()[1]
         assert wait_for(lambda: vm.ids(vm.web, "inbox") == sorted([msg_id, again]), 15), vm.state()
