@@ -542,3 +542,53 @@ def test_a_consumer_its_label_left_on_another_clones_filter_is_set_to_this_clone
         for m in (laptop, vm):
             m.stop_relay(signal.SIGKILL)
         server.stop()
+
+
+def test_mid_migration_an_older_relays_entry_is_read_and_the_new_relays_keep_theirs_for_it(tmp_path):
+    """A server still on the older permissions, a clone not yet moved: an older relay puts and
+    reads only `clone.<id>` (no `dir.` entry, no `clone` field). The new relay reads it (the vm's
+    worktrees as the older entry says, and mail to vm:web goes), and keeps its own older key
+    current, so an older relay still sees it. `remote remove` deletes both of its keys."""
+    server = Server(tmp_path)
+    server.start()
+    origin = make_origin(tmp_path)
+    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
+    try:
+        for m in (laptop, vm):
+            m.cli("remote", "add", server.url, "--label", m.name, check=True)
+        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
+        ns, vm_clone, laptop_clone = conf_of(vm)["namespace"], conf_of(vm)["clone"], conf_of(laptop)["clone"]
+        bucket = f"korus-{ns}"
+        vm.stop_relay(signal.SIGTERM)
+
+        async def as_an_older_relay_left_it(_nc, js):
+            kv = await js.key_value(bucket)
+            entry = json.loads((await kv.get("dir.vm")).value)
+            del entry["clone"]
+            entry["worktrees"].append({"name": "old", "path": "/older/old", "key": "old-0123456789abcdef0123"})
+            await kv.delete("dir.vm")
+            await kv.put(f"clone.{vm_clone}", json.dumps(entry).encode())
+            return json.loads((await kv.get(f"clone.{laptop_clone}")).value)
+        theirs = with_js(server.url, as_an_older_relay_left_it)
+        assert theirs["label"] == "laptop" and theirs["clone"] == laptop_clone, theirs   # kept for older relays
+        assert wait_for(lambda: "/older/old" in [t["path"] for t in (laptop.peers().get(vm_clone) or {}).get(
+            "worktrees", ())], 10), laptop.peers()
+        msg_id = laptop.cli("send", "--to", "vm:web", "--", "to a clone not yet moved", cwd=laptop.web,
+                            check=True).stdout.split()[1]
+        assert wait_for(lambda: laptop.outbox() == [] and laptop.sent(msg_id), 10)
+        vm.cli("remote", check=True)   # the vm moves: its relay puts dir.vm
+        assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 15), vm.state()
+        assert wait_for(lambda: "/older/old" not in [t["path"] for t in laptop.peers()[vm_clone]["worktrees"]], 10)
+        laptop.cli("remote", "remove", check=True)
+
+        async def keys(_nc, js):
+            return sorted(await (await js.key_value(bucket)).keys())
+        left = with_js(server.url, keys)
+        assert "dir.laptop" not in left and f"clone.{laptop_clone}" not in left and "label.laptop" not in left, left
+        assert "dir.vm" in left and f"clone.{vm_clone}" in left, left   # the control
+        for m in (laptop, vm):
+            invariants.check(m.mail)
+    finally:
+        for m in (laptop, vm):
+            m.stop_relay(signal.SIGKILL)
+        server.stop()
