@@ -224,3 +224,19 @@ def test_a_label_that_claims_another_clones_id_does_not_take_its_place(tmp_path)
     assert VM not in local.load_peers(common)
     journal = (Path(common) / "mail" / "journal.jsonl").read_text()
     assert f"both name clone {VM}: neither taken" in journal, journal
+
+
+def test_a_server_that_refuses_the_label_keyed_entry_still_carries_the_clone_under_the_older_key(tmp_path):
+    """The relay moved before the team's config allows `dir.<label>`: its entry goes under the
+    older key every round (which every relay still reads for a clone with no `dir.` entry, so
+    this clone stays in the others' directories), and the journal says, once, what to allow."""
+    _repo, common = make_clone(tmp_path)
+    kv = KV({}, refused={"dir.laptop"})
+    relay = relay_with(common, kv)
+    for _ in range(2):
+        asyncio.run(relay.publish_directory())
+    assert kv.puts == ["dir.laptop", "clone.aaaaaaaaaaaa"] * 2
+    assert json.loads(kv.entries["clone.aaaaaaaaaaaa"])["label"] == "laptop"
+    assert "aaaaaaaaaaaa" in local.load_peers(common)
+    journal = (Path(common) / "mail" / "journal.jsonl").read_text()
+    assert journal.count("this clone's entry went under its older key; allow $KV.*.dir.laptop") == 1, journal

@@ -30,9 +30,8 @@ from nats.js.errors import KeyNotFoundError
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import asking, decisions, directory, local, names, returns
-from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, connect, put_legacy_entry,
-                                         directory_keys, ensure_bucket,
-                                         ensure_stream, refused)
+from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, connect, directory_keys, ensure_bucket,
+                                         ensure_stream, put_legacy_entry, refused)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -349,7 +348,21 @@ class Relay:
               "sessions": self.sessions(), "updated": time.time()}
         me["waits"] = asking.published_waits(self.root, self.conf["clone"])  # the cycle check across clones
         # keyed by the label, which only this clone's user may write (docs/RELAY.md, "Trust")
-        await self.kv.put(names.directory_key(self.conf["label"]), json.dumps(me).encode())
+        older_put = False
+        try:
+            await self.kv.put(names.directory_key(self.conf["label"]), json.dumps(me).encode())
+        except (NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
+            # a server whose config predates `dir.<label>`: the older key still carries this clone
+            # to the others (read for a clone with no `dir.` entry), and the journal says what to add
+            older_put = self.legacy_writes and await put_legacy_entry(self.kv, self.conf["clone"],
+                                                                      json.dumps(me).encode(), 3.0)
+            if not older_put:
+                raise
+            if "dir refused" not in self.refused_entries:
+                self.refused_entries.add("dir refused")
+                self.root.journal("relay-refused", why=f"{refused() or exc or type(exc).__name__}: this clone's entry "
+                                                       f"went under its older key; allow $KV.*.dir.{self.conf['label']} "
+                                                       f"(README, \"Several machines\")")
         # what was known stands for an entry the server could not give now (a leader election, a
         # timeout): a send to that clone is resolved offline from this file, and a server's
         # hiccup must never make it "unknown" (tests/test_relay_cluster.py)
@@ -369,7 +382,7 @@ class Relay:
             if k.startswith("clone."):
                 await self.read_entry(k, None, known, peers, contested)
         local.save_peers(self.common_dir, peers)
-        if self.legacy_writes:
+        if self.legacy_writes and not older_put:
             # for older relays, which read only `clone.<id>` entries, while the server allows it
             # (server.put_legacy_entry); once refused, never again in this process
             self.legacy_writes = await put_legacy_entry(self.kv, self.conf["clone"], json.dumps(me).encode(), 1.0)
