@@ -12,11 +12,13 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from helpers import git
 from test_relay_retention import VM, make_clone
 
 from git_korus_mail.core import keys, relayhost
-from git_korus_mail.relay import local
+from git_korus_mail.relay import local, server
 from git_korus_mail.relay.link import Relay
 
 
@@ -24,14 +26,19 @@ class KV:
     """The bucket: `entries` readable, `failing` time out, `deleted` are delete markers (a
     `remote remove`), `behind` answer "not found" as a replica that has not got them yet does."""
 
-    def __init__(self, entries, failing=(), deleted=(), behind=(), refused=()):
+    def __init__(self, entries, failing=(), deleted=(), behind=(), refused=(), stalled=()):
         self.entries, self.failing = dict(entries), set(failing)
         self.deleted, self.behind = set(deleted), set(behind)
-        self.refused, self.puts = set(refused), []   # `refused`: puts the permissions refuse (no answer)
+        # puts the permissions refuse (no answer; the server's error, as nats-py's callback
+        # hands it to relay/server.connect), and puts that time out (a leader election)
+        self.refused, self.stalled, self.puts = set(refused), set(stalled), []
 
     async def put(self, key, value):
         self.puts.append(key)
         if key in self.refused:
+            server.REFUSED.append(f'publish to "$KV.korus-0123456789abcdef.{key}"')
+            raise asyncio.TimeoutError
+        if key in self.stalled:
             raise asyncio.TimeoutError
         self.entries[key] = value
 
@@ -240,3 +247,9 @@ def test_a_server_that_refuses_the_label_keyed_entry_still_carries_the_clone_und
     assert "aaaaaaaaaaaa" in local.load_peers(common)
     journal = (Path(common) / "mail" / "journal.jsonl").read_text()
     assert journal.count("this clone's entry went under its older key; allow $KV.*.dir.laptop") == 1, journal
+    # a put that only timed out (a leader election) is no refusal: the round fails, as any
+    # other server error, and nothing is said of permissions
+    kv = KV({}, stalled={"dir.laptop"})
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(relay_with(common, kv).publish_directory())
+    assert kv.puts == ["dir.laptop"]

@@ -351,18 +351,19 @@ class Relay:
         older_put = False
         try:
             await self.kv.put(names.directory_key(self.conf["label"]), json.dumps(me).encode())
-        except (NatsTimeout, asyncio.TimeoutError, nats.errors.Error) as exc:
-            # a server whose config predates `dir.<label>`: the older key still carries this clone
-            # to the others (read for a clone with no `dir.` entry), and the journal says what to add
-            older_put = self.legacy_writes and await put_legacy_entry(self.kv, self.conf["clone"],
-                                                                      json.dumps(me).encode(), 3.0)
+        except (NatsTimeout, asyncio.TimeoutError, nats.errors.Error):
+            # refused by a server whose config predates `dir.<label>` (not a timeout: a leader
+            # election): the older key still carries this clone to the others (read for a clone
+            # with no `dir.` entry), and the journal says what to add
+            why = refused()
+            older_put = why is not None and self.legacy_writes and await put_legacy_entry(
+                self.kv, self.conf["clone"], json.dumps(me).encode(), 3.0)
             if not older_put:
                 raise
             if "dir refused" not in self.refused_entries:
                 self.refused_entries.add("dir refused")
-                self.root.journal("relay-refused", why=f"{refused() or exc or type(exc).__name__}: this clone's entry "
-                                                       f"went under its older key; allow $KV.*.dir.{self.conf['label']} "
-                                                       f"(README, \"Several machines\")")
+                self.root.journal("relay-refused", why=f"{why}: this clone's entry went under its older key; "
+                                                       f"allow $KV.*.dir.{self.conf['label']} (README, \"Several machines\")")
         # what was known stands for an entry the server could not give now (a leader election, a
         # timeout): a send to that clone is resolved offline from this file, and a server's
         # hiccup must never make it "unknown" (tests/test_relay_cluster.py)
