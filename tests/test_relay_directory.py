@@ -163,6 +163,11 @@ def test_the_entry_is_keyed_by_the_label_and_the_older_key_kept_until_refused(tm
     asyncio.run(relay.publish_directory())
     assert kv.puts == ["dir.laptop", "clone.aaaaaaaaaaaa"]
     assert json.loads(kv.entries["clone.aaaaaaaaaaaa"]) == json.loads(kv.entries["dir.laptop"])
+    kv = KV({}, stalled={"clone.aaaaaaaaaaaa"})   # a timeout, no refusal: tried again next round
+    relay = relay_with(common, kv)
+    for _ in range(2):
+        asyncio.run(relay.publish_directory())
+    assert kv.puts == ["dir.laptop", "clone.aaaaaaaaaaaa"] * 2
     kv = KV({}, refused={"clone.aaaaaaaaaaaa"})
     relay = relay_with(common, kv)
     for _ in range(3):

@@ -357,7 +357,7 @@ class Relay:
             # with no `dir.` entry), and the journal says what to add
             why = refused()
             older_put = why is not None and self.legacy_writes and await put_legacy_entry(
-                self.kv, self.conf["clone"], json.dumps(me).encode(), 3.0)
+                self.kv, self.conf["clone"], json.dumps(me).encode(), 3.0) is True
             if not older_put:
                 raise
             if "dir refused" not in self.refused_entries:
@@ -386,7 +386,8 @@ class Relay:
         if self.legacy_writes and not older_put:
             # for older relays, which read only `clone.<id>` entries, while the server allows it
             # (server.put_legacy_entry); once refused, never again in this process
-            self.legacy_writes = await put_legacy_entry(self.kv, self.conf["clone"], json.dumps(me).encode(), 1.0)
+            done = await put_legacy_entry(self.kv, self.conf["clone"], json.dumps(me).encode(), 1.0)
+            self.legacy_writes = done is not False
         try:
             info = await self.sub.consumer_info()
             self.pending = int(info.num_pending) + int(info.num_ack_pending)

@@ -130,6 +130,6 @@ def label_of_directory_key(key: str) -> "Optional[str]":
 def legacy_directory_key(clone: str) -> str:
     """The entry's key before it was keyed by the label: by the random clone id, which no
     permission written before `remote add` can name, so any clone's user could put any of them.
-    Read (never written) while older relays still put them; a clone's own is deleted where the
-    permissions allow (relay/link.py)."""
+    Read for clones not yet moved, and kept current for older relays while the server allows it
+    (relay/server.put_legacy_entry); `remote remove` deletes it where allowed."""
     return f"clone.{clone}"

@@ -281,9 +281,10 @@ def teardown(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
     return _run(go(), conf, timeout)
 
 
-async def put_legacy_entry(kv: "Any", clone: str, value: "Optional[bytes]", timeout: float) -> bool:
+async def put_legacy_entry(kv: "Any", clone: str, value: "Optional[bytes]", timeout: float) -> "Optional[bool]":
     """Put this clone's entry under its older key too (names.legacy_directory_key), or delete it
-    (`value` None, `remote remove`): False when the server's permissions refuse it. While a
+    (`value` None, `remote remove`): True when done, False when the server's permissions refuse
+    it, None when it failed otherwise (a timeout in a leader election: try again later). While a
     team moves its clones one at a time, an older relay reads only `clone.<id>` entries, so a
     new relay keeps its old one current; the README's narrowed permissions then allow that key
     to no one, the put is refused (no answer, only this wait), and the relay stops trying. What
@@ -293,8 +294,7 @@ async def put_legacy_entry(kv: "Any", clone: str, value: "Optional[bytes]", time
         await asyncio.wait_for(kv.delete(key) if value is None else kv.put(key, value), timeout)
         return True
     except (NatsTimeout, asyncio.TimeoutError, nats.errors.Error):
-        del REFUSED[:]  # refused under the narrowed permissions: nothing to say
-        return False
+        return False if refused() is not None else None   # a refusal is said here, not later
 
 
 def _run(coro: "Any", conf: "Dict[str, Any]", timeout: float) -> "Optional[str]":
