@@ -127,7 +127,7 @@ def stream_messages(url, stream):
 def clone_user(label, password):
     """One clone's user, as the README gives it ("Several machines"): it may publish mail and
     fates only on subjects that end in its own label (docs/RELAY.md, "Trust"), put only its own
-    label in the namespace's bucket, put directory entries and the cancel/delivery decisions
+    label and its own directory entry in the namespace's bucket, and the cancel/delivery decisions
     (fate.>: an id has dots); of the JetStream API only the calls a relay makes: stream and
     bucket lookups and creation (the account allows two streams), direct gets of bucket keys,
     and its own consumer `relay-<label>` (made with a mail filter, read, fetched from, acked,
@@ -136,7 +136,7 @@ def clone_user(label, password):
     own = f"relay-{label}"
     return {"user": label, "password": password,
             "permissions": {"publish": {"allow": [
-                f"korus.*.to.*.from.{label}", f"$KV.*.label.{label}", "$KV.*.namespace", "$KV.*.clone.*",
+                f"korus.*.to.*.from.{label}", f"$KV.*.label.{label}", "$KV.*.namespace", f"$KV.*.dir.{label}",
                 "$KV.*.fate.>", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*", "$JS.API.DIRECT.GET.*.$KV.>",
                 f"$JS.API.CONSUMER.CREATE.*.{own}.korus.*.to.*.>", f"$JS.API.CONSUMER.INFO.*.{own}",
                 f"$JS.API.CONSUMER.MSG.NEXT.*.{own}", f"$JS.API.CONSUMER.DELETE.*.{own}", f"$JS.ACK.*.{own}.>"]},

@@ -40,6 +40,25 @@ def world(tmp_path):
         server.stop()
 
 
+@pytest.fixture
+def joined(tmp_path):
+    """A server of the test's own without users (a team's before the README's permissions, or
+    during a move), and two clones joined to it, each knowing the other."""
+    server = Server(tmp_path)
+    server.start()
+    origin = make_origin(tmp_path)
+    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
+    try:
+        for m in (laptop, vm):
+            m.cli("remote", "add", server.url, "--label", m.name, check=True)
+        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
+        yield SimpleNamespace(server=server, laptop=laptop, vm=vm)
+    finally:
+        for m in (laptop, vm):
+            m.stop_relay(signal.SIGKILL)
+        server.stop()
+
+
 def join(w):
     for m in (w.laptop, w.vm):
         out = m.cli("remote", "add", w.server.url, "--label", m.name, "--creds", str(w.creds[m.name]), check=True)
@@ -238,17 +257,102 @@ def test_a_clone_cannot_delete_read_or_make_anothers_consumer(world):
     assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == [msg_id], 15), w.vm.state()
     # the journal line follows the inbox's file (relay.deliver): waited for
     assert wait_for(lambda: received_counts(w.vm) == {msg_id: 1}, 10), received_counts(w.vm)
-    # a directory entry any clone may put, under an id of its choosing, claiming the vm's label:
-    # mail for vm:web would go to a subject the laptop's consumer could filter on. Refused.
+    # a directory entry under the older key, an id of its choosing, claiming the vm's label: mail
+    # for vm:web would go to a subject the laptop's consumer could filter on. The README's
+    # permissions refuse the key; a server still on the older ones (granted here) takes it, and
+    # every relay refuses the entry.
     forged = json.dumps({"label": "vm", "worktrees": w.vm.peers()[vm_clone]["worktrees"], "sessions": [],
                          "updated": 0}).encode()
-    stored, _ = as_user(w, "laptop", lambda nc, js: js.publish(f"$KV.korus-{ns}.clone.{'d' * 12}", forged))
-    assert stored.seq, stored
+    stored, errors = as_user(w, "laptop", lambda nc, js: js.publish(f"$KV.korus-{ns}.clone.{'d' * 12}", forged))
+    assert stored == "TimeoutError" and any(f'"$kv.korus-{ns}.clone.{"d" * 12}"' in e for e in errors), (stored, errors)
+    w.server.grant("laptop", ["$KV.*.clone.*"])
+    assert wait_for(lambda: not isinstance(as_user(w, "laptop", lambda nc, js: js.publish(
+        f"$KV.korus-{ns}.clone.{'d' * 12}", forged))[0], str), 15), "the grant was never loaded"
     journal = w.vm.mail / "journal.jsonl"
     assert wait_for(lambda: f"directory entry {'d' * 12} claims label 'vm'" in journal.read_text(), 10)
     assert "d" * 12 not in w.vm.peers() and "d" * 12 not in w.laptop.peers()
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
+
+
+# -- each clone's directory entry is its own (README "Several machines"; docs/RELAY.md, "Trust") --
+def test_a_clone_cannot_put_delete_or_purge_anothers_directory_entry(world):
+    """With the laptop's credentials, the vm's entry (`dir.vm`: its worktrees and sessions, which
+    `who`, `list`, `vm:<worktree>` and `@<session>` read) cannot be put, deleted or purged, by the
+    KV API or by the stream's (a purge of its subject, a message deleted by sequence), nor
+    rewritten under its older key. The control: the laptop writes its own. Then, across, `who`,
+    `list`, `vm:web` and `@reviewer` still reach the vm; and a server still on the older
+    permissions (`$KV.*.clone.*` granted) lets the laptop rewrite `clone.<vm's id>`, which
+    changes nothing: the vm is read from `dir.vm` alone."""
+    from test_relay import words
+    from test_who import S1, FakeClaude
+    w = world
+    join(w)
+    ns, vm_clone = conf_of(w.vm)["namespace"], conf_of(w.vm)["clone"]
+    bucket, web = f"korus-{ns}", os.path.realpath(w.vm.web)
+    reviewer = FakeClaude(w.base / "vm-claude")
+    try:
+        reviewer.register(S1, w.vm.web, "reviewer")
+        reviewer.hook("SessionStart", w.vm.web, S1)  # its name reaches vm's entry
+        assert wait_for(lambda: any(s.get("name") == "reviewer" for p in w.laptop.peers().values()
+                                    for s in p.get("sessions") or ()), 15), w.laptop.peers()
+        spy = json.dumps({"label": "vm", "clone": conf_of(w.laptop)["clone"], "sessions": [], "updated": 0,
+                          "worktrees": [{"name": "web", "path": "/spy/web", "key": w.vm.box(w.vm.web).name}]}).encode()
+
+        async def at_the_vms_entry(nc, js):
+            kv = await js.key_value(bucket)
+            seq = (await kv.get("dir.vm")).revision
+            return await asyncio.gather(
+                kv.put("dir.vm", spy), kv.create("dir.vm", spy), kv.delete("dir.vm"), kv.purge("dir.vm"),
+                kv.put(f"clone.{vm_clone}", spy), js.purge_stream(f"KV_{bucket}", subject=f"$KV.{bucket}.dir.vm"),
+                js.delete_msg(f"KV_{bucket}", seq), return_exceptions=True)
+        results, errors = as_user(w, "laptop", at_the_vms_entry)
+        assert all(isinstance(r, Exception) for r in results), results
+        entry = f'violation for publish to "$kv.{bucket}.dir.vm"'
+        assert sum(e.count(entry) for e in errors) >= 4, errors   # put, create, delete, purge
+        for subject in (f"$kv.{bucket}.clone.{vm_clone}", f"$js.api.stream.purge.kv_{bucket}",
+                        f"$js.api.stream.msg.delete.kv_{bucket}"):
+            assert any(f'violation for publish to "{subject}"' in e for e in errors), (subject, errors)
+        # the control: its own entry the laptop's user may write (its relay does, every second)
+        own, _ = as_user(w, "laptop", lambda nc, js: js.publish(f"$KV.{bucket}.dir.laptop",
+                                                                 json.dumps(w.laptop.peers()[conf_of(w.laptop)["clone"]]).encode()))
+        assert own.seq, own
+
+        async def the_vms_entry(_nc, js):
+            return json.loads((await (await js.key_value(bucket)).get("dir.vm")).value)
+        kept = as_user(w, "admin", the_vms_entry)[0]
+        assert kept["clone"] == vm_clone and web in [t["path"] for t in kept["worktrees"]], kept
+        # across, everything still reaches the vm
+        who = words(w.laptop.cli("who", check=True).stdout)
+        assert "vm: another clone, as its relay said" in who and f"reviewer {S1}" in who and "in vm:web" in who, who
+        listed = words(w.laptop.cli("list", check=True).stdout)
+        assert f"vm:web {web}" in listed, listed
+        by_path = w.laptop.cli("send", "--to", "vm:web", "--", "by label", cwd=w.laptop.web, check=True).stdout.split()[1]
+        by_name = w.laptop.cli("send", "--to", "@reviewer", "--", "by name", cwd=w.laptop.web, check=True).stdout.split()[1]
+        assert wait_for(lambda: w.vm.ids(w.vm.web, "inbox") == sorted([by_path, by_name]), 15), w.vm.state()
+        # a server still on the older permissions: the vm's older key rewritten, to no effect
+        w.server.grant("laptop", ["$KV.*.clone.*"])
+        assert wait_for(lambda: not isinstance(as_user(w, "laptop", lambda nc, js: js.publish(
+            f"$KV.{bucket}.clone.{vm_clone}", spy))[0], str), 15), "the grant was never loaded"
+        rev = w.laptop.peers()[vm_clone]["rev"]
+        assert wait_for(lambda: w.laptop.peers()[vm_clone]["rev"] > rev + 1, 10)  # read again since
+        for m in (w.laptop, w.vm):
+            assert web in [t["path"] for t in m.peers()[vm_clone]["worktrees"]], m.peers()
+        assert all(t["path"] != "/spy/web" for p in w.laptop.peers().values() for t in p.get("worktrees") or ())
+        w.server.grant("laptop", [])
+    finally:
+        reviewer.sigkill()
+    # the launch's wake watcher holds its life lock until it sees its launch gone
+    assert wait_for(lambda: _holds(w), 10)
+
+
+def _holds(w):
+    try:
+        for m in (w.laptop, w.vm):
+            invariants.check(m.mail)
+        return True
+    except AssertionError:
+        return False
 
 
 # -- a clone an older relay set up: its consumer moved to its label ------------------------------
@@ -270,7 +374,7 @@ def _gone(pid):
                     20)
 
 
-def test_an_older_relays_consumer_is_moved_to_the_label_with_nothing_lost_or_doubled(tmp_path):
+def test_an_older_relays_consumer_is_moved_to_the_label_with_nothing_lost_or_doubled(joined):
     """A clone whose consumer an older relay named by its id (`clone-<id>`, on today's filter)
     with mail in each state a relay can leave it in: put in the inbox by a relay killed before
     its ack (m0), delivered and never acked (m1), never delivered (m2, m3); its bucket made
@@ -278,63 +382,52 @@ def test_an_older_relays_consumer_is_moved_to_the_label_with_nothing_lost_or_dou
     point relay:legacy-consumer-deleted) and started again: each message is in the inbox once,
     the stream holds nothing, the fates go back, and the bucket is read by key."""
     from nats.js import api
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
-    try:
-        for m in (laptop, vm):
-            m.cli("remote", "add", server.url, "--label", m.name, check=True)
-        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
-        ns, clone = conf_of(vm)["namespace"], conf_of(vm)["clone"]
-        stream, legacy, bucket_stream = f"KORUS-{ns}", f"clone-{clone}", f"KV_korus-{ns}"
-        vm.stop_relay(signal.SIGTERM)
-        vm.cli("remote", env={"KORUS_MAIL_CRASH_AT": "relay:received-marked"})
-        assert wait_for(lambda: vm.relay_pid() is not None, 20)
-        pid = vm.relay_pid()
-        sent = [laptop.cli("send", "--to", "vm:web", "--", "m0", cwd=laptop.web, check=True).stdout.split()[1]]
-        assert _gone(pid) and vm.ids(vm.web, "inbox") == sent, vm.state()
+    server, laptop, vm = joined.server, joined.laptop, joined.vm
+    ns, clone = conf_of(vm)["namespace"], conf_of(vm)["clone"]
+    stream, legacy, bucket_stream = f"KORUS-{ns}", f"clone-{clone}", f"KV_korus-{ns}"
+    vm.stop_relay(signal.SIGTERM)
+    vm.cli("remote", env={"KORUS_MAIL_CRASH_AT": "relay:received-marked"})
+    assert wait_for(lambda: vm.relay_pid() is not None, 20)
+    pid = vm.relay_pid()
+    sent = [laptop.cli("send", "--to", "vm:web", "--", "m0", cwd=laptop.web, check=True).stdout.split()[1]]
+    assert _gone(pid) and vm.ids(vm.web, "inbox") == sent, vm.state()
 
-        async def make_old(_nc, js):   # what the older relay made; m0 now waits there, unacked
-            await js.delete_consumer(stream, "relay-vm")
-            await js.add_consumer(stream, config=api.ConsumerConfig(
-                durable_name=legacy, name=legacy, filter_subject=f"korus.{ns}.to.{clone}.>",
-                ack_policy=api.AckPolicy.EXPLICIT, ack_wait=3, max_ack_pending=256))
-            info = await js.stream_info(bucket_stream)
-            await js.update_stream(info.config.evolve(allow_direct=False))
-        with_js(server.url, make_old)
-        for body in ("m1", "m2", "m3"):
-            sent.append(laptop.cli("send", "--to", "vm:web", "--", body, cwd=laptop.web, check=True).stdout.split()[1])
-        assert wait_for(lambda: laptop.outbox() == [] and all(laptop.sent(i) for i in sent), 15)
+    async def make_old(_nc, js):   # what the older relay made; m0 now waits there, unacked
+        await js.delete_consumer(stream, "relay-vm")
+        await js.add_consumer(stream, config=api.ConsumerConfig(
+            durable_name=legacy, name=legacy, filter_subject=f"korus.{ns}.to.{clone}.>",
+            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=3, max_ack_pending=256))
+        info = await js.stream_info(bucket_stream)
+        await js.update_stream(info.config.evolve(allow_direct=False))
+    with_js(server.url, make_old)
+    for body in ("m1", "m2", "m3"):
+        sent.append(laptop.cli("send", "--to", "vm:web", "--", body, cwd=laptop.web, check=True).stdout.split()[1])
+    assert wait_for(lambda: laptop.outbox() == [] and all(laptop.sent(i) for i in sent), 15)
 
-        async def deliver_two(_nc, js):  # m0 and m1 delivered by the old consumer, never acked
-            sub = await js.pull_subscribe_bind(legacy, stream=stream)
-            return [m.data for m in await sub.fetch(2, timeout=3)]
-        assert len(with_js(server.url, deliver_two)) == 2
+    async def deliver_two(_nc, js):  # m0 and m1 delivered by the old consumer, never acked
+        sub = await js.pull_subscribe_bind(legacy, stream=stream)
+        return [m.data for m in await sub.fetch(2, timeout=3)]
+    assert len(with_js(server.url, deliver_two)) == 2
 
-        async def state(_nc, js):
-            return (sorted([c.name for c in await js.consumers_info(stream)]),
-                    (await js.stream_info(stream)).state.messages, (await js.stream_info(bucket_stream)).config.allow_direct)
-        vm.cli("remote", env={"KORUS_MAIL_CRASH_AT": "relay:legacy-consumer-deleted"})
-        # it dies at once (often before `remote` saw it run): what it left is waited for
-        assert wait_for(lambda: with_js(server.url, state) == (["relay-laptop"], 4, True), 20)  # old gone, four kept
-        assert wait_for(lambda: vm.relay_pid() is None, 20)
-        vm.cli("remote", check=True)
-        assert wait_for(lambda: vm.ids(vm.web, "inbox") == sorted(sent), 20), vm.state()
-        assert wait_for(lambda: with_js(server.url, state) == (["relay-laptop", "relay-vm"], 0, True), 15)
-        # the journal line follows the inbox's file (relay.deliver): waited for
-        assert wait_for(lambda: received_counts(vm) == {i: 1 for i in sent}, 10), received_counts(vm)
-        answer, _ = hook("SessionStart", vm.web, "s-vm")
-        hook("Stop", vm.web, "s-vm")
-        assert all(f"m{i}" in (context_of(answer) or "") for i in range(4))
-        assert wait_for(lambda: all(((laptop.sent(i) or {}).get("fate") or {}).get("state") == "consumed"
-                                    for i in sent), 15)
-        for m in (laptop, vm):
-            invariants.check(m.mail)
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()
+    async def state(_nc, js):
+        return (sorted([c.name for c in await js.consumers_info(stream)]),
+                (await js.stream_info(stream)).state.messages, (await js.stream_info(bucket_stream)).config.allow_direct)
+    vm.cli("remote", env={"KORUS_MAIL_CRASH_AT": "relay:legacy-consumer-deleted"})
+    # it dies at once (often before `remote` saw it run): what it left is waited for
+    assert wait_for(lambda: with_js(server.url, state) == (["relay-laptop"], 4, True), 20)  # old gone, four kept
+    assert wait_for(lambda: vm.relay_pid() is None, 20)
+    vm.cli("remote", check=True)
+    assert wait_for(lambda: vm.ids(vm.web, "inbox") == sorted(sent), 20), vm.state()
+    assert wait_for(lambda: with_js(server.url, state) == (["relay-laptop", "relay-vm"], 0, True), 15)
+    # the journal line follows the inbox's file (relay.deliver): waited for
+    assert wait_for(lambda: received_counts(vm) == {i: 1 for i in sent}, 10), received_counts(vm)
+    answer, _ = hook("SessionStart", vm.web, "s-vm")
+    hook("Stop", vm.web, "s-vm")
+    assert all(f"m{i}" in (context_of(answer) or "") for i in range(4))
+    assert wait_for(lambda: all(((laptop.sent(i) or {}).get("fate") or {}).get("state") == "consumed"
+                                for i in sent), 15)
+    for m in (laptop, vm):
+        invariants.check(m.mail)
 
 
 def test_under_the_narrowed_permissions_an_old_consumer_is_named_and_moved_once_allowed(world):
@@ -416,43 +509,72 @@ def test_every_relay_feature_works_under_the_narrowed_permissions(world):
         return sorted([c.name for c in await js.consumers_info(f"KORUS-{ns}")]), sorted(keys)
     names_left, keys = as_user(w, "admin", left)[0]
     assert names_left == ["relay-laptop"] and f"clone.{clone}" not in keys and "label.vm" not in keys, keys
-    assert "label.laptop" in keys   # the control: the other clone's stay
+    assert "dir.vm" not in keys
+    assert "label.laptop" in keys and "dir.laptop" in keys   # the control: the other clone's stay
     for m in (w.laptop, w.vm):
         invariants.check(m.mail)
 
 
-def test_a_consumer_its_label_left_on_another_clones_filter_is_set_to_this_clones(tmp_path):
+def test_a_consumer_its_label_left_on_another_clones_filter_is_set_to_this_clones(joined):
     """A `relay-<label>` on another clone's subject (a clone with this label removed while the
     server was away): the relay would bind to it as it is and take nothing of its own. It sets
     the filter to its own clone's, and the mail waiting for it arrives."""
     from nats.js import api
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
-    try:
-        for m in (laptop, vm):
-            m.cli("remote", "add", server.url, "--label", m.name, check=True)
-        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
-        ns, clone = conf_of(vm)["namespace"], conf_of(vm)["clone"]
-        vm.stop_relay(signal.SIGTERM)
+    server, laptop, vm = joined.server, joined.laptop, joined.vm
+    ns, clone = conf_of(vm)["namespace"], conf_of(vm)["clone"]
+    vm.stop_relay(signal.SIGTERM)
 
-        async def left_behind(_nc, js):
-            await js.delete_consumer(f"KORUS-{ns}", "relay-vm")
-            await js.add_consumer(f"KORUS-{ns}", config=api.ConsumerConfig(
-                durable_name="relay-vm", name="relay-vm", filter_subject=f"korus.{ns}.to.{'f' * 12}.>",
-                ack_policy=api.AckPolicy.EXPLICIT, ack_wait=3, max_ack_pending=256))
-        with_js(server.url, left_behind)
-        msg_id = laptop.cli("send", "--to", "vm:web", "--", "mine after all", cwd=laptop.web, check=True).stdout.split()[1]
-        vm.cli("remote", check=True)
-        assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 15), vm.state()
+    async def left_behind(_nc, js):
+        await js.delete_consumer(f"KORUS-{ns}", "relay-vm")
+        await js.add_consumer(f"KORUS-{ns}", config=api.ConsumerConfig(
+            durable_name="relay-vm", name="relay-vm", filter_subject=f"korus.{ns}.to.{'f' * 12}.>",
+            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=3, max_ack_pending=256))
+    with_js(server.url, left_behind)
+    msg_id = laptop.cli("send", "--to", "vm:web", "--", "mine after all", cwd=laptop.web, check=True).stdout.split()[1]
+    vm.cli("remote", check=True)
+    assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 15), vm.state()
 
-        async def filter_now(_nc, js):
-            return (await js.consumer_info(f"KORUS-{ns}", "relay-vm")).config.filter_subject
-        assert with_js(server.url, filter_now) == f"korus.{ns}.to.{clone}.>"
-        for m in (laptop, vm):
-            invariants.check(m.mail)
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()
+    async def filter_now(_nc, js):
+        return (await js.consumer_info(f"KORUS-{ns}", "relay-vm")).config.filter_subject
+    assert with_js(server.url, filter_now) == f"korus.{ns}.to.{clone}.>"
+    for m in (laptop, vm):
+        invariants.check(m.mail)
+
+
+def test_mid_migration_an_older_relays_entry_is_read_and_the_new_relays_keep_theirs_for_it(joined):
+    """A server still on the older permissions, a clone not yet moved: an older relay puts and
+    reads only `clone.<id>` (no `dir.` entry, no `clone` field). The new relay reads it (the vm's
+    worktrees as the older entry says, and mail to vm:web goes), and keeps its own older key
+    current, so an older relay still sees it. `remote remove` deletes both of its keys."""
+    server, laptop, vm = joined.server, joined.laptop, joined.vm
+    ns, vm_clone, laptop_clone = conf_of(vm)["namespace"], conf_of(vm)["clone"], conf_of(laptop)["clone"]
+    bucket = f"korus-{ns}"
+    vm.stop_relay(signal.SIGTERM)
+
+    async def as_an_older_relay_left_it(_nc, js):
+        kv = await js.key_value(bucket)
+        entry = json.loads((await kv.get("dir.vm")).value)
+        del entry["clone"]
+        entry["worktrees"].append({"name": "old", "path": "/older/old", "key": "old-0123456789abcdef0123"})
+        await kv.delete("dir.vm")
+        await kv.put(f"clone.{vm_clone}", json.dumps(entry).encode())
+        return json.loads((await kv.get(f"clone.{laptop_clone}")).value)
+    theirs = with_js(server.url, as_an_older_relay_left_it)
+    assert theirs["label"] == "laptop" and theirs["clone"] == laptop_clone, theirs   # kept for older relays
+    assert wait_for(lambda: "/older/old" in [t["path"] for t in (laptop.peers().get(vm_clone) or {}).get(
+        "worktrees", ())], 10), laptop.peers()
+    msg_id = laptop.cli("send", "--to", "vm:web", "--", "to a clone not yet moved", cwd=laptop.web,
+                        check=True).stdout.split()[1]
+    assert wait_for(lambda: laptop.outbox() == [] and laptop.sent(msg_id), 10)
+    vm.cli("remote", check=True)   # the vm moves: its relay puts dir.vm
+    assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 15), vm.state()
+    assert wait_for(lambda: "/older/old" not in [t["path"] for t in laptop.peers()[vm_clone]["worktrees"]], 10)
+    laptop.cli("remote", "remove", check=True)
+
+    async def keys(_nc, js):
+        return sorted(await (await js.key_value(bucket)).keys())
+    left = with_js(server.url, keys)
+    assert "dir.laptop" not in left and f"clone.{laptop_clone}" not in left and "label.laptop" not in left, left
+    assert "dir.vm" in left and f"clone.{vm_clone}" in left, left   # the control
+    for m in (laptop, vm):
+        invariants.check(m.mail)

@@ -22,6 +22,16 @@ SECTION = README.split("## Several machines", 1)[1].split("\n## ", 1)[0]
 BLOCKS = re.findall(r"```\n(.*?)```", SECTION, flags=re.S)   # the un-tagged blocks: server configs, creds
 
 
+def join_by_the_book(base, url, secrets, laptop, vm):
+    """`remote add` on each clone with the README's credentials file, its secret put in."""
+    for m in (laptop, vm):
+        creds = base / f"{m.name}.creds"
+        creds.write_text(BLOCKS[2].replace("laptop", m.name).replace(f"<{m.name}'s secret>", secrets[m.name]))
+        creds.chmod(0o600)
+        m.cli("remote", "add", url, "--label", m.name, "--creds", str(creds), check=True)
+    assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"), 20)
+
+
 def test_the_readme_has_a_server_config_a_cluster_config_and_a_creds_file():
     assert len(BLOCKS) == 3, BLOCKS
     assert "accounts {" in BLOCKS[0] and "cluster {" in BLOCKS[1] and BLOCKS[2].startswith("user: laptop")
@@ -52,12 +62,7 @@ def test_the_readme_server_config_lets_each_clone_in_as_itself_only(tmp_path):
     url = f"nats://127.0.0.1:{port}"
     try:
         node.start()
-        for m in (laptop, vm):
-            creds = tmp_path / f"{m.name}.creds"
-            creds.write_text(BLOCKS[2].replace("laptop", m.name).replace(f"<{m.name}'s secret>", secrets[m.name]))
-            creds.chmod(0o600)
-            m.cli("remote", "add", url, "--label", m.name, "--creds", str(creds), check=True)
-        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"), 15)
+        join_by_the_book(tmp_path, url, secrets, laptop, vm)
         msg_id = laptop.cli("send", "--to", "vm:web", "--", "by the book", cwd=laptop.web, check=True).stdout.split()[1]
         assert wait_for(lambda: vm.ids(vm.web, "inbox") == [msg_id], 15), laptop.state()
         import nats
@@ -93,6 +98,21 @@ def test_the_readme_server_config_lets_each_clone_in_as_itself_only(tmp_path):
                 await nc.close()
         deleted, spy = asyncio.run(at_the_vm())
         assert any(f'"$js.api.consumer.delete.korus-{ns}.relay-vm"' in e for e in errors), errors
+        # nor rewrite, delete or purge the vm's directory entry (its own relay writes it: the vm is known)
+        errors.clear()
+
+        async def at_the_vms_entry():
+            async def on_error(exc):
+                errors.append(str(exc).lower())
+            nc = await nats.connect(url, user="laptop", password=secrets["laptop"], error_cb=on_error)
+            kv = await nc.jetstream(timeout=1).key_value(f"korus-{ns}")
+            try:
+                return await asyncio.gather(kv.put("dir.vm", b"{}"), kv.delete("dir.vm"), kv.purge("dir.vm"),
+                                            return_exceptions=True)
+            finally:
+                await nc.close()
+        assert all(isinstance(r, Exception) for r in asyncio.run(at_the_vms_entry()))
+        assert sum(e.count(f'"$kv.korus-{ns}.dir.vm"') for e in errors) == 3, errors
         assert isinstance(spy, Exception) and "maximum number of streams" in str(spy).lower(), spy
         again = laptop.cli("send", "--to", "vm:web", "--", "still delivered", cwd=laptop.web, check=True).stdout.split()[1]
         assert wait_for(lambda: vm.ids(vm.web, "inbox") == sorted([msg_id, again]), 15), vm.state()
@@ -133,12 +153,7 @@ def test_the_readme_cluster_config_forms_a_cluster_the_clones_use_with_their_per
             return True
         assert wait_for(lambda: js_call(url, ready, user="laptop", password=secrets["laptop"], timeout=5), 30), \
             nodes[0].log.read_text()[-800:]
-        for m in (laptop, vm):
-            creds = tmp_path / f"{m.name}.creds"
-            creds.write_text(BLOCKS[2].replace("laptop", m.name).replace(f"<{m.name}'s secret>", secrets[m.name]))
-            creds.chmod(0o600)
-            m.cli("remote", "add", url, "--label", m.name, "--creds", str(creds), check=True)
-        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"), 20)
+        join_by_the_book(tmp_path, url, secrets, laptop, vm)
         ns = json.loads((vm.relay / "config.json").read_text())["namespace"]
         assert js_call(url, lambda js: _replicas(js, f"KORUS-{ns}"), user="vm", password=secrets["vm"]) == 3
         msg_id = laptop.cli("send", "--to", "vm:web", "--", "by the cluster", cwd=laptop.web, check=True).stdout.split()[1]

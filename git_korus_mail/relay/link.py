@@ -30,8 +30,8 @@ from nats.js.errors import KeyNotFoundError
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import asking, decisions, directory, local, names, returns
-from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, clone_keys, connect, ensure_bucket,
-                                         ensure_stream, refused)
+from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, connect, directory_keys, ensure_bucket,
+                                         ensure_stream, put_legacy_entry, refused)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ class Relay:
         self.sessions_at = -SESSIONS_EVERY
         self.owners: "Dict[str, str]" = {}         # label -> the clone id its claim names (owns_label)
         self.refused_entries: "set[str]" = set()   # directory entries journaled as refused once
+        self.legacy_writes = True                  # its entry under the older key too, until refused
         from git_korus_mail.store.files import MailRoot
         root = MailRoot.open(common_dir, create=True)
         assert root is not None  # for mypy: create=True makes the root or raises
@@ -343,51 +344,124 @@ class Relay:
             await asyncio.sleep(DIRECTORY_EVERY if self.link_up() else 0.2)
 
     async def publish_directory(self) -> None:
-        me = {"label": self.conf["label"], "worktrees": self.facts.worktrees(),
+        me = {"label": self.conf["label"], "clone": self.conf["clone"], "worktrees": self.facts.worktrees(),
               "sessions": self.sessions(), "updated": time.time()}
         me["waits"] = asking.published_waits(self.root, self.conf["clone"])  # the cycle check across clones
-        await self.kv.put(f"clone.{self.conf['clone']}", json.dumps(me).encode())
+        # keyed by the label, which only this clone's user may write (docs/RELAY.md, "Trust")
+        older_put = False
+        try:
+            await self.kv.put(names.directory_key(self.conf["label"]), json.dumps(me).encode())
+        except (NatsTimeout, asyncio.TimeoutError, nats.errors.Error):
+            # refused by a server whose config predates `dir.<label>` (not a timeout: a leader
+            # election): the older key still carries this clone to the others (read for a clone
+            # with no `dir.` entry), and the journal says what to add
+            why = refused()
+            older_put = why is not None and self.legacy_writes and await put_legacy_entry(
+                self.kv, self.conf["clone"], json.dumps(me).encode(), 3.0) is True
+            if not older_put:
+                raise
+            if "dir refused" not in self.refused_entries:
+                self.refused_entries.add("dir refused")
+                self.root.journal("relay-refused", why=f"{why}: this clone's entry went under its older key; "
+                                                       f"allow $KV.*.dir.{self.conf['label']} (README, \"Several machines\")")
         # what was known stands for an entry the server could not give now (a leader election, a
         # timeout): a send to that clone is resolved offline from this file, and a server's
         # hiccup must never make it "unknown" (tests/test_relay_cluster.py)
         known = local.load_peers(self.common_dir) or {}
-        peers: "Dict[str, Any]" = {}
-        keys = await clone_keys(self.js, self.ns)
+        keys = await directory_keys(self.js, self.ns)
         if not keys:
             return  # not even our own entry, put just now: nothing here to trust over what is known
+        peers: "Dict[str, Any]" = {}
+        contested: "set[str]" = set()   # clones two labels claim, neither of them the one known
+        # the entries keyed by label first: a clone that has one is read from it alone, and what
+        # stands under its older key (`clone.<id>`, which any clone's user could put) is ignored
+        for k in keys:
+            label = names.label_of_directory_key(k)
+            if label is not None:
+                await self.read_entry(k, label, known, peers, contested)
         for k in keys:
             if k.startswith("clone."):
-                clone = k[len("clone."):]
-                try:
-                    entry = await self.kv.get(k)
-                    peer = json.loads(entry.value.decode())
-                    if await self.owns_label(clone, peer, known):
-                        # when this clone first saw this revision, by its own clock: the others'
-                        # waits count only while their entries are renewed (relay/asking.py cycle_across)
-                        peer.update(asking.seen_at(getattr(entry, "revision", None), known.get(clone), time.time()))
-                        peers[clone] = peer
-                except KeyNotFoundError as exc:
-                    if exc.op is not None:
-                        continue  # deleted (`remote remove`): its marker is what the server lists
-                    if clone in known:  # a replica behind the others has not got it yet
-                        peers[clone] = known[clone]
-                except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
-                    if clone in known:
-                        peers[clone] = known[clone]
+                await self.read_entry(k, None, known, peers, contested)
         local.save_peers(self.common_dir, peers)
+        if self.legacy_writes and not older_put:
+            # for older relays, which read only `clone.<id>` entries, while the server allows it
+            # (server.put_legacy_entry); once refused, never again in this process
+            done = await put_legacy_entry(self.kv, self.conf["clone"], json.dumps(me).encode(), 1.0)
+            self.legacy_writes = done is not False
         try:
             info = await self.sub.consumer_info()
             self.pending = int(info.num_pending) + int(info.num_ack_pending)
         except Exception:  # noqa: BLE001 - the lag is a report, never a failure
             self.pending = None
 
+    async def read_entry(self, key: str, label: "Optional[str]", known: "Dict[str, Any]",
+                         peers: "Dict[str, Any]", contested: "set[str]") -> None:
+        """One directory entry into `peers` (by clone id): `dir.<label>` (label given) names its
+        clone inside; an older `clone.<id>` names it in its key and counts only for a clone with
+        no `dir.` entry. Either is taken only when `label.<label>` names that clone (owns_label)."""
+        clone = None if label is not None else key[len("clone."):]
+        if clone is not None and (clone in peers or clone in contested):
+            return  # this clone's own `dir.` entry was read: the older key says nothing more
+        try:
+            entry = await self.kv.get(key)
+            peer = json.loads(entry.value.decode())
+            if not isinstance(peer, dict):
+                return
+            if label is not None:
+                clone, peer["label"] = str(peer.get("clone") or ""), label
+            if not clone or clone in contested:
+                return
+            if await self.owns_label(clone, peer, known):
+                if label is not None and clone in peers:
+                    verdict = self.one_label(clone, peers, label, known)
+                    if verdict == "drop":
+                        del peers[clone]
+                        contested.add(clone)
+                    if verdict != "take":
+                        return
+                # when this clone first saw this revision, by its own clock: the others'
+                # waits count only while their entries are renewed (relay/asking.py cycle_across)
+                peer.update(asking.seen_at(getattr(entry, "revision", None), known.get(clone), time.time()))
+                peers[clone] = peer
+        except KeyNotFoundError as exc:
+            if exc.op is not None:
+                return  # deleted (`remote remove`): its marker is what the server lists
+            self.keep_known(key, label, clone, known, peers)  # a replica behind has not got it yet
+        except Exception:  # noqa: BLE001 - one unreadable entry: keep what was known of it
+            self.keep_known(key, label, clone, known, peers)
+
+    def one_label(self, clone: str, peers: "Dict[str, Any]", label: str, known: "Dict[str, Any]") -> str:
+        """Two `dir.` entries name one clone, each with a label claim naming it (a label's user
+        may write both its own: it can claim another clone's id, to take that clone's place in
+        the directory). The label this relay knew that clone by wins (its own: its config's);
+        with neither known, both are dropped: "take" `label`'s entry, "keep" the one read, or
+        "drop" both. Journaled once."""
+        held = str(peers[clone].get("label"))
+        rightful = self.conf["label"] if clone == self.conf["clone"] else (known.get(clone) or {}).get("label")
+        if f"{clone} twice" not in self.refused_entries:
+            self.refused_entries.add(f"{clone} twice")
+            self.root.journal("relay-refused", why=f"directory entries of {held[:40]!r} and {label[:40]!r} both name "
+                                                   f"clone {clone[:16]}: {'kept ' + repr(rightful) if rightful in (held, label) else 'neither taken'}")
+        return "take" if rightful == label else "keep" if rightful == held else "drop"
+
+    @staticmethod
+    def keep_known(key: str, label: "Optional[str]", clone: "Optional[str]", known: "Dict[str, Any]",
+                   peers: "Dict[str, Any]") -> None:
+        """An entry the server cannot give now: what was known of its clone stands (for a
+        `dir.<label>` key, the known clone that has that label)."""
+        if label is not None:
+            clone = next((c for c, p in sorted(known.items()) if isinstance(p, dict) and p.get("label") == label),
+                         None)
+        if clone is not None and clone in known and clone not in peers:
+            peers[clone] = known[clone]
+
     async def owns_label(self, clone: str, entry: "Dict[str, Any]", known: "Dict[str, Any]") -> bool:
-        """Is `entry`, put under `clone.<clone>`, by the clone that holds its label? Any clone's
-        user may put directory entries, but only the label's own user could claim
-        `label.<label>` (README, "Several machines"): an entry under another id that claims a
-        label would route mail for that label to an id whose subject the forger's own consumer
-        could filter on. Such an entry is refused (journaled once); an owner the server cannot
-        give now keeps what was known."""
+        """Is `entry`, naming clone `clone`, by the clone that holds its label? Only the label's
+        own user may claim `label.<label>` and write `dir.<label>` (README, "Several machines"),
+        but an older `clone.<id>` entry could be put by any clone's user, and one under another
+        id that claims a label would route mail for that label to an id whose subject the
+        forger's own consumer could filter on. Such an entry is refused (journaled once); an
+        owner the server cannot give now keeps what was known."""
         label = str(entry.get("label"))
         if self.owners.get(label) == clone:
             return True

@@ -111,3 +111,25 @@ def legacy_durable(clone: str) -> str:
     """The consumer's name before it was named by the label (by the random clone id, which no
     permission written before `remote add` can name): the relay migrates it (relay/server.py)."""
     return f"clone-{clone}"
+
+
+def directory_key(label: str) -> str:
+    """This clone's entry in the namespace's bucket (docs/RELAY.md, "Directory"), keyed by its
+    label as its NATS user is named: the server's permissions can then give it to that user
+    alone (`$KV.*.dir.<label>`, README "Several machines"), as they give `label.<label>`. The
+    entry names the clone's id; a reader takes it only when `label.<label>` names that id too."""
+    return f"dir.{label}"
+
+
+def label_of_directory_key(key: str) -> "Optional[str]":
+    """The label a `dir.<label>` key names (None for any other key)."""
+    head, _, label = key.partition(".")
+    return label if head == "dir" and valid_label(label) else None
+
+
+def legacy_directory_key(clone: str) -> str:
+    """The entry's key before it was keyed by the label: by the random clone id, which no
+    permission written before `remote add` can name, so any clone's user could put any of them.
+    Read for clones not yet moved, and kept current for older relays while the server allows it
+    (relay/server.put_legacy_entry); `remote remove` deletes it where allowed."""
+    return f"clone.{clone}"

@@ -187,14 +187,17 @@ async def ensure_bucket(js: "Any", ns: str) -> "Any":
     return kv
 
 
-async def clone_keys(js: "Any", ns: str) -> "List[str]":
-    """The bucket's `clone.<id>` keys, from the stream's own list of its subjects: listing keys
-    through the KV API makes a consumer on the bucket, which the README's permissions do not
-    allow (a consumer made on any stream could be one on the mail). A deleted entry is listed
-    too (its delete marker): reading it says so."""
+async def directory_keys(js: "Any", ns: str) -> "List[str]":
+    """The bucket's directory keys, `dir.<label>` and the older `clone.<id>` (names), from the
+    stream's own list of its subjects: listing keys through the KV API makes a consumer on the
+    bucket, which the README's permissions do not allow (a consumer made on any stream could be
+    one on the mail). A deleted entry is listed too (its delete marker): reading it says so."""
     prefix = f"$KV.{names.bucket(ns)}."
-    info = await js.stream_info(f"KV_{names.bucket(ns)}", subjects_filter=prefix + "clone.>")
-    return sorted(s[len(prefix):] for s in (info.state.subjects or {}))
+    found: "List[str]" = []
+    for head in ("dir", "clone"):
+        info = await js.stream_info(f"KV_{names.bucket(ns)}", subjects_filter=f"{prefix}{head}.>")
+        found += (s[len(prefix):] for s in (info.state.subjects or {}))
+    return sorted(found)
 
 
 async def claim_namespace(kv: "Any", conf: "Dict[str, Any]") -> "Optional[str]":
@@ -264,7 +267,8 @@ def teardown(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
                 kv = await js.key_value(names.bucket(conf["namespace"]))
             except BucketNotFoundError:
                 return None
-            await kv.delete(f"clone.{conf['clone']}")
+            await kv.delete(names.directory_key(conf["label"]))
+            await put_legacy_entry(kv, conf["clone"], None, 1.0)
             try:
                 entry = await kv.get(f"label.{conf['label']}")
                 if entry.value.decode() == conf["clone"]:
@@ -275,6 +279,22 @@ def teardown(conf: "Dict[str, Any]", timeout: float = 10.0) -> "Optional[str]":
         finally:
             await nc.close()
     return _run(go(), conf, timeout)
+
+
+async def put_legacy_entry(kv: "Any", clone: str, value: "Optional[bytes]", timeout: float) -> "Optional[bool]":
+    """Put this clone's entry under its older key too (names.legacy_directory_key), or delete it
+    (`value` None, `remote remove`): True when done, False when the server's permissions refuse
+    it, None when it failed otherwise (a timeout in a leader election: try again later). While a
+    team moves its clones one at a time, an older relay reads only `clone.<id>` entries, so a
+    new relay keeps its old one current; the README's narrowed permissions then allow that key
+    to no one, the put is refused (no answer, only this wait), and the relay stops trying. What
+    stands there then is frozen, and ignored by every new relay (relay/link.py)."""
+    key = names.legacy_directory_key(clone)
+    try:
+        await asyncio.wait_for(kv.delete(key) if value is None else kv.put(key, value), timeout)
+        return True
+    except (NatsTimeout, asyncio.TimeoutError, nats.errors.Error):
+        return False if refused() is not None else None   # a refusal is said here, not later
 
 
 def _run(coro: "Any", conf: "Dict[str, Any]", timeout: float) -> "Optional[str]":
