@@ -60,7 +60,8 @@ STORE_ONLY = re.compile(r"fsafe|\bDir\b|\.(open_|ensure_)?sub\(|sub_existing|rea
 # install and the worktree token use for files outside the store; the event claim's functions
 # (store/events.py), named `claim` like the `.claim` suffix they never touch
 ALLOWED = re.compile(r"\bre\.sub\(|\*\.why\.json|^from git_korus_mail\.store\.fsafe import write_new\b"
-                     r"|\b(events|drain_event)\.claim\(")
+                     r"|\b(events|drain_event)\.claim\("
+                     r"|\$KV\.\*\.dir\.")  # a NATS subject the relay's permissions name (README), not a store file
 
 
 def test_nothing_outside_the_store_touches_its_files():
