@@ -24,6 +24,7 @@ Needs the pinned CLI and tmux. Loopback only.
 
 import argparse
 import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -39,8 +40,10 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 from driver import Claude, accept_dialogs  # noqa: E402
 from mockapi import MockAPI, text  # noqa: E402
 from tmuxpane import Pane  # noqa: E402
-from wake import (STAGES, TOOL, Variant, World, _hook_times, _split, armed, claude_bin, pct,  # noqa: E402
-                  session, wait_until)
+from wake import (STAGES, TOOL, Variant, World, _hook_times, _log_time, _split, armed, claude_bin,  # noqa: E402
+                  pct, session, wait_until)
+
+UPS_END = re.compile(r"\[DEBUG\] Hooks: UserPromptSubmit\S* \[[^\]]*\] finished with status \d+")
 
 PROMPT_READY = "shift+tab"  # the terminal UI's footer once its prompt takes input (test_wake_e2e.py)
 
@@ -108,11 +111,45 @@ def tui_session(world, runner, api, v, n):
     _split(points, hooks, v.stages)
 
 
+def _client_steps(debug):
+    """Per woken turn in a session's debug log: Claude Code's steps from the woken
+    UserPromptSubmit hook's end to its request (seconds): to its "[engine] turn N start" line,
+    from there to its "Git remote URL" line (the terminal UI logs one at every turn; stream-json
+    none), and from the hook's end to its "[API REQUEST]" line. The session's first prompt is
+    left out, as wake._hook_times does."""
+    out = {"the hook's end → Claude Code's turn start": [], "turn start → its \"Git remote URL\" line": [],
+           "the hook's end → its \"[API REQUEST]\" line": []}
+    try:
+        log = debug.read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    ends = [i for i, line in enumerate(log) if UPS_END.search(line)][1:]
+    for i in ends:
+        end, start, git, req = _log_time(log[i].split()[0]), None, None, None
+        for line in log[i + 1:i + 100]:
+            stamp = line.split()[0] if line[:2] == "20" else None
+            if stamp and start is None and "[engine] turn" in line and line.endswith("start"):
+                start = _log_time(stamp)
+            if stamp and git is None and "Git remote URL" in line:
+                git = _log_time(stamp)
+            if stamp and "[API REQUEST]" in line:
+                req = _log_time(stamp)
+                break
+        keys = list(out)
+        if start is not None:
+            out[keys[0]].append(start - end)
+            if git is not None:
+                out[keys[1]].append(git - start)
+        if req is not None:
+            out[keys[2]].append(req - end)
+    return out
+
+
 def _row(name, xs):
     return f"| {name} | {len(xs)} | {statistics.median(xs) * 1000:.0f} ms | {pct(xs, 90) * 1000:.0f} ms | {max(xs) * 1000:.0f} ms |"
 
 
-def report(tui, stream, args, hogs, load_end):
+def report(tui, stream, args, hogs, load_end, base):
     ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
     version = subprocess.run([claude_bin(), "--version"], capture_output=True, text=True).stdout.strip()
     lines = [
@@ -144,6 +181,17 @@ def report(tui, stream, args, hogs, load_end):
         if v.hook_ms:
             lines.append(f"| the woken UserPromptSubmit hook, whole (Claude Code's timing), {label} | "
                          f"{len(v.hook_ms)} | {statistics.median(v.hook_ms):.0f} ms | {pct(v.hook_ms, 90):.0f} ms | | | |")
+    lines += ["", "Claude Code's last stage, from its debug log (the woken hook's end → the request):", "",
+              "| step | terminal UI n | median | p90 | stream-json n | median | p90 |", "|---|---|---|---|---|---|---|"]
+    steps = {}
+    for label, pattern in (("tui", "debug-tui-*.txt"), ("stream", "debug-[0-9a-f]*.txt")):
+        steps[label] = {}
+        for debug in sorted(base.glob(pattern)):
+            for name, xs in _client_steps(debug).items():
+                steps[label].setdefault(name, []).extend(xs)
+    cell = lambda xs: f"{len(xs)} | {ms(statistics.median(xs))} | {ms(pct(xs, 90))}" if xs else "0 | – | –"  # noqa: E731
+    for name in steps["tui"]:
+        lines.append(f"| {name} | {cell(steps['tui'][name])} | {cell(steps['stream'].get(name, []))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -176,7 +224,7 @@ def main():
             p.wait()
         runner.cleanup()
         api.stop()
-    out = report(tui, stream, args, hogs, load_end)
+    out = report(tui, stream, args, hogs, load_end, base)
     print(out)
     if args.out:
         Path(args.out).write_text(out)
