@@ -26,6 +26,7 @@ import argparse
 import os
 import re
 import shlex
+import socket
 import statistics
 import subprocess
 import sys
@@ -155,6 +156,8 @@ def report(tui, stream, args, hogs, load_end, base):
     lines = [
         f"Claude Code {version}, {os.cpu_count()} CPUs, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+        + (f"both clones with the remote origin {args.remote} (a network namespace of loopback alone); "
+           if args.remote else "")
         + (f"{len(hogs)} busy processes during the trials (`--load {args.load}`), load average {load_end:.1f} "
            "when they ended." if hogs else f"no added load, load average {load_end:.1f} at the end of the trials."),
         "",
@@ -200,7 +203,15 @@ def main():
     ap.add_argument("--trials", type=int, default=10, help="wakes per interface")
     ap.add_argument("--load", type=float, default=0.0, help="busy processes per core during the trials")
     ap.add_argument("--out", default=None, help="also write the tables here")
+    ap.add_argument("--remote", default=None, metavar="URL",
+                    help="give both clones an `origin` remote with this URL (stored only: nothing fetches it). The "
+                         "terminal UI looks the remote up with a git process at every turn's start and caches only "
+                         "a remote it can parse, as most people's repositories have. Only inside a network "
+                         "namespace of loopback alone: unshare -n sh -c 'ip link set lo up; ...'")
     args = ap.parse_args()
+    if args.remote and sorted(name for _i, name in socket.if_nameindex()) != ["lo"]:
+        sys.exit("--remote runs only where loopback is the only network interface (unshare -n, lo up): "
+                 "a client that knows a remote must have nothing to reach")
     base = Path(tempfile.mkdtemp(prefix="korus-bench-waketui-"))
     world = World(base)
     api = MockAPI(log_path=str(base / "api.jsonl")).start()
@@ -209,6 +220,10 @@ def main():
                     env={"PATH": world.env["PATH"], "PYTHONDONTWRITEBYTECODE": "",
                          "PYTHONPYCACHEPREFIX": world.env["PYTHONPYCACHEPREFIX"]})
     tui, stream = Variant("terminal UI", TOOL, {}), Variant("stream-json", TOOL, {})
+    if args.remote:
+        for v, name in ((tui, "tui"), (stream, "wake-stream-json")):
+            v.where = world.clone(f"{name}-{uuid.uuid4().hex[:4]}", urgent=True, tool=v.tool, extra=v.extra)
+            world.run("git", "remote", "add", "origin", args.remote, cwd=v.where[1].parent / "main")
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(int(round(args.load * len(os.sched_getaffinity(0)))))]
     try:
