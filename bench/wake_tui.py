@@ -107,6 +107,8 @@ def tui_session(world, runner, api, v, n):
                            reqs[0].time))
     finally:
         pane.kill()  # the server's SIGHUP ends the UI; its watcher ends with its launch
+        # tmux 3.3a leaves a killed server's socket file behind: ours, removed by its name
+        Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", sock).unlink(missing_ok=True)
     hooks = _hook_times(debug)
     v.hook_ms.extend(round((end - start) * 1000) for _x, start, end in hooks)
     _split(points, hooks, v.stages)
