@@ -260,6 +260,27 @@ def _stage_table(v, labelled):
     return out + [""]
 
 
+def setting(prefix):
+    """A bench's place (a temporary folder), its clones (World), the mock API and the Claude Code
+    runner. Claude Code's environment is the hooks' (the stub, the watcher, the woken drain): it
+    gets the same bytecode cache as the sends (World), or an inherited PYTHONDONTWRITEBYTECODE=1
+    would have every hook compile each module without a fresh .pyc beside it at every event
+    (empty: unset for Python)."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    world = World(base)
+    api = MockAPI(log_path=str(base / "api.jsonl")).start()
+    runner = Claude(claude_bin(), api, base / "claude-config", skip_permissions=True,
+                    env={"PATH": world.env["PATH"], "PYTHONDONTWRITEBYTECODE": "",
+                         "PYTHONPYCACHEPREFIX": world.env["PYTHONPYCACHEPREFIX"]})
+    return base, world, api, runner
+
+
+def busy(load):
+    """`load` busy processes per core, for the trials under load (issue 26's goal: 2)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(int(round(load * len(os.sched_getaffinity(0)))))]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=12)
@@ -269,18 +290,8 @@ def main():
     ap.add_argument("--load", type=float, default=0.0,
                     help="busy processes per core during the trials (issue 26's goal: 2, a load of twice the cores)")
     args = ap.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="korus-bench-wake-"))
-    world = World(base)
-    api = MockAPI(log_path=str(base / "api.jsonl")).start()
-    # Claude Code's environment is the hooks' (the stub, the watcher, the woken drain): it gets the
-    # same bytecode cache as the sends (World), or an inherited PYTHONDONTWRITEBYTECODE=1 would
-    # have every hook compile each module without a fresh .pyc beside it at every event (empty:
-    # unset for Python)
-    runner = Claude(claude_bin(), api, base / "claude-config", skip_permissions=True,
-                    env={"PATH": world.env["PATH"], "PYTHONDONTWRITEBYTECODE": "",
-                         "PYTHONPYCACHEPREFIX": world.env["PYTHONPYCACHEPREFIX"]})
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(int(round(args.load * len(os.sched_getaffinity(0)))))]
+    base, world, api, runner = setting("korus-bench-wake-")
+    hogs = busy(args.load)
     loads = []
     try:
         variants = [Variant("this tree", TOOL, {})]

@@ -30,7 +30,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -38,10 +37,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
-from driver import Claude, accept_dialogs  # noqa: E402
-from mockapi import MockAPI, text  # noqa: E402
+from driver import accept_dialogs  # noqa: E402
+from mockapi import text  # noqa: E402
 from tmuxpane import Pane  # noqa: E402
-from wake import (STAGES, TOOL, Variant, World, _hook_times, _log_time, _split, armed, claude_bin,  # noqa: E402
+from wake import (STAGES, busy, setting, TOOL, Variant, _hook_times, _log_time, _split, armed, claude_bin,  # noqa: E402
                   pct, session, wait_until)
 
 UPS_END = re.compile(r"\[DEBUG\] Hooks: UserPromptSubmit\S* \[[^\]]*\] finished with status \d+")
@@ -214,20 +213,13 @@ def main():
     if args.remote and sorted(name for _i, name in socket.if_nameindex()) != ["lo"]:
         sys.exit("--remote runs only where loopback is the only network interface (unshare -n, lo up): "
                  "a client that knows a remote must have nothing to reach")
-    base = Path(tempfile.mkdtemp(prefix="korus-bench-waketui-"))
-    world = World(base)
-    api = MockAPI(log_path=str(base / "api.jsonl")).start()
-    # the hooks' environment as bench/wake.py gives it (bytecode cached, the bench's PATH)
-    runner = Claude(claude_bin(), api, base / "claude-config", skip_permissions=True,
-                    env={"PATH": world.env["PATH"], "PYTHONDONTWRITEBYTECODE": "",
-                         "PYTHONPYCACHEPREFIX": world.env["PYTHONPYCACHEPREFIX"]})
+    base, world, api, runner = setting("korus-bench-waketui-")  # the hooks' environment as bench/wake.py's
     tui, stream = Variant("terminal UI", TOOL, {}), Variant("stream-json", TOOL, {})
     if args.remote:
         for v, name in ((tui, "tui"), (stream, "wake-stream-json")):
             v.where = world.clone(f"{name}-{uuid.uuid4().hex[:4]}", urgent=True, tool=v.tool, extra=v.extra)
             world.run("git", "remote", "add", "origin", args.remote, cwd=v.where[1].parent / "main")
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(int(round(args.load * len(os.sched_getaffinity(0)))))]
+    hogs = busy(args.load)
     try:
         while len(tui.lat) < args.trials or len(stream.lat) < args.trials:
             if len(tui.lat) < args.trials:
