@@ -281,6 +281,15 @@ def busy(load):
             for _ in range(int(round(load * len(os.sched_getaffinity(0)))))]
 
 
+def stop(hogs, runner, api):
+    """The busy processes (ours, ended by pid), Claude Code's config folder, the mock API."""
+    for p in hogs:
+        p.kill()
+        p.wait()
+    runner.cleanup()
+    api.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=12)
@@ -306,11 +315,7 @@ def main():
         loads.append(os.getloadavg()[0])
         plain, urgent = print_pairs(world, runner, api, args.pairs) if args.pairs else ([], [])
     finally:
-        for p in hogs:  # ours, ended by pid
-            p.kill()
-            p.wait()
-        runner.cleanup()
-        api.stop()
+        stop(hogs, runner, api)
     ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
     lines = [
         "# The wake-up tier, measured (bench/wake.py)",

@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 from driver import accept_dialogs  # noqa: E402
 from mockapi import text  # noqa: E402
 from tmuxpane import Pane  # noqa: E402
-from wake import (STAGES, busy, setting, TOOL, Variant, _hook_times, _log_time, _split, armed, claude_bin,  # noqa: E402
+from wake import (STAGES, busy, setting, stop, TOOL, Variant, _hook_times, _log_time, _split, armed, claude_bin,  # noqa: E402
                   pct, session, wait_until)
 
 UPS_END = re.compile(r"\[DEBUG\] Hooks: UserPromptSubmit\S* \[[^\]]*\] finished with status \d+")
@@ -228,11 +228,7 @@ def main():
                 session(world, runner, api, stream, min(5, args.trials - len(stream.lat)))
         load_end = os.getloadavg()[0]
     finally:
-        for p in hogs:  # ours, ended by pid
-            p.kill()
-            p.wait()
-        runner.cleanup()
-        api.stop()
+        stop(hogs, runner, api)
     out = report(tui, stream, args, hogs, load_end, base)
     print(out)
     if args.out:
