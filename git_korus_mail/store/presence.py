@@ -137,6 +137,7 @@ def sweep_staged(box: "Box", now: float) -> int:
     turn with nothing new"): each one whose stub no longer runs, or older than STAGED_MAX_AGE.
     Removing a live stub's file is harmless: its `mv` then fails and it leaves the event to the
     drain. Returns how many went."""
+    from git_korus_mail.store.launch import process_runs  # the one liveness rule (docs/STORE.md)
     d = box.open_sub("sessions")
     if d is None:
         return 0
@@ -148,24 +149,9 @@ def sweep_staged(box: "Box", now: float) -> int:
             st = d.lstat(name)
         except FileNotFoundError:
             continue
-        if now - st.st_mtime > STAGED_MAX_AGE or not _runs(int(name.rpartition(".")[2])):
+        if now - st.st_mtime > STAGED_MAX_AGE or not process_runs(int(name.rpartition(".")[2]), None)[0]:
             removed += d.unlink_quiet(name)
     return removed
-
-
-def _runs(pid: int) -> bool:
-    """Whether process `pid` runs (one it may not signal does)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OverflowError:
-        return False
-    return True
 
 
 def has_turn(box: "Box", session: str) -> bool:
