@@ -116,11 +116,14 @@ def cycle_across(common_dir: str, root: "Any", asker: str, target_clone: str, ta
         return None
     now = time.time() if now is None else now
     me = str(conf["clone"])
-    by_asker: "Dict[Tuple[str, str], List[Dict[str, Any]]]" = {}
+    by_asker: "Dict[Any, List[Tuple[Any, Dict[str, Any]]]]" = {}
+
+    def add(cid: str, w: "Dict[str, Any]") -> None:
+        w = {"clone": cid, "asker": w["asker"], "target_clone": w.get("target_clone") or cid,
+             "target": w["target"], "question": w.get("question")}
+        by_asker.setdefault((cid, w["asker"]), []).append(((w["target_clone"], w["target"]), w))
     for w in answers.live_waits(root, now):
-        by_asker.setdefault((me, w["asker"]), []).append(
-            {"clone": me, "asker": w["asker"], "target_clone": w.get("target_clone") or me,
-             "target": w["target"], "question": w.get("question")})
+        add(me, w)
     for cid, peer in (local.load_peers(common_dir) or {}).items():
         if cid == me or not isinstance(peer, dict):
             continue  # our own entry is what we published: the records themselves are fresher
@@ -133,21 +136,8 @@ def cycle_across(common_dir: str, root: "Any", asker: str, target_clone: str, ta
             left = w.get("left")
             if isinstance(left, (int, float)) and seen + left < now:
                 continue
-            by_asker.setdefault((cid, w["asker"]), []).append(
-                {"clone": cid, "asker": w["asker"], "target_clone": w["target_clone"], "target": w["target"],
-                 "question": w.get("question")})
-    stack: "List[Tuple[Tuple[str, str], List[Dict[str, Any]]]]" = [((target_clone, target), [])]
-    seen_nodes: "Set[Tuple[str, str]]" = set()
-    while stack:
-        node, path = stack.pop()
-        if node == (me, asker) and path:
-            return path
-        if node in seen_nodes:
-            continue
-        seen_nodes.add(node)
-        for w in by_asker.get(node, []):
-            stack.append(((w["target_clone"], w["target"]), path + [w]))
-    return None
+            add(cid, w)
+    return answers.chain(by_asker, (target_clone, target), (me, asker))
 
 
 def refusal(common_dir: str, root: "Any", chain: "List[Dict[str, Any]]") -> str:

@@ -25,7 +25,7 @@ from git_korus_mail.store.layout import MSG_SUFFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Dict, List, Optional, Tuple
 
     from git_korus_mail.store.files import Box, MailRoot
     from git_korus_mail.store.message import Message
@@ -266,19 +266,26 @@ def read_wait(root: "MailRoot", qid: str) -> "Optional[Dict[str, Any]]":
 def cycle(waits: "List[Dict[str, Any]]", asker: str, target: str) -> "Optional[List[Dict[str, Any]]]":
     """The chain of open waits that leads from `target` back to `asker`, if any: asking would
     then wait on itself (A asks B while B waits on A, or through any number of waits)."""
-    by_asker: "Dict[str, List[Dict[str, Any]]]" = {}
+    by_asker: "Dict[Any, List[Tuple[Any, Dict[str, Any]]]]" = {}
     for w in waits:
         if w.get("target_clone") is None:  # one on another clone's box: relay/asking.py follows it
-            by_asker.setdefault(w["asker"], []).append(w)
-    stack = [(target, [])]  # type: List[Any]
+            by_asker.setdefault(w["asker"], []).append((w["target"], w))
+    return chain(by_asker, target, asker)
+
+
+def chain(waits_of: "Dict[Any, List[Tuple[Any, Dict[str, Any]]]]", start: "Any",
+          goal: "Any") -> "Optional[List[Dict[str, Any]]]":
+    """The waits, one after another, that lead from `start` to `goal` (a node: a box key here, a
+    (clone, box key) across clones); `waits_of[node]` lists (the node it waits on, the wait)."""
+    stack: "List[Tuple[Any, List[Dict[str, Any]]]]" = [(start, [])]
     seen = set()
     while stack:
         node, path = stack.pop()
-        if node == asker and path:
+        if node == goal and path:
             return list(path)
         if node in seen:
             continue
         seen.add(node)
-        for w in by_asker.get(node, []):
-            stack.append((w["target"], path + [w]))
+        for nxt, w in waits_of.get(node, []):
+            stack.append((nxt, path + [w]))
     return None
