@@ -172,11 +172,7 @@ class Relay:
             return False
         crash.point("relay:published")
         self.last_ok = time.time()
-        local.mark(self.common_dir, local.SENT, msg_id,
-                   {"id": msg_id, "to_clone": env["to_clone"], "to_label": env["to_label"],
-                    "box": env["msg"]["to"]["key"], "path": env["msg"]["to"]["path"], "published_at": time.time(),
-                    "expires_at": env["msg"].get("expires_at"),
-                    "seq": ack.seq, "duplicate": bool(ack.duplicate)})
+        local.mark(self.common_dir, local.SENT, msg_id, local.sent_entry(env, seq=ack.seq, duplicate=bool(ack.duplicate)))
         crash.point("relay:sent-recorded")
         local.remove_entry(self.common_dir, local.OUTBOX, msg_id)
         self.root.journal("relay-published", id=msg_id, to=f"{env['to_label']}:{env['msg']['to']['path']}")

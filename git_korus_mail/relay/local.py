@@ -128,6 +128,15 @@ def read_entry(common_dir: str, sub: str, msg_id: str) -> "Optional[Dict[str, An
     return entry if isinstance(entry, dict) else None
 
 
+def sent_entry(env: "Dict[str, Any]", seq: "Optional[int]", duplicate: bool) -> "Dict[str, Any]":
+    """relay/sent/<id>.json for an outbox envelope the server stored (its ack's `seq`; None when
+    the receiver's word, not the ack, proved it: relay/returns.sent_record)."""
+    msg = env["msg"]
+    return {"id": env["id"], "to_clone": env["to_clone"], "to_label": env["to_label"],
+            "box": msg["to"]["key"], "path": msg["to"]["path"], "published_at": time.time(),
+            "expires_at": msg.get("expires_at"), "seq": seq, "duplicate": duplicate}
+
+
 def remove_entry(common_dir: str, sub: str, msg_id: str) -> None:
     relayfiles.remove(common_dir, sub, msg_id + SUFFIX)
 
