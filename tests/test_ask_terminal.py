@@ -66,6 +66,12 @@ def _ask_at_a_terminal(argv, cwd, env):
     if pid == 0:  # the child: a login-less person's shell would exec just this
         try:
             os.chdir(cwd)
+            # an interactive shell runs its foreground job with Ctrl-C's signals at their
+            # defaults; this test may itself run with them ignored (a job started with `&` by a
+            # shell without job control), which git's own SIGINT handler would then restore and
+            # not die of: git exits 128, "waitpid ... No child processes", after its child ended
+            for sig in (signal.SIGINT, signal.SIGQUIT):
+                signal.signal(sig, signal.SIG_DFL)
             os.execvpe(argv[0], argv, env)
         finally:
             os._exit(127)
