@@ -153,6 +153,7 @@ def as_user(w, label, steps):
     name of what it raised; the server's errors, lowercased). A request the permissions refuse
     gets no answer, only a `Permissions Violation` error and the request's timeout."""
     import nats
+    from git_korus_mail.relay.server import close
     errors = []
 
     async def on_error(exc):
@@ -166,7 +167,9 @@ def as_user(w, label, steps):
         except Exception as exc:  # noqa: BLE001 - the refusal is the result
             return type(exc).__name__
         finally:
-            await nc.close()
+            # a connection the server closed (a reload of its permissions) can raise on close:
+            # TypeError in CPython 3.12.1's transport (CI run 20); the result is already known
+            await close(nc)
     return asyncio.run(go()), errors
 
 

@@ -1,12 +1,13 @@
 """`remote`: the multi-machine relay of this clone (docs/RELAY.md): `remote add <url>`, the
 link's state, `remote remove`. Only `add` and `remove` import nats (relay/server.py)."""
 
+import contextlib
 import json
 import os
 import signal
 import time
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Optional
+from typing import IO, TYPE_CHECKING, Any, Iterator, Optional
 
 from git_korus_mail.errors import MailError, UsageError
 from git_korus_mail.relay import local, names
@@ -96,8 +97,8 @@ def _remove(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
     conf = local.load_config(common)
     if conf is None:
         if local.present(common):
-            _stop(common)
-            _wipe(clone)
+            with _relay_held(common):
+                _wipe(clone)
             out.write("remote removed (its configuration was unreadable; the server was not told)\n")
             return 0
         raise MailError("no remote is configured for this clone")
@@ -106,14 +107,37 @@ def _remove(clone: "Clone", args: "RemoteArgs", out: "IO[str]") -> int:
         raise MailError(f"{len(waiting)} message{'s' if len(waiting) != 1 else ''} wait in the outbox for the link: "
                         f"they would be lost; wait for `git korus-mail remote` to show an empty outbox, "
                         f"or remove with --force")
-    _stop(common)
-    why = _link().teardown(conf)
-    _wipe(clone)
+    with _relay_held(common):
+        why = _link().teardown(conf)
+        _wipe(clone)
     out.write(f"remote removed: {conf['label']} left namespace {conf['namespace']}"
               + (f"; {len(waiting)} unsent message(s) dropped" if waiting else "") + "\n")
     if why is not None:
         out.write(f"warning: {why}: the server still lists this clone (its consumer and directory entry)\n")
     return 0
+
+
+@contextlib.contextmanager
+def _relay_held(common: str) -> "Iterator[None]":
+    """This clone's relay stopped, and its lock held until the clone has left the server and its
+    directory is gone: a relay starting meanwhile (a `send`, a `remote` that found none running)
+    finds the lock taken and ends, or once it is free no configuration (relay/link.main). Seen
+    in CI: one started just before a remove took its lock after the remove's check and made its
+    consumer again after the teardown had deleted it."""
+    fd = None
+    for _ in range(5):
+        _stop(common)
+        fd = local.take_lock(common)
+        if fd is not None or not local.present(common):
+            break
+    else:
+        raise MailError("this clone's relay keeps starting again (git korus-mail remote shows its pid): "
+                        "nothing changed; stop what starts it, then remove again")
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _stop(common: str) -> None:

@@ -68,7 +68,7 @@ def server_report(conf: "Dict[str, Any]", timeout: float = 8.0) -> "List[Dict[st
             info = await js.stream_info(names.stream(conf["namespace"]))
             return _stream_items(info) + [_fsync_item()]
         finally:
-            await nc.close()
+            await server.close(nc)
     try:
         return asyncio.run(asyncio.wait_for(go(), timeout))
     except Exception as exc:  # noqa: BLE001 - doctor reports whatever stops it, in one line

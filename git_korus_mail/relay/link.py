@@ -30,7 +30,7 @@ from nats.js.errors import KeyNotFoundError
 from git_korus_mail import crash
 from git_korus_mail.stamps import parse_stamp, utc_stamp
 from git_korus_mail.relay import asking, decisions, directory, local, names, returns
-from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, connect, directory_keys, ensure_bucket,
+from git_korus_mail.relay.server import (LegacyConsumer, bind_inbox, close, connect, directory_keys, ensure_bucket,
                                          ensure_stream, put_legacy_entry, refused)
 
 TYPE_CHECKING = False
@@ -132,10 +132,7 @@ class Relay:
     async def _drop(self) -> None:
         nc, self.nc, self.sub, self.js, self.kv = self.nc, None, None, None, None
         if nc is not None:
-            try:
-                await nc.close()
-            except Exception:  # noqa: BLE001 - a dead link closes however it can
-                pass
+            await close(nc)  # a dead link closes however it can
 
     # -- outgoing ------------------------------------------------------------------------
     async def pump_outbox(self) -> None:
@@ -515,9 +512,17 @@ def main(argv: "list[str]", facts: "Callable[[str], directory.Facts]") -> int:
     if conf is None:
         sys.stderr.write("korus-mail relay: no remote configured here (git korus-mail remote add)\n")
         return 1
+    crash.point("relay:config-read")  # a pause point for tests: a relay starting as the remote leaves
     lock = local.take_lock(common_dir)
     if lock is None:
-        return 0  # a relay runs for this clone already: at most one (docs/RELAY.md)
+        return 0  # a relay runs for this clone already (at most one), or the remote was removed
+    # read again under the lock: `remote remove` holds it while the clone leaves the server, so a
+    # relay that read the configuration before it finds none now, and never comes back to make
+    # its consumer again (docs/RELAY.md, "Files")
+    conf = local.load_config(common_dir)
+    if conf is None:
+        os.close(lock)
+        return 0
     relay = Relay(common_dir, conf, facts(common_dir))
     loop = asyncio.new_event_loop()
 

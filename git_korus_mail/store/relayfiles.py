@@ -141,10 +141,11 @@ def remove(common_dir: str, sub: str, name: str) -> None:
         d.close()
 
 
-def open_fd(common_dir: str, name: str, flags: int) -> int:
+def open_fd(common_dir: str, name: str, flags: int, make_dir: bool = True) -> int:
     """A descriptor on relay/<name> (the relay's lock, its log), never through a symlink;
-    FileNotFoundError when it is absent and `flags` does not create it."""
-    d = _open(common_dir, create=bool(flags & os.O_CREAT))
+    FileNotFoundError when it is absent and `flags` does not create it, or when the directory
+    is absent and `make_dir` is False (the lock: a relay never brings back a removed remote)."""
+    d = _open(common_dir, create=bool(flags & os.O_CREAT) and make_dir)
     if d is None:
         raise FileNotFoundError(path(common_dir))
     try:
