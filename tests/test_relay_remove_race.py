@@ -10,22 +10,12 @@ import subprocess
 import time
 
 import invariants
-from helpers import PYTHON, git, run_cli
+from helpers import PYTHON, run_cli
+from test_relay_retention import configured_clone
 
 from git_korus_mail.relay import local
 
 PROCESS = "git_korus_mail.core.relayhost"
-
-
-def configured_clone(tmp_path):
-    repo = tmp_path / "repo"
-    git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
-    git("commit", "-q", "--allow-empty", "-m", "root", cwd=repo)
-    common = str(repo / ".git")
-    # a port nothing listens on: the relay, if it ran, would keep trying and writing its state
-    local.save_config(common, {"url": "nats://127.0.0.1:9", "label": "laptop", "clone": "aaaaaaaaaaaa",
-                               "namespace": "0123456789abcdef", "origin": "/nowhere", "roots": []})
-    return repo, common
 
 
 def paused_relay(common, gate):

@@ -17,15 +17,22 @@ DAY = 86400.0
 VM = "bbbbbbbbbbbb"
 
 
-def make_clone(tmp_path):
-    """A clone with a remote configured as `remote add` leaves it and a directory naming one
-    other clone (`vm`), and this test holding the relay's lock, so no relay process starts."""
+def configured_clone(tmp_path):
+    """A clone with a remote configured as `remote add` leaves it, on a port nothing listens on
+    (a relay that ran would keep trying). (repo, its common dir)."""
     repo = tmp_path / "repo"
     git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
     git("commit", "-q", "--allow-empty", "-m", "root", cwd=repo)
     common = str(repo / ".git")
     local.save_config(common, {"url": "nats://127.0.0.1:9", "label": "laptop", "clone": "aaaaaaaaaaaa",
                                "namespace": "0123456789abcdef", "origin": "/nowhere", "roots": []})
+    return repo, common
+
+
+def make_clone(tmp_path):
+    """configured_clone with a directory naming one other clone (`vm`), and this test holding
+    the relay's lock, so no relay process starts."""
+    repo, common = configured_clone(tmp_path)
     local.save_peers(common, {VM: {"label": "vm", "updated": time.time(), "sessions": [],
                                    "worktrees": [{"name": "web", "path": "/far/web",
                                                   "key": "web-0123456789abcdef01234567"}]}})
