@@ -1,4 +1,4 @@
-"""`remote remove` while a relay is starting (docs/RELAY.md, "Files"). CI met it under
+"""`remote remove` while a relay is starting (docs/RELAY.md, "On disk"). CI met it under
 narrowed permissions: a relay started by `remote` had read its configuration but not yet taken
 its lock when `remove` looked for one to stop; it took the lock after, and made its consumer on
 the server again after the teardown had deleted it. The relay here is stopped in that gap (the

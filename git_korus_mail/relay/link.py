@@ -518,7 +518,7 @@ def main(argv: "list[str]", facts: "Callable[[str], directory.Facts]") -> int:
         return 0  # a relay runs for this clone already (at most one), or the remote was removed
     # read again under the lock: `remote remove` holds it while the clone leaves the server, so a
     # relay that read the configuration before it finds none now, and never comes back to make
-    # its consumer again (docs/RELAY.md, "Files")
+    # its consumer again (docs/RELAY.md, "On disk")
     conf = local.load_config(common_dir)
     if conf is None:
         os.close(lock)
