@@ -298,8 +298,13 @@ def cancel(m, msg_id, check=True):
 
 
 def settled(m):
-    """The server holds nothing for `m` any more, taken or not (its relay is up)."""
-    return wait_for(lambda: m.state().get("pending") == 0 and m.state().get("connected"), 20)
+    """The server holds nothing for `m` any more, taken or not, as the relay running now says:
+    a killed relay's last state.json (connected, nothing pending) says nothing of the one started
+    since, which may not yet hold its lock (CI run 20)."""
+    def now():
+        st, pid = m.state(), m.relay_pid()
+        return pid is not None and st.get("pid") == pid and st.get("pending") == 0 and bool(st.get("connected"))
+    return wait_for(now, 20)
 
 
 def everywhere(m, msg_id):
