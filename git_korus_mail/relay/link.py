@@ -523,6 +523,7 @@ def main(argv: "list[str]", facts: "Callable[[str], directory.Facts]") -> int:
     if conf is None:
         os.close(lock)
         return 0
+    local.ensure(common_dir)  # the directories a clone configured by an older version may lack
     relay = Relay(common_dir, conf, facts(common_dir))
     loop = asyncio.new_event_loop()
 

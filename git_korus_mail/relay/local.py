@@ -167,7 +167,8 @@ def mark(common_dir: str, sub: str, msg_id: str, record: "Dict[str, Any]", repla
 # -- one relay per clone -------------------------------------------------------------------
 def take_lock(common_dir: str) -> "Optional[int]":
     """The relay's lock (flock on relay/lock, dropped by the kernel when the process dies), or
-    None when another relay holds it, or when there is no relay directory (removed). The holder writes its pid in the file, for `remote`."""
+    None when another relay holds it, or when there is no relay directory (removed). The holder
+    writes its pid in the file, for `remote`."""
     try:  # never made here: a relay that read its configuration before a `remote remove` ends
         fd = relayfiles.open_fd(common_dir, LOCK, os.O_RDWR | os.O_CREAT, make_dir=False)
     except FileNotFoundError:
